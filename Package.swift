@@ -1,0 +1,23 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "Keybay",
+    products: [
+        .library(name: "Keybay", targets: ["Keybay"]),
+        .executable(name: "keybay-methods", targets: ["keybay-methods"]),
+    ],
+    targets: [
+        // C libraries from Debian. The core links libsodium only; libargon2 and libfido2 are
+        // for the plugins that need them (see Plugins/README.md).
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
+        .systemLibrary(name: "CFido2", pkgConfig: "libfido2", providers: [.apt(["libfido2-dev"])]),
+
+        .target(name: "Keybay", dependencies: ["CSodium"]),
+        .executableTarget(name: "keybay-methods", dependencies: ["Keybay"]),
+
+        .testTarget(name: "KeybayTests", dependencies: ["Keybay"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,63 @@
+import Glibc
+
+/// Which application's store to use and where the base directories are.
+/// Stores live under `<dataHome>/keybay/<applicationID>/`; the file-root key under
+/// `<stateHome>/keybay/<applicationID>/`. Both default to the XDG base directories.
+public struct KeybayConfiguration: Sendable, Equatable {
+    public let applicationID: String
+    public let dataHome: String
+    public let stateHome: String
+
+    /// - Parameters:
+    ///   - applicationID: `[A-Za-z0-9][A-Za-z0-9._-]{0,119}`, e.g. `com.example.app`.
+    ///   - dataHome: absolute path; default `$XDG_DATA_HOME`, else `~/.local/share`.
+    ///   - stateHome: absolute path; default `$XDG_STATE_HOME`, else `~/.local/state`.
+    public init(applicationID: String, dataHome: String? = nil, stateHome: String? = nil) throws {
+        guard Self.isValidApplicationID(applicationID) else {
+            throw KeybayError(.invalidArgument, "invalid application id: use 1–120 characters of [A-Za-z0-9._-], starting with a letter or digit")
+        }
+        self.applicationID = applicationID
+        self.dataHome = try Self.baseDirectory(explicit: dataHome, variable: "XDG_DATA_HOME", fallback: ".local/share")
+        self.stateHome = try Self.baseDirectory(explicit: stateHome, variable: "XDG_STATE_HOME", fallback: ".local/state")
+    }
+
+    public var storeDirectory: String { dataHome + "/keybay/" + applicationID }
+    public var storePath: String { storeDirectory + "/" + StoreLocation.liveName }
+
+    public static func isValidApplicationID(_ id: String) -> Bool {
+        let bytes = Array(id.utf8)
+        guard (1...120).contains(bytes.count) else { return false }
+        func alnum(_ b: UInt8) -> Bool { (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) }
+        return alnum(bytes[0]) && bytes.dropFirst().allSatisfy { alnum($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d }
+    }
+
+    private static func baseDirectory(explicit: String?, variable: String, fallback: String) throws -> String {
+        if let explicit {
+            guard explicit.hasPrefix("/") else {
+                throw KeybayError(.invalidArgument, "base directory \(explicit) is not an absolute path")
+            }
+            return trimmed(explicit)
+        }
+        // The XDG spec says relative values are invalid and must be ignored.
+        if let value = getenv(variable).map({ String(cString: $0) }), value.hasPrefix("/") {
+            return trimmed(value)
+        }
+        guard let home = homeDirectory() else {
+            throw KeybayError(.invalidArgument, "neither \(variable) nor a home directory is set")
+        }
+        return trimmed(home) + "/" + fallback
+    }
+
+    private static func homeDirectory() -> String? {
+        if let h = getenv("HOME").map({ String(cString: $0) }), h.hasPrefix("/") { return h }
+        guard let pw = getpwuid(geteuid()), let dir = pw.pointee.pw_dir else { return nil }
+        let s = String(cString: dir)
+        return s.hasPrefix("/") ? s : nil
+    }
+
+    private static func trimmed(_ path: String) -> String {
+        var p = Substring(path)
+        while p.count > 1 && p.hasSuffix("/") { p = p.dropLast() }
+        return String(p)
+    }
+}

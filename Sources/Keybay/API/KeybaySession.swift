@@ -1,0 +1,132 @@
+import Synchronization
+
+/// An open store. Record operations are synchronous and never prompt or call a method plugin;
+/// each sees one whole generation of the file, and notices (with one stat) when another
+/// process has replaced it. Writes are read-modify-write under the interprocess lock and are
+/// durable when they return.
+public final class KeybaySession: Sendable {
+    private let location: StoreLocation
+    private let directory: PrivateDirectory
+    private let current: Mutex<Generation?>
+
+    init(location: StoreLocation, directory: PrivateDirectory, generation: Generation) {
+        self.location = location
+        self.directory = directory
+        self.current = Mutex(generation)
+    }
+
+    public var configuration: KeybayConfiguration { location.configuration }
+    public var storePath: String { location.storePath }
+
+    // MARK: Reading
+
+    /// The value of `key`, or nil if there is no such record.
+    public func get(_ key: String) throws -> [UInt8]? {
+        let keyBytes = try RecordKey.validated(key)
+        _ = keyBytes
+        let snapshot = try freshSnapshot()
+        guard let i = snapshot.index[key] else { return nil }
+        return try snapshot.value(at: i, context: storePath)
+    }
+
+    /// The value of `key` as UTF-8 text, or nil if there is no such record.
+    public func getString(_ key: String) throws -> String? {
+        guard let bytes = try get(key) else { return nil }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw KeybayError(.invalidArgument, "the value of '\(key)' is not UTF-8 text; read it as bytes")
+        }
+        return text
+    }
+
+    public func contains(_ key: String) throws -> Bool {
+        _ = try RecordKey.validated(key)
+        return try freshSnapshot().index[key] != nil
+    }
+
+    /// All keys in ascending byte order.
+    public func keys() throws -> [String] {
+        try freshSnapshot().keyNames
+    }
+
+    /// The values of those `keys` that exist, all from one generation of the store.
+    public func getMany(_ keys: [String]) throws -> [String: [UInt8]] {
+        for key in keys { _ = try RecordKey.validated(key) }
+        let snapshot = try freshSnapshot()
+        var result: [String: [UInt8]] = [:]
+        for key in keys {
+            if let i = snapshot.index[key] { result[key] = try snapshot.value(at: i, context: storePath) }
+        }
+        return result
+    }
+
+    // MARK: Writing
+
+    public func set(_ key: String, bytes value: [UInt8]) throws {
+        let keyBytes = try RecordKey.validated(key)
+        guard value.count <= Suite1.maxValueBytes else {
+            throw KeybayError(.valueTooLarge, "the value for '\(key)' is \(value.count) bytes, limit \(Suite1.maxValueBytes)")
+        }
+        try write { snapshot in
+            let frame = value.withUnsafeBytes { StoreEncoder.sealFrame(key: keyBytes, value: $0, keys: snapshot.keys) }
+            var frames = Self.frames(of: snapshot, excluding: keyBytes)
+            let at = frames.firstIndex { !$0.key.lexicographicallyPrecedes(keyBytes) } ?? frames.endIndex
+            frames.insert(frame, at: at)
+            return frames
+        }
+    }
+
+    public func set(_ key: String, string value: String) throws {
+        try set(key, bytes: Array(value.utf8))
+    }
+
+    /// Removes `key`; returns false (and writes nothing) if there was no such record.
+    @discardableResult
+    public func delete(_ key: String) throws -> Bool {
+        let keyBytes = try RecordKey.validated(key)
+        var found = false
+        try write { snapshot in
+            guard snapshot.index[key] != nil else { return nil }
+            found = true
+            return Self.frames(of: snapshot, excluding: keyBytes)
+        }
+        return found
+    }
+
+    /// Removes every record; the store, its root and its methods stay.
+    public func clearAll() throws {
+        try write { snapshot in snapshot.entries.isEmpty ? nil : [] }
+    }
+
+    /// Ends the session; later calls throw `.closed`. Keys held in guarded memory are freed.
+    public func close() {
+        current.withLock { $0 = nil }
+    }
+
+    // MARK: -
+
+    private static func frames(of snapshot: StoreSnapshot, excluding key: [UInt8]) -> [PendingFrame] {
+        var frames: [PendingFrame] = []
+        frames.reserveCapacity(snapshot.entries.count + 1)
+        for (i, e) in snapshot.entries.enumerated() where e.key != key {
+            frames.append(PendingFrame(key: e.key, bytes: snapshot.frame(at: i), digest: e.digest))
+        }
+        return frames
+    }
+
+    private func freshSnapshot() throws -> StoreSnapshot {
+        try current.withLock { generation in
+            guard let g = generation else { throw KeybayError(.closed, "the session for \(location.storePath) is closed") }
+            if directory.identity(of: StoreLocation.liveName) != g.identity {
+                generation = try location.reload(directory, reusing: g.snapshot)
+            }
+            return generation!.snapshot
+        }
+    }
+
+    private func write(_ change: (StoreSnapshot) throws -> [PendingFrame]?) throws {
+        try current.withLock { generation in
+            guard let g = generation else { throw KeybayError(.closed, "the session for \(location.storePath) is closed") }
+            generation = try location.commit(directory, previous: g.snapshot, change: change)
+        }
+    }
+}

@@ -1,0 +1,22 @@
+/// What is on disk for one application, found without creating, unlocking or repairing anything.
+public struct KeybayStatus: Sendable, Equatable {
+    public enum State: String, Sendable {
+        /// Neither a store nor a root: `open()` will create both.
+        case absent
+        /// A store sealed by the platform root alone.
+        case platformOnly = "platform-only"
+        /// A store that also needs an unlock method.
+        case protected
+        /// A root but no store (interrupted init, partial restore): only `reset` gets out.
+        case rootOnly = "root-only"
+        /// A store but no root: the platform key is gone and the store cannot be opened.
+        case storeOnly = "store-only"
+    }
+
+    public let state: State
+    public let storePath: String
+    public let rootPlugin: String
+    public let rootLocation: String
+    /// A sentence on what the root protects against, shown by `status`.
+    public let rootProtection: String
+}

@@ -1,0 +1,52 @@
+import CSodium
+
+/// Secret bytes in guarded memory (`sodium_malloc`: guard pages, canary, mlock where allowed),
+/// read-only after they are filled and wiped when freed. Immutable after `init`, hence Sendable.
+public final class SecureBytes: @unchecked Sendable {
+    private let pointer: UnsafeMutableRawPointer
+    public let count: Int
+
+    /// Allocates `count` bytes and lets `fill` write them once; on a throw the memory is wiped and freed.
+    init(count: Int, fill: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
+        Sodium.ensureInitialised()
+        precondition(count > 0, "SecureBytes needs at least one byte")
+        guard let p = sodium_malloc(count) else {
+            fatalError("sodium_malloc(\(count)) failed: out of memory")
+        }
+        do {
+            try fill(UnsafeMutableRawBufferPointer(start: p, count: count))
+        } catch {
+            sodium_free(p)
+            throw error
+        }
+        sodium_mprotect_readonly(p)
+        pointer = p
+        self.count = count
+    }
+
+    /// Fresh random bytes.
+    convenience init(randomCount count: Int) {
+        self.init(count: count) { randombytes_buf($0.baseAddress!, $0.count) }
+    }
+
+    /// Copies `bytes` into guarded memory. The caller should wipe its own copy.
+    public convenience init(copying bytes: some Collection<UInt8>) {
+        self.init(count: bytes.count) { buffer in
+            var i = 0
+            for b in bytes { buffer[i] = b; i += 1 }
+        }
+    }
+
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    /// Constant-time comparison.
+    public func equals(_ other: SecureBytes) -> Bool {
+        withUnsafeBytes { a in other.withUnsafeBytes { b in Sodium.constantTimeEqual(a, b) } }
+    }
+
+    deinit {
+        sodium_free(pointer) // sodium_free wipes before unmapping
+    }
+}

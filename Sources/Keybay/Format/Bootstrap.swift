@@ -1,0 +1,42 @@
+/// `bootstrapCore = "KBV2" | suite:u16 | providerStateLength:u32 | providerState`
+/// `bootstrap     = bootstrapCore | sealedPackageLength:u32`
+struct Bootstrap: Equatable {
+    let suite: UInt16
+    let providerState: [UInt8]
+    let sealedPackageLength: Int
+
+    var core: [UInt8] {
+        var w = ByteWriter(capacity: 10 + providerState.count)
+        w.raw(Suite1.magic)
+        w.u16(suite)
+        w.lengthPrefixed(providerState)
+        return w.bytes
+    }
+
+    var bytes: [UInt8] {
+        var w = ByteWriter()
+        w.raw(core)
+        w.u32(UInt32(sealedPackageLength))
+        return w.bytes
+    }
+
+    var byteCount: Int { 4 + 2 + 4 + providerState.count + 4 }
+
+    /// Reads and checks the bootstrap; leaves `reader` at the sealed package.
+    static func decode(_ reader: inout ByteReader) throws -> Bootstrap {
+        let magic = try reader.take(4, "magic")
+        guard magic.elementsEqual(Suite1.magic) else {
+            throw reader.malformed("not a Keybay V2 store (bad magic)")
+        }
+        let suite = try reader.u16("suite")
+        guard suite == Suite1.suite else {
+            throw KeybayError(.unsupported, "\(reader.context): suite \(suite) is not supported by this version")
+        }
+        let state = try reader.lengthPrefixed("provider state", maxLength: Suite1.maxProviderStateBytes)
+        let packageLength = Int(try reader.u32("sealed package length"))
+        guard packageLength > XChaCha20Poly1305.overhead, packageLength <= Suite1.maxSealedPackageBytes else {
+            throw reader.malformed("sealed package length \(packageLength) out of range")
+        }
+        return Bootstrap(suite: suite, providerState: Array(state), sealedPackageLength: packageLength)
+    }
+}

@@ -1,0 +1,45 @@
+/// The one error type Keybay throws. `code` is stable (scripts and hosts match on it);
+/// `message` names the cause and, where there is one, the file, never a secret or a value.
+public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable, CaseIterable {
+        // Caller input (CLI exit 2).
+        case invalidArgument = "invalid-argument"
+        case invalidKey = "invalid-key"
+        case valueTooLarge = "value-too-large"
+        case storeFull = "store-full"
+        // State of the store and its root (CLI exit 1).
+        case storeNotFound = "store-not-found"
+        case alreadyInitialized = "already-initialized"
+        case stateConflict = "state-conflict"
+        case platformKeyInvalidated = "platform-key-invalidated"
+        case protectionMismatch = "protection-mismatch"
+        case authenticationRequired = "authentication-required"
+        // The bytes on disk (CLI exit 1).
+        case malformed = "malformed"
+        case integrity = "integrity"
+        case unsupported = "unsupported"
+        // The file system (CLI exit 1).
+        case insecurePermissions = "insecure-permissions"
+        case io = "io"
+        // A session used after close (exit 1).
+        case closed = "closed"
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(message) [\(code.rawValue)]" }
+
+    /// True for failures caused by what the caller passed in, not by the store.
+    public var isInvalidInput: Bool {
+        switch code {
+        case .invalidArgument, .invalidKey, .valueTooLarge, .storeFull: return true
+        default: return false
+        }
+    }
+}

@@ -1,0 +1,228 @@
+import Glibc
+
+/// A directory Keybay owns: opened component by component without following links, owned by
+/// the effective user, no group or other permission bits. Every file inside is reached through
+/// the directory's descriptor, so a path swapped underneath cannot redirect a read or a write.
+/// Looser or foreign state is refused with the path and the reason, never repaired.
+final class PrivateDirectory: @unchecked Sendable {
+    let fd: Int32
+    let path: String
+
+    private init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { close(fd) }
+
+    /// Opens `base/components...`. `base` is the user's XDG directory and may itself be a link;
+    /// the components below it are Keybay's and must be real private directories.
+    /// Returns nil when something is missing and `create` is false.
+    static func open(base: String, components: [String], create: Bool) throws -> PrivateDirectory? {
+        if create { try makeBaseDirectory(base) }
+        var current = Glibc.open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if current < 0 {
+            if errno == ENOENT && !create { return nil }
+            throw posixError("cannot open directory", base)
+        }
+        var path = base
+        for component in components {
+            path += "/" + component
+            var next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0 && errno == ENOENT && create {
+                if mkdirat(current, component, 0o700) != 0 && errno != EEXIST {
+                    let e = posixError("cannot create directory", path)
+                    close(current)
+                    throw e
+                }
+                next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            }
+            let openErrno = errno
+            close(current)
+            if next < 0 {
+                if openErrno == ENOENT && !create { return nil }
+                if openErrno == ELOOP || openErrno == ENOTDIR {
+                    throw KeybayError(.insecurePermissions, "\(path) is a symbolic link or not a directory; refusing to use it")
+                }
+                errno = openErrno
+                throw posixError("cannot open directory", path)
+            }
+            do {
+                try checkPrivate(fd: next, path: path, directory: true)
+            } catch {
+                close(next)
+                throw error
+            }
+            current = next
+        }
+        return PrivateDirectory(fd: current, path: path)
+    }
+
+    /// `mkdir -p` for the XDG base directory (new levels get 0700).
+    private static func makeBaseDirectory(_ base: String) throws {
+        var st = stat()
+        if stat(base, &st) == 0 { return }
+        var prefix = ""
+        for part in base.split(separator: "/", omittingEmptySubsequences: true) {
+            prefix += "/" + part
+            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+                throw posixError("cannot create directory", prefix)
+            }
+        }
+    }
+
+    /// Refuses anything not owned by us or open to group/others.
+    static func checkPrivate(fd: Int32, path: String, directory: Bool) throws {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw posixError("cannot inspect", path) }
+        let kind = st.st_mode & S_IFMT
+        if directory ? kind != S_IFDIR : kind != S_IFREG {
+            throw KeybayError(.insecurePermissions, "\(path) is not a \(directory ? "directory" : "regular file"); refusing to use it")
+        }
+        if st.st_uid != geteuid() {
+            throw KeybayError(.insecurePermissions, "\(path) is owned by uid \(st.st_uid), not by this user (uid \(geteuid())); refusing to use it")
+        }
+        if st.st_mode & 0o077 != 0 {
+            let mode = String(st.st_mode & 0o777, radix: 8)
+            throw KeybayError(.insecurePermissions, "\(path) has mode \(mode), expected \(directory ? "0700" : "0600"); refusing to use it (fix the permissions by hand)")
+        }
+    }
+
+    func pathOf(_ name: String) -> String { path + "/" + name }
+
+    /// Whether an entry of that name exists (a link counts: opening it will then be refused).
+    func contains(_ name: String) throws -> Bool {
+        var st = stat()
+        if fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 { return true }
+        if errno == ENOENT { return false }
+        throw Self.posixError("cannot inspect", pathOf(name))
+    }
+
+    /// Identity of the entry now at `name`, to notice a replaced file cheaply.
+    func identity(of name: String) -> FileIdentity? {
+        var st = stat()
+        guard fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        return FileIdentity(st)
+    }
+
+    /// Opens an existing private file, or returns nil if there is none.
+    func openFile(_ name: String, flags: Int32) throws -> Int32? {
+        let f = openat(fd, name, flags | O_NOFOLLOW | O_CLOEXEC)
+        if f < 0 {
+            if errno == ENOENT { return nil }
+            if errno == ELOOP { throw KeybayError(.insecurePermissions, "\(pathOf(name)) is a symbolic link; refusing to use it") }
+            throw Self.posixError("cannot open", pathOf(name))
+        }
+        do { try Self.checkPrivate(fd: f, path: pathOf(name), directory: false) } catch { close(f); throw error }
+        return f
+    }
+
+    /// Reads a whole private file of at most `maxBytes`, or nil if there is none.
+    func read(_ name: String, maxBytes: Int) throws -> (bytes: [UInt8], identity: FileIdentity)? {
+        guard let f = try openFile(name, flags: O_RDONLY) else { return nil }
+        defer { close(f) }
+        var st = stat()
+        guard fstat(f, &st) == 0 else { throw Self.posixError("cannot inspect", pathOf(name)) }
+        let size = Int(st.st_size)
+        guard size <= maxBytes else {
+            throw KeybayError(.malformed, "\(pathOf(name)) is \(size) bytes, larger than any valid file of its kind (\(maxBytes))")
+        }
+        var bytes = [UInt8](repeating: 0, count: size)
+        var done = 0
+        try bytes.withUnsafeMutableBytes { buf in
+            while done < size {
+                let n = pread(f, buf.baseAddress! + done, size - done, off_t(done))
+                if n < 0 { if errno == EINTR { continue }; throw Self.posixError("cannot read", pathOf(name)) }
+                if n == 0 { throw KeybayError(.io, "\(pathOf(name)) shrank while it was read") }
+                done += n
+            }
+        }
+        return (bytes, FileIdentity(st))
+    }
+
+    /// Durable replace: write `name.stage`-style staging file, fsync it, rename it over `name`,
+    /// fsync the directory. A crash at any point leaves the old or the new file, never a torn one.
+    func replace(_ name: String, stagingName: String, with bytes: [UInt8]) throws {
+        try removeIfPresent(stagingName)
+        try writeNew(stagingName, bytes)
+        guard renameat(fd, stagingName, fd, name) == 0 else {
+            let e = Self.posixError("cannot rename staging file over", pathOf(name))
+            _ = unlinkat(fd, stagingName, 0)
+            throw e
+        }
+        try sync()
+    }
+
+    /// Create-only: the file appears complete under `name` or not at all, and an existing
+    /// `name` is never overwritten (link(2) fails with EEXIST).
+    func createExclusive(_ name: String, stagingName: String, with bytes: [UInt8]) throws {
+        try removeIfPresent(stagingName)
+        try writeNew(stagingName, bytes)
+        defer { _ = unlinkat(fd, stagingName, 0) }
+        guard linkat(fd, stagingName, fd, name, 0) == 0 else {
+            if errno == EEXIST { throw KeybayError(.stateConflict, "\(pathOf(name)) already exists; refusing to overwrite it") }
+            throw Self.posixError("cannot create", pathOf(name))
+        }
+        _ = unlinkat(fd, stagingName, 0)
+        try sync()
+    }
+
+    /// Writes a new 0600 file and fsyncs it; on failure the partial file is removed.
+    private func writeNew(_ name: String, _ bytes: [UInt8]) throws {
+        let f = openat(fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard f >= 0 else { throw Self.posixError("cannot create", pathOf(name)) }
+        var failure: KeybayError?
+        bytes.withUnsafeBytes { buf in
+            var done = 0
+            while done < buf.count {
+                let n = write(f, buf.baseAddress! + done, buf.count - done)
+                if n < 0 { if errno == EINTR { continue }; failure = Self.posixError("cannot write", pathOf(name)); return }
+                done += n
+            }
+        }
+        if failure == nil && fsync(f) != 0 { failure = Self.posixError("cannot fsync", pathOf(name)) }
+        if close(f) != 0 && failure == nil { failure = Self.posixError("cannot close", pathOf(name)) }
+        if let failure {
+            _ = unlinkat(fd, name, 0)
+            throw failure
+        }
+    }
+
+    /// Removes `name` if present; idempotent.
+    func removeIfPresent(_ name: String) throws {
+        if unlinkat(fd, name, 0) != 0 && errno != ENOENT {
+            throw Self.posixError("cannot remove", pathOf(name))
+        }
+    }
+
+    /// fsync of the directory makes renames, links and unlinks in it durable.
+    func sync() throws {
+        guard fsync(fd) == 0 else { throw Self.posixError("cannot fsync directory", path) }
+    }
+
+    static func posixError(_ what: String, _ path: String) -> KeybayError {
+        let code = errno
+        let reason = String(cString: strerror(code))
+        if code == EACCES || code == EPERM {
+            return KeybayError(.insecurePermissions, "\(what) \(path): \(reason)")
+        }
+        return KeybayError(.io, "\(what) \(path): \(reason)")
+    }
+}
+
+/// Enough of stat(2) to tell that a file was replaced (every write renames a new inode in).
+struct FileIdentity: Equatable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+    let size: Int64
+    let modifiedSeconds: Int
+    let modifiedNanoseconds: Int
+
+    init(_ st: stat) {
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+        size = Int64(st.st_size)
+        modifiedSeconds = Int(st.st_mtim.tv_sec)
+        modifiedNanoseconds = Int(st.st_mtim.tv_nsec)
+    }
+}

@@ -1,0 +1,165 @@
+/// One application's store and root on disk, and the fail-closed lifecycle over them (BRIEF §5):
+/// never initialise over existing state, never reset on an error, `reset` is explicit.
+struct StoreLocation: Sendable {
+    static let liveName = "keybay.v2.store"
+    static let stagingName = "keybay.v2.stage"
+    static let lockName = "keybay.v2.lock"
+
+    let configuration: KeybayConfiguration
+    let root: any RootProvider
+    let domain: [UInt8]
+
+    init(_ configuration: KeybayConfiguration) {
+        self.configuration = configuration
+        let root = FileRoot(stateHome: configuration.stateHome, applicationID: configuration.applicationID)
+        self.root = root
+        self.domain = StorageDomain.derive(identity: configuration.applicationID, profile: root.id,
+                                           location: "keybay/\(configuration.applicationID)/")
+    }
+
+    var storePath: String { configuration.storePath }
+
+    func directory(create: Bool) throws -> PrivateDirectory? {
+        try PrivateDirectory.open(base: configuration.dataHome, components: ["keybay", configuration.applicationID], create: create)
+    }
+
+    // MARK: - Lifecycle
+
+    func status() throws -> KeybayStatus {
+        let rootExists = try root.exists()
+        var state: KeybayStatus.State = rootExists ? .rootOnly : .absent
+        if let dir = try directory(create: false), let live = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes) {
+            var reader = ByteReader(live.bytes, context: storePath)
+            _ = try Bootstrap.decode(&reader)
+            state = rootExists ? .platformOnly : .storeOnly
+        }
+        return KeybayStatus(state: state, storePath: storePath, rootPlugin: root.id, rootLocation: root.location,
+                            rootProtection: "file-root keeps the platform key in a private file: it protects against copied files, backups and other users, not against other programs running as this user; enroll an unlock method for more")
+    }
+
+    /// Opens the existing store, or creates one when there is nothing at all and `create` is set.
+    func open(create: Bool) throws -> (PrivateDirectory, Generation) {
+        guard let dir = try directory(create: create) else {
+            throw try missingStoreError()
+        }
+        let generation = try FileLock.withLock(in: dir, name: Self.lockName, mode: .exclusive) { () throws -> Generation in
+            if let generation = try load(dir, reusing: nil) {
+                // A leftover staging file is only removed once the live file has authenticated.
+                if try dir.contains(Self.stagingName) {
+                    try dir.removeIfPresent(Self.stagingName)
+                    try dir.sync()
+                }
+                return generation
+            }
+            guard create else { throw try missingStoreError() }
+            return try createStore(in: dir)
+        }
+        return (dir, generation)
+    }
+
+    /// `init`: creates a store only when there is nothing at all.
+    func initialize() throws -> (PrivateDirectory, Generation) {
+        let dir = try directory(create: true)!
+        let generation = try FileLock.withLock(in: dir, name: Self.lockName, mode: .exclusive) { () throws -> Generation in
+            if try dir.contains(Self.liveName) {
+                throw KeybayError(.alreadyInitialized, "a store already exists at \(storePath); refusing to initialise over it")
+            }
+            return try createStore(in: dir)
+        }
+        return (dir, generation)
+    }
+
+    /// Removes the store, its staging file and the root; keeps the lock file. Idempotent, needs no credential.
+    func reset() throws {
+        if let dir = try directory(create: false) {
+            try FileLock.withLock(in: dir, name: Self.lockName, mode: .exclusive) {
+                try dir.removeIfPresent(Self.liveName)
+                try dir.removeIfPresent(Self.stagingName)
+                try dir.sync()
+                try root.reset()
+            }
+        } else {
+            try root.reset()
+        }
+    }
+
+    private func missingStoreError() throws -> KeybayError {
+        if try root.exists() {
+            return KeybayError(.stateConflict, "state conflict: the platform root \(root.location) exists but there is no store at \(storePath) (interrupted initialisation or partial restore); run reset to start over")
+        }
+        return KeybayError(.storeNotFound, "no store at \(storePath)")
+    }
+
+    /// Caller holds the exclusive lock and has seen no live file.
+    private func createStore(in dir: PrivateDirectory) throws -> Generation {
+        if try root.exists() { throw try missingStoreError() }
+        let providerState = try root.create(domain: domain)
+        var storeLinked = false
+        do {
+            let package = PlatformPackage(storeId: Sodium.randomBytes(Suite1.storeIdBytes), epoch: 1,
+                                          storeKey: SecureBytes(randomCount: Suite1.storeKeyBytes))
+            let bootstrap = Bootstrap(suite: Suite1.suite, providerState: providerState,
+                                      sealedPackageLength: PlatformPackage.plaintextBytes + XChaCha20Poly1305.overhead)
+            let sealed = try root.seal(package.encode(), aad: Suite1.packageAAD(domain: domain, bootstrapCore: bootstrap.core),
+                                       providerState: providerState, domain: domain)
+            let file = try StoreEncoder.encode(bootstrap: bootstrap, sealedPackage: sealed, frames: [],
+                                               keys: StoreKeys(package: package), domain: domain)
+            try dir.createExclusive(Self.liveName, stagingName: Self.stagingName, with: file)
+            storeLinked = true
+            return try verifyWritten(file, in: dir, reusing: nil)
+        } catch {
+            // Undo only our own root, and only while no store refers to it.
+            if !storeLinked { try? root.reset() }
+            throw error
+        }
+    }
+
+    // MARK: - Generations
+
+    /// Reads and authenticates the live file; nil if there is none.
+    func load(_ dir: PrivateDirectory, reusing previous: StoreSnapshot?) throws -> Generation? {
+        guard let read = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes) else { return nil }
+        let snapshot = try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain,
+                                                      root: root, reusing: previous)
+        return Generation(snapshot: snapshot, identity: read.identity)
+    }
+
+    /// Re-reads the live file under a shared lock (another process replaced it).
+    func reload(_ dir: PrivateDirectory, reusing previous: StoreSnapshot) throws -> Generation {
+        try FileLock.withLock(in: dir, name: Self.lockName, mode: .shared) {
+            guard let generation = try load(dir, reusing: previous) else { throw try missingStoreError() }
+            return generation
+        }
+    }
+
+    /// Read-modify-write under the exclusive lock: re-read the live file, let `change` produce
+    /// the new frames, write staging, fsync, rename, fsync the directory, verify.
+    func commit(_ dir: PrivateDirectory, previous: StoreSnapshot,
+                change: (StoreSnapshot) throws -> [PendingFrame]?) throws -> Generation {
+        try FileLock.withLock(in: dir, name: Self.lockName, mode: .exclusive) {
+            guard let current = try load(dir, reusing: previous) else { throw try missingStoreError() }
+            guard let frames = try change(current.snapshot) else { return current }
+            let file = try StoreEncoder.encode(bootstrap: current.snapshot.layout.bootstrap,
+                                               sealedPackage: current.snapshot.sealedPackage,
+                                               frames: frames, keys: current.snapshot.keys, domain: domain)
+            try dir.replace(Self.liveName, stagingName: Self.stagingName, with: file)
+            return try verifyWritten(file, in: dir, reusing: current.snapshot)
+        }
+    }
+
+    /// Reads back what was just made durable and authenticates it.
+    private func verifyWritten(_ file: [UInt8], in dir: PrivateDirectory, reusing previous: StoreSnapshot?) throws -> Generation {
+        guard let read = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes), read.bytes == file else {
+            throw KeybayError(.io, "\(storePath) does not read back as written")
+        }
+        let snapshot = try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain,
+                                                      root: root, reusing: previous)
+        return Generation(snapshot: snapshot, identity: read.identity)
+    }
+}
+
+/// A snapshot and the identity of the file it came from.
+struct Generation: Sendable {
+    let snapshot: StoreSnapshot
+    let identity: FileIdentity
+}
