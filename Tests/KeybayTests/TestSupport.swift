@@ -1,0 +1,138 @@
+import Foundation
+import Glibc
+@testable import Keybay
+
+/// A throwaway pair of XDG base directories, removed when the test ends.
+final class Sandbox {
+    let root: String
+    let dataHome: String
+    let stateHome: String
+    let app: String
+
+    init(app: String = "com.example.test") {
+        var template = Array("/tmp/keybay-test-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed")
+        root = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        dataHome = root + "/data"
+        stateHome = root + "/state"
+        self.app = app
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: root) }
+
+    func configuration(app: String? = nil) throws -> KeybayConfiguration {
+        try KeybayConfiguration(applicationID: app ?? self.app, dataHome: dataHome, stateHome: stateHome)
+    }
+
+    var storeDirectory: String { dataHome + "/keybay/" + app }
+    var storePath: String { storeDirectory + "/keybay.v2.store" }
+    var stagingPath: String { storeDirectory + "/keybay.v2.stage" }
+    var lockPath: String { storeDirectory + "/keybay.v2.lock" }
+    var rootPath: String { stateHome + "/keybay/" + app + "/file-root.key" }
+
+    var environment: [String: String] {
+        ["XDG_DATA_HOME": dataHome, "XDG_STATE_HOME": stateHome, "KEYBAY_APP_ID": app,
+         "PATH": "/usr/bin:/bin", "HOME": root]
+    }
+}
+
+func readBytes(_ path: String) -> [UInt8]? {
+    FileManager.default.contents(atPath: path).map { [UInt8]($0) }
+}
+
+func writeBytes(_ path: String, _ bytes: [UInt8]) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    precondition(fd >= 0, "cannot write \(path)")
+    bytes.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+}
+
+func exists(_ path: String) -> Bool {
+    var st = stat()
+    return lstat(path, &st) == 0
+}
+
+func mode(_ path: String) -> mode_t {
+    var st = stat()
+    precondition(lstat(path, &st) == 0)
+    return st.st_mode & 0o7777
+}
+
+func hex(_ s: String) -> [UInt8] {
+    var out: [UInt8] = []
+    var i = s.startIndex
+    while i < s.endIndex {
+        let j = s.index(i, offsetBy: 2)
+        out.append(UInt8(s[i..<j], radix: 16)!)
+        i = j
+    }
+    return out
+}
+
+func hexString(_ b: some Collection<UInt8>) -> String {
+    b.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+}
+
+/// The directory holding the built products (the test bundle sits next to the CLI).
+let buildDirectory: String = {
+    let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
+    var dir = (exe as NSString).deletingLastPathComponent
+    // xctest bundles on Linux are plain executables in the build directory.
+    while !dir.isEmpty && dir != "/" && !FileManager.default.fileExists(atPath: dir + "/keybay-methods") {
+        dir = (dir as NSString).deletingLastPathComponent
+    }
+    return dir
+}()
+
+let cliPath = buildDirectory + "/keybay-methods"
+
+/// The package's root directory, for scripts under Tests/.
+let packageDirectory: String = {
+    var url = URL(fileURLWithPath: #filePath)
+    for _ in 0..<3 { url.deleteLastPathComponent() }
+    return url.path
+}()
+
+struct RunResult {
+    let status: Int32
+    let signalled: Bool
+    let stdout: [UInt8]
+    let stderr: String
+    var out: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+/// Runs a program with the sandbox's environment, optional stdin, and returns its status and output.
+@discardableResult
+func run(_ executable: String, _ arguments: [String], environment: [String: String], stdin: [UInt8]? = nil) throws -> RunResult {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: executable)
+    p.arguments = arguments
+    p.environment = environment
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
+    p.standardError = err
+    let input = Pipe()
+    p.standardInput = stdin == nil ? FileHandle.nullDevice : input
+    try p.run()
+    if let stdin {
+        // Write from another thread so a large input cannot deadlock against a full stdout pipe.
+        let writer = Thread {
+            input.fileHandleForWriting.write(Data(stdin))
+            try? input.fileHandleForWriting.close()
+        }
+        writer.start()
+    }
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    p.waitUntilExit()
+    return RunResult(status: p.terminationStatus, signalled: p.terminationReason == .uncaughtSignal,
+                     stdout: [UInt8](outData), stderr: String(decoding: errData, as: UTF8.self))
+}
+
+extension Sandbox {
+    @discardableResult
+    func cli(_ arguments: String..., stdin: [UInt8]? = nil) throws -> RunResult {
+        try run(cliPath, arguments, environment: environment, stdin: stdin)
+    }
+}
