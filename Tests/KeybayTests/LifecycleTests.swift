@@ -1,0 +1,256 @@
+import Foundation
+import Glibc
+import Testing
+@testable import Keybay
+
+func keybayCode(_ body: () async throws -> Void) async -> KeybayError.Code? {
+    do { try await body(); return nil } catch let e as KeybayError { return e.code } catch { return nil }
+}
+
+func keybayError(_ body: () async throws -> Void) async -> KeybayError? {
+    do { try await body(); return nil } catch let e as KeybayError { return e } catch { return nil }
+}
+
+@Suite struct LifecycleTests {
+    @Test func createsOnFirstOpenWithPrivateModes() async throws {
+        let box = Sandbox()
+        #expect(try KeybayStore.status(box.configuration()).state == .absent)
+        let session = try await KeybayStore.open(box.configuration())
+        try session.set("service/token", string: "correct horse")
+        #expect(try session.getString("service/token") == "correct horse")
+        #expect(try KeybayStore.status(box.configuration()).state == .platformOnly)
+        #expect(mode(box.storeDirectory) == 0o700)
+        #expect(mode(box.dataHome + "/keybay") == 0o700)
+        #expect(mode(box.storePath) == 0o600)
+        #expect(mode(box.rootPath) == 0o600)
+        #expect(mode(box.stateHome + "/keybay/" + box.app) == 0o700)
+        #expect(readBytes(box.rootPath)?.count == 38)
+        #expect(!exists(box.stagingPath))
+    }
+
+    @Test func openWithoutCreateOnNothingCreatesNothing() async throws {
+        let box = Sandbox()
+        #expect(await keybayCode { _ = try await KeybayStore.open(box.configuration(), createIfAbsent: false) } == .storeNotFound)
+        #expect(!exists(box.rootPath))
+        #expect(!exists(box.storePath))
+    }
+
+    @Test func rootWithoutStoreIsAConflictUntilReset() async throws {
+        let box = Sandbox()
+        _ = try await KeybayStore.open(box.configuration())
+        unlink(box.storePath)
+        #expect(try KeybayStore.status(box.configuration()).state == .rootOnly)
+        let rootBefore = readBytes(box.rootPath)
+        #expect(await keybayCode { _ = try await KeybayStore.open(box.configuration()) } == .stateConflict)
+        #expect(await keybayCode { _ = try await KeybayStore.initialize(box.configuration()) } == .stateConflict)
+        #expect(readBytes(box.rootPath) == rootBefore, "a conflict must not touch the root")
+        #expect(!exists(box.storePath))
+        try KeybayStore.reset(box.configuration())
+        #expect(try KeybayStore.status(box.configuration()).state == .absent)
+        #expect(exists(box.lockPath), "reset keeps the lock file")
+        let fresh = try await KeybayStore.initialize(box.configuration())
+        #expect(try fresh.keys() == [])
+    }
+
+    @Test func storeWithoutRootIsInvalidatedAndUntouched() async throws {
+        let box = Sandbox()
+        let s = try await KeybayStore.open(box.configuration())
+        try s.set("a", string: "1")
+        s.close()
+        let before = readBytes(box.storePath)
+        unlink(box.rootPath)
+        #expect(try KeybayStore.status(box.configuration()).state == .storeOnly)
+        let e = await keybayError { _ = try await KeybayStore.open(box.configuration()) }
+        #expect(e?.code == .platformKeyInvalidated)
+        #expect(e?.message.contains(box.rootPath) == true)
+        #expect(readBytes(box.storePath) == before)
+        #expect(!exists(box.rootPath), "open must never create a root next to an existing store")
+    }
+
+    @Test func aRootFromAnotherStoreIsRefusedBeforeDecryption() async throws {
+        let box = Sandbox()
+        _ = try await KeybayStore.open(box.configuration())
+        _ = try await KeybayStore.open(box.configuration(app: "other.app"))
+        let otherRoot = readBytes(box.stateHome + "/keybay/other.app/file-root.key")!
+        writeBytes(box.rootPath, otherRoot)
+        #expect(await keybayCode { _ = try await KeybayStore.open(box.configuration()) } == .platformKeyInvalidated)
+    }
+
+    @Test func aStoreCopiedToAnotherAppIsRefused() async throws {
+        let box = Sandbox()
+        let s = try await KeybayStore.open(box.configuration())
+        try s.set("a", string: "1")
+        // Same root bytes, store moved to another application id: the storage domain differs.
+        _ = try await KeybayStore.open(box.configuration(app: "other.app"))
+        writeBytes(box.dataHome + "/keybay/other.app/keybay.v2.store", readBytes(box.storePath)!)
+        writeBytes(box.stateHome + "/keybay/other.app/file-root.key", readBytes(box.rootPath)!)
+        #expect(await keybayCode { _ = try await KeybayStore.open(box.configuration(app: "other.app")) } == .platformKeyInvalidated)
+    }
+
+    @Test func movingTheBaseDirectoriesKeepsTheStoreReadable() async throws {
+        let box = Sandbox()
+        let s = try await KeybayStore.open(box.configuration())
+        try s.set("a/b", string: "moved")
+        s.close()
+        try FileManager.default.moveItem(atPath: box.dataHome, toPath: box.root + "/data2")
+        try FileManager.default.moveItem(atPath: box.stateHome, toPath: box.root + "/state2")
+        let moved = try KeybayConfiguration(applicationID: box.app, dataHome: box.root + "/data2", stateHome: box.root + "/state2")
+        #expect(try await KeybayStore.open(moved, createIfAbsent: false).getString("a/b") == "moved")
+    }
+
+    @Test func resetIsIdempotentAndKeepsTheLock() async throws {
+        let box = Sandbox()
+        try KeybayStore.reset(box.configuration()) // nothing there: fine
+        _ = try await KeybayStore.open(box.configuration())
+        try KeybayStore.reset(box.configuration())
+        try KeybayStore.reset(box.configuration())
+        #expect(!exists(box.storePath) && !exists(box.rootPath))
+        #expect(exists(box.lockPath))
+        #expect(try KeybayStore.status(box.configuration()).state == .absent)
+    }
+
+    @Test func initializeRefusesAnExistingStore() async throws {
+        let box = Sandbox()
+        _ = try await KeybayStore.initialize(box.configuration())
+        let before = readBytes(box.storePath)
+        #expect(await keybayCode { _ = try await KeybayStore.initialize(box.configuration()) } == .alreadyInitialized)
+        #expect(readBytes(box.storePath) == before)
+    }
+
+    @Test func leftoverStagingIsRemovedOnlyAfterTheLiveFileAuthenticates() async throws {
+        let box = Sandbox()
+        let s = try await KeybayStore.open(box.configuration())
+        try s.set("k", string: "v")
+        s.close()
+        writeBytes(box.stagingPath, [1, 2, 3])
+        _ = try await KeybayStore.open(box.configuration())
+        #expect(!exists(box.stagingPath))
+
+        // With a damaged live file the staging file is left as evidence.
+        var live = readBytes(box.storePath)!
+        live[live.count / 2] ^= 0xff
+        writeBytes(box.storePath, live)
+        writeBytes(box.stagingPath, [1, 2, 3])
+        #expect(await keybayCode { _ = try await KeybayStore.open(box.configuration()) } == .integrity)
+        #expect(exists(box.stagingPath))
+    }
+}
+
+@Suite struct SessionTests {
+    @Test func recordOperations() async throws {
+        let box = Sandbox()
+        let s = try await KeybayStore.open(box.configuration())
+        try s.set("b", bytes: [0, 1, 2, 255])
+        try s.set("a/x", string: "ä")
+        try s.set("c.d_e-f", bytes: [])
+        #expect(try s.keys() == ["a/x", "b", "c.d_e-f"])
+        #expect(try s.get("b") == [0, 1, 2, 255])
+        #expect(try s.get("c.d_e-f") == [])
+        #expect(try s.getString("a/x") == "ä")
+        #expect(try s.get("missing") == nil)
+        #expect(try s.contains("b") && !s.contains("missing"))
+        #expect(try s.getMany(["b", "a/x", "missing"]) == ["b": [0, 1, 2, 255], "a/x": Array("ä".utf8)])
+        try s.set("b", string: "replaced")
+        #expect(try s.getString("b") == "replaced")
+        #expect(try s.delete("b"))
+        #expect(try !s.delete("b"))
+        #expect(try s.keys() == ["a/x", "c.d_e-f"])
+        try s.clearAll()
+        #expect(try s.keys() == [])
+        #expect(await keybayCode { _ = try s.getString("x") } == nil)
+        try s.set("bin", bytes: [0xff, 0xfe])
+        #expect(await keybayCode { _ = try s.getString("bin") } == .invalidArgument)
+        s.close()
+        #expect(await keybayCode { _ = try s.get("a") } == .closed)
+    }
+
+    @Test func unchangedFramesAreCopiedByteForByte() async throws {
+        let box = Sandbox()
+        let s = try await KeybayStore.open(box.configuration())
+        try s.set("a", string: "first")
+        let before = readBytes(box.storePath)!
+        try s.set("b", string: "second")
+        let after = readBytes(box.storePath)!
+        let packageEnd = 4 + 2 + 4 + 32 + 4 + 97 // bootstrap with a 32-byte provider state, then the package
+        let frameA = Array(before[packageEnd..<(packageEnd + 45)])
+        #expect(Array(after[packageEnd..<(packageEnd + 45)]) == frameA)
+    }
+
+    @Test(arguments: ["", "/a", "a/", "a//b", ".a", "a/-b", "a b", "ключ", String(repeating: "k", count: 121)])
+    func invalidKeysAreRejectedBeforeAnyWrite(_ key: String) async throws {
+        let box = Sandbox()
+        let s = try await KeybayStore.open(box.configuration())
+        let before = readBytes(box.storePath)
+        #expect(await keybayCode { try s.set(key, string: "v") } == .invalidKey)
+        #expect(await keybayCode { _ = try s.get(key) } == .invalidKey)
+        #expect(readBytes(box.storePath) == before)
+    }
+
+    @Test func valueLimits() async throws {
+        let box = Sandbox()
+        let s = try await KeybayStore.open(box.configuration())
+        let max = [UInt8](repeating: 7, count: 1024 * 1024)
+        try s.set(String(repeating: "k", count: 120), bytes: max)
+        #expect(try s.get(String(repeating: "k", count: 120)) == max)
+        let before = readBytes(box.storePath)
+        #expect(await keybayCode { try s.set("big", bytes: max + [1]) } == .valueTooLarge)
+        #expect(readBytes(box.storePath) == before)
+    }
+
+    @Test func fileSizeAndRecordCountLimits() throws {
+        let keys = Suite1VectorTests.keys
+        let frames = (0..<4097).map { i in
+            PendingFrame(key: Array(String(format: "k%05d", i).utf8), bytes: [UInt8](repeating: 0, count: 40)[...], digest: [UInt8](repeating: 0, count: 32))
+        }
+        let bootstrap = Suite1VectorTests.bootstrap
+        #expect(throws: KeybayError(.storeFull, "the store would hold 4097 records, limit 4096")) {
+            try StoreEncoder.encode(bootstrap: bootstrap, sealedPackage: Suite1VectorTests.V.sealedPackage, frames: frames, keys: keys, domain: [])
+        }
+        let big = (0..<17).map { i in
+            PendingFrame(key: Array("k\(i + 10)".utf8), bytes: [UInt8](repeating: 0, count: 1024 * 1024)[...], digest: [UInt8](repeating: 0, count: 32))
+        }
+        #expect(performing: {
+            try StoreEncoder.encode(bootstrap: bootstrap, sealedPackage: Suite1VectorTests.V.sealedPackage, frames: big, keys: keys, domain: [])
+        }, throws: { ($0 as? KeybayError)?.code == .storeFull })
+    }
+
+    @Test func aSecondSessionSeesTheFirstSessionsWrites() async throws {
+        let box = Sandbox()
+        let first = try await KeybayStore.open(box.configuration())
+        let second = try await KeybayStore.open(box.configuration())
+        try first.set("shared", string: "one")
+        #expect(try second.getString("shared") == "one")
+        try second.set("other", string: "two")
+        #expect(try first.keys() == ["other", "shared"])
+        try KeybayStore.reset(box.configuration())
+        #expect(await keybayCode { _ = try first.get("shared") } == .storeNotFound)
+    }
+
+    @Test func concurrentWritersInOneProcessAllLand() async throws {
+        let box = Sandbox()
+        let config = try box.configuration()
+        _ = try await KeybayStore.open(config)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for w in 0..<4 {
+                group.addTask {
+                    let s = try await KeybayStore.open(config)
+                    for i in 0..<10 { try s.set("w\(w)/k\(i)", string: "\(w):\(i)") }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let keys = try await KeybayStore.open(config).keys()
+        #expect(keys.count == 40)
+    }
+
+    @Test func applicationIdGrammar() {
+        for bad in ["", ".x", "-x", "a/b", "a b", String(repeating: "a", count: 121)] {
+            #expect(!KeybayConfiguration.isValidApplicationID(bad))
+            #expect(throws: KeybayError.self) { try KeybayConfiguration(applicationID: bad, dataHome: "/tmp", stateHome: "/tmp") }
+        }
+        for good in ["a", "com.example.app", "A_b-9", String(repeating: "a", count: 120)] {
+            #expect(KeybayConfiguration.isValidApplicationID(good))
+        }
+        #expect(throws: KeybayError.self) { try KeybayConfiguration(applicationID: "a", dataHome: "relative", stateHome: "/tmp") }
+    }
+}
