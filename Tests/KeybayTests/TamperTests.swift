@@ -1,0 +1,123 @@
+import Testing
+@testable import Keybay
+
+/// Every single-byte change, every truncation and appended bytes of a small store (and of its
+/// root file) must give a typed KeybayError when the store is opened, never a value.
+@Suite struct TamperTests {
+    static let acceptable: Set<KeybayError.Code> = [.malformed, .integrity, .unsupported, .platformKeyInvalidated]
+
+    /// Builds a small store and returns its sandbox, file bytes and contents.
+    static func smallStore() async throws -> (Sandbox, [UInt8]) {
+        let box = Sandbox()
+        let s = try await KeybayStore.open(box.configuration())
+        try s.set("service/token", string: "correct horse")
+        try s.set("a", bytes: [1, 2, 3])
+        try s.set("z/empty", bytes: [])
+        s.close()
+        return (box, readBytes(box.storePath)!)
+    }
+
+    /// Opens the store as it now is and reads every record; returns the error code, or nil if it opened.
+    static func openOutcome(_ box: Sandbox) async -> KeybayError.Code? {
+        await keybayCode {
+            let s = try await KeybayStore.open(box.configuration(), createIfAbsent: false)
+            for key in try s.keys() { _ = try s.get(key) }
+        }
+    }
+
+    @Test func everyByteFlipIsATypedFailure() async throws {
+        let (box, original) = try await Self.smallStore()
+        var tried = 0
+        for i in original.indices {
+            for mask: UInt8 in [0x01, 0x80, 0xff] {
+                var bytes = original
+                bytes[i] ^= mask
+                writeBytes(box.storePath, bytes)
+                let outcome = await Self.openOutcome(box)
+                #expect(outcome.map(Self.acceptable.contains) == true, "flip \(mask) at byte \(i) gave \(String(describing: outcome))")
+                tried += 1
+            }
+        }
+        writeBytes(box.storePath, original)
+        #expect(await Self.openOutcome(box) == nil, "the untouched store still opens")
+        #expect(tried == original.count * 3)
+    }
+
+    @Test func everyTruncationAndAppendIsATypedFailure() async throws {
+        let (box, original) = try await Self.smallStore()
+        for length in 0..<original.count {
+            writeBytes(box.storePath, Array(original[0..<length]))
+            let outcome = await Self.openOutcome(box)
+            #expect(outcome.map(Self.acceptable.contains) == true, "truncation to \(length) gave \(String(describing: outcome))")
+        }
+        for extra in [[0], [0, 0, 0, 0], Array(original.suffix(4)), [UInt8](repeating: 0xaa, count: 100)] {
+            writeBytes(box.storePath, original + extra)
+            let outcome = await Self.openOutcome(box)
+            #expect(outcome.map(Self.acceptable.contains) == true, "appending \(extra.count) bytes gave \(String(describing: outcome))")
+        }
+    }
+
+    @Test func everyRootFileChangeInvalidatesThePlatformKey() async throws {
+        let (box, _) = try await Self.smallStore()
+        let root = readBytes(box.rootPath)!
+        for i in root.indices {
+            var bytes = root
+            bytes[i] ^= 0x01
+            writeBytes(box.rootPath, bytes)
+            #expect(await Self.openOutcome(box) == .platformKeyInvalidated, "root flip at \(i)")
+        }
+        for length in [0, 6, 37] {
+            writeBytes(box.rootPath, Array(root[0..<length]))
+            #expect(await Self.openOutcome(box) == .platformKeyInvalidated)
+        }
+        writeBytes(box.rootPath, root + [0])
+        #expect(await Self.openOutcome(box) == .platformKeyInvalidated)
+        writeBytes(box.rootPath, root)
+        #expect(await Self.openOutcome(box) == nil)
+    }
+
+    /// Swapping in an older frame of the same key (same storeId, epoch and AAD) is caught by the
+    /// manifest digest: a rollback of one record inside a newer manifest never authenticates.
+    @Test func anOlderFrameOfTheSameKeyIsRejected() async throws {
+        let box = Sandbox()
+        let s = try await KeybayStore.open(box.configuration())
+        try s.set("k", string: "old-value")
+        let old = readBytes(box.storePath)!
+        try s.set("k", string: "new-value")
+        var new = readBytes(box.storePath)!
+        let start = 4 + 2 + 4 + 32 + 4 + 97
+        new.replaceSubrange(start..<(start + 49), with: old[start..<(start + 49)])
+        writeBytes(box.storePath, new)
+        #expect(await Self.openOutcome(box) == .integrity)
+    }
+
+    /// Decoder-level checks the flips above may not reach.
+    @Test func strictDecoding() throws {
+        func layoutCode(_ bytes: [UInt8]) -> KeybayError.Code? {
+            do { _ = try StoreLayout.decode(bytes, context: "t"); return nil } catch let e as KeybayError { return e.code } catch { return nil }
+        }
+        var good = Suite1VectorTests.V.bootstrap
+        let base = hex(good) + Suite1VectorTests.V.sealedPackage + hex(Suite1VectorTests.V.recordFrame) + hex(Suite1VectorTests.V.sealedManifest) + [0, 0, 0, 0x58]
+        #expect(layoutCode(base) == nil)
+        good = "4b425632000200000004deadbeef00000030" // suite 2
+        #expect(layoutCode(hex(good) + Array(base.dropFirst(18))) == .unsupported)
+        #expect(layoutCode(hex("4b42563200010000004100") + base) == .malformed) // provider state 65 bytes
+        #expect(layoutCode(hex("4b425632000100000000") + [0, 0, 0x10, 0x01] + [UInt8](repeating: 0, count: 5000)) == .malformed) // package > 4 KiB
+        #expect(layoutCode(Array(base.dropLast(4)) + [0xff, 0xff, 0xff, 0xff]) == .malformed)
+
+        // Manifest: unsorted, duplicate, bad key, impossible count, trailing bytes.
+        func manifestCode(_ m: [UInt8]) -> KeybayError.Code? {
+            do { _ = try Manifest.decode(m, context: "t"); return nil } catch let e as KeybayError { return e.code } catch { return nil }
+        }
+        let d = [UInt8](repeating: 0, count: 32)
+        let entry = { (k: String) -> ManifestEntry in ManifestEntry(key: Array(k.utf8), frameLength: 41, digest: d) }
+        #expect(manifestCode(Manifest.encode([entry("a"), entry("b")])) == nil)
+        #expect(manifestCode(Manifest.encode([entry("b"), entry("a")])) == .malformed)
+        #expect(manifestCode(Manifest.encode([entry("a"), entry("a")])) == .malformed)
+        #expect(manifestCode(Manifest.encode([entry("a/")])) == .malformed)
+        #expect(manifestCode(Manifest.encode([entry("a")]) + [0]) == .malformed)
+        #expect(manifestCode([0, 0, 0x10, 0x01]) == .malformed)
+        #expect(manifestCode([0xff, 0xff, 0xff, 0xff]) == .malformed)
+        #expect(manifestCode(Manifest.encode([ManifestEntry(key: [0x61], frameLength: 39, digest: d)])) == .malformed)
+    }
+}
