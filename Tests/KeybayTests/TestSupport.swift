@@ -3,7 +3,7 @@ import Glibc
 @testable import Keybay
 
 /// A throwaway pair of XDG base directories, removed when the test ends.
-final class Sandbox {
+final class Sandbox: Sendable {
     let root: String
     let dataHome: String
     let stateHome: String
@@ -135,4 +135,30 @@ extension Sandbox {
     func cli(_ arguments: String..., stdin: [UInt8]? = nil) throws -> RunResult {
         try run(cliPath, arguments, environment: environment, stdin: stdin)
     }
+}
+
+/// posix_spawn with stdin from a file and stdout/stderr to /dev/null, for tests that need exact
+/// control over a child's lifetime (Foundation's Process adds its own reaping and latency).
+func spawnChild(_ executable: String, _ arguments: [String], environment: [String: String], stdinPath: String) -> pid_t {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, stdinPath, O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { (argv + envp).forEach { free($0) } }
+    var pid: pid_t = 0
+    let rc = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+    precondition(rc == 0, "posix_spawn failed: \(rc)")
+    return pid
+}
+
+/// Waits for a child; returns (exited normally with status 0, was killed by a signal).
+func waitChild(_ pid: pid_t) -> (succeeded: Bool, signalled: Bool) {
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    let signalled = (status & 0x7f) != 0 && (status & 0x7f) != 0x7f
+    return (!signalled && (status >> 8) & 0xff == 0, signalled)
 }

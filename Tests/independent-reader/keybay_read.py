@@ -161,13 +161,13 @@ def derive_keys(kstore: bytes, store_id: bytes):
 
 def decode_package(pt: bytes):
     """§5.1: storeId(16) | epoch:u64 | policy:u8 (= 0) | Kstore(32), exactly 57 bytes."""
+    if len(pt) > 24 and pt[24] != 0:  # report a known-but-refused policy (e.g. 1) by name
+        raise FormatError(f"key package: unsupported policy {pt[24]}")
     if len(pt) != 57:
         raise FormatError(f"key package: length {len(pt)}, expected 57")
     r = Reader(pt, "key package")
-    store_id, epoch, policy, kstore = r.take(16), r.u64(), r.u8(), r.take(32)
+    store_id, epoch, _policy, kstore = r.take(16), r.u64(), r.u8(), r.take(32)
     r.finish()
-    if policy != 0:
-        raise FormatError(f"key package: unsupported policy {policy}")
     if not 1 <= epoch <= (1 << 63) - 1:
         raise FormatError(f"key package: epoch {epoch} out of range")
     return store_id, epoch, kstore
@@ -244,6 +244,8 @@ def open_store(app: str, root_path: str, store_path: str):
     core, bootstrap = data[:core_end], data[:r.p]
     sealed_pkg = r.take(pkg_len)
     pkg_end = r.p
+    if len(data) > 16 * 1024 * 1024 + pkg_end:  # §5: at most 16 MiB + bootstrap + package
+        raise FormatError(f"store: file length {len(data)} exceeds 16 MiB + bootstrap + package")
     if len(data) - pkg_end < 4:
         raise FormatError("store: truncated (no sealed manifest length)")
     man_len = struct.unpack(">I", data[-4:])[0]
