@@ -234,13 +234,13 @@ func keybayError(_ body: () async throws -> Void) async -> KeybayError? {
             for w in 0..<4 {
                 group.addTask {
                     let s = try await KeybayStore.open(config)
-                    for i in 0..<10 { try s.set("w\(w)/k\(i)", string: "\(w):\(i)") }
+                    for i in 0..<25 { try s.set("w\(w)/k\(i)", string: "\(w):\(i)") }
                 }
             }
             try await group.waitForAll()
         }
         let keys = try await KeybayStore.open(config).keys()
-        #expect(keys.count == 40)
+        #expect(keys.count == 100)
     }
 
     @Test func applicationIdGrammar() {

@@ -56,7 +56,7 @@ import Testing
     @Test func concurrentProcessesAllLand() throws {
         let box = Sandbox()
         #expect(try box.cli("init").status == 0)
-        let writers = 4, perWriter = 12
+        let writers = 4, perWriter = 25
         let group = DispatchGroup()
         let failures = Mutex(0)
         for w in 0..<writers {
