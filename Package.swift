@@ -17,6 +17,8 @@ let package = Package(
         .target(name: "Keybay", dependencies: ["CSodium"]),
         .executableTarget(name: "keybay-methods", dependencies: ["Keybay"]),
 
+        .executableTarget(name: "keybay-example-host", dependencies: ["Keybay"], path: "Examples/HostApp"),
+
         .testTarget(name: "KeybayTests", dependencies: ["Keybay"]),
     ],
     swiftLanguageModes: [.v6]

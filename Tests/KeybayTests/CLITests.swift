@@ -135,3 +135,16 @@ import Testing
         #expect(bad.status == 1)
     }
 }
+
+extension CLITests {
+    /// The independent reader also opens the worked example of docs/format.md §9.2.
+    @Test func independentReaderOpensTheWorkedExample() throws {
+        let box = Sandbox(app: FileRootVectorTests.V.app)
+        try FileManager.default.createDirectory(atPath: box.root + "/x", withIntermediateDirectories: true)
+        writeBytes(box.root + "/x/root", Array("KBFR".utf8) + [0, 1] + FileRootVectorTests.V.root)
+        writeBytes(box.root + "/x/store", hex(FileRootVectorTests.V.file))
+        let r = try run("/usr/bin/python3", [packageDirectory + "/Tests/independent-reader/keybay_read.py", "--app", "demo",
+                                             "--root", box.root + "/x/root", "--store", box.root + "/x/store"], environment: box.environment)
+        #expect(r.status == 0 && r.out.trimmingCharacters(in: .whitespacesAndNewlines) == "{}", "\(r.stderr)")
+    }
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Keybay needs, only those that are missing.
+# Needs Swift 6.3 on PATH already (https://www.swift.org/install/linux/).
+set -euo pipefail
+
+packages=(libsodium-dev libargon2-dev libfido2-dev pkg-config python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+command -v swift >/dev/null || { echo "setup: swift is not on PATH; install Swift 6.3 first" >&2; exit 1; }
