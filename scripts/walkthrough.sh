@@ -11,8 +11,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export XDG_DATA_HOME="$tmp/data" XDG_STATE_HOME="$tmp/state" KEYBAY_APP_ID=com.example.walkthrough
 
-step() { printf '\n$ keybay-methods %s\n' "$*"; "$bin" "$@"; }
-expect_exit() { local want=$1; shift; printf '\n$ keybay-methods %s   # expect exit %s\n' "$*" "$want"
+show() { printf '\n$ keybay-methods'; printf ' %q' "$@"; }
+step() { show "$@"; echo; "$bin" "$@"; }
+expect_exit() { local want=$1; shift; show "$@"; printf '   # expect exit %s\n' "$want"
   set +e; "$bin" "$@"; local got=$?; set -e
   echo "(exit $got)"; [ "$got" -eq "$want" ] || { echo "walkthrough: expected exit $want, got $got" >&2; exit 1; }; }
 
