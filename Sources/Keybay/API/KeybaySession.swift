@@ -22,8 +22,7 @@ public final class KeybaySession: Sendable {
 
     /// The value of `key`, or nil if there is no such record.
     public func get(_ key: String) throws -> [UInt8]? {
-        let keyBytes = try RecordKey.validated(key)
-        _ = keyBytes
+        _ = try RecordKey.validated(key)
         let snapshot = try freshSnapshot()
         guard let i = snapshot.index[key] else { return nil }
         return try snapshot.value(at: i, context: storePath)

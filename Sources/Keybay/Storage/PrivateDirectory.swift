@@ -158,12 +158,14 @@ final class PrivateDirectory: @unchecked Sendable {
     func createExclusive(_ name: String, stagingName: String, with bytes: [UInt8]) throws {
         try removeIfPresent(stagingName)
         try writeNew(stagingName, bytes)
-        defer { _ = unlinkat(fd, stagingName, 0) }
-        guard linkat(fd, stagingName, fd, name, 0) == 0 else {
-            if errno == EEXIST { throw KeybayError(.stateConflict, "\(pathOf(name)) already exists; refusing to overwrite it") }
+        let linked = linkat(fd, stagingName, fd, name, 0) == 0
+        let linkErrno = errno
+        _ = unlinkat(fd, stagingName, 0)
+        guard linked else {
+            errno = linkErrno
+            if linkErrno == EEXIST { throw KeybayError(.stateConflict, "\(pathOf(name)) already exists; refusing to overwrite it") }
             throw Self.posixError("cannot create", pathOf(name))
         }
-        _ = unlinkat(fd, stagingName, 0)
         try sync()
     }
 
@@ -217,6 +219,8 @@ struct FileIdentity: Equatable, Sendable {
     let size: Int64
     let modifiedSeconds: Int
     let modifiedNanoseconds: Int
+    let changedSeconds: Int
+    let changedNanoseconds: Int
 
     init(_ st: stat) {
         device = UInt64(st.st_dev)
@@ -224,5 +228,7 @@ struct FileIdentity: Equatable, Sendable {
         size = Int64(st.st_size)
         modifiedSeconds = Int(st.st_mtim.tv_sec)
         modifiedNanoseconds = Int(st.st_mtim.tv_nsec)
+        changedSeconds = Int(st.st_ctim.tv_sec)
+        changedNanoseconds = Int(st.st_ctim.tv_nsec)
     }
 }
