@@ -1,0 +1,8 @@
+/* Compile-time checks of the ABI's layout assumptions (this target is otherwise header-only). */
+#include "keybay_plugin.h"
+
+_Static_assert(offsetof(keybay_plugin, abi_version) == 0, "abi_version comes first");
+_Static_assert(offsetof(keybay_plugin, struct_size) == 4, "struct_size comes second");
+_Static_assert(offsetof(keybay_host, abi_version) == 0, "abi_version comes first");
+_Static_assert(offsetof(keybay_host, struct_size) == 4, "struct_size comes second");
+_Static_assert(sizeof(keybay_status) == sizeof(int), "statuses are int-sized");
