@@ -6,6 +6,8 @@ let package = Package(
     products: [
         .library(name: "Keybay", targets: ["Keybay"]),
         .executable(name: "keybay-methods", targets: ["keybay-methods"]),
+        // Plugins: one dynamic library each, found at run time as libkeybay-<id>.so.
+        .library(name: "keybay-file-root", type: .dynamic, targets: ["KeybayFileRoot"]),
     ],
     targets: [
         // C libraries from Debian. The core links libsodium only; libargon2 and libfido2 are
@@ -14,7 +16,12 @@ let package = Package(
         .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
         .systemLibrary(name: "CFido2", pkgConfig: "libfido2", providers: [.apt(["libfido2-dev"])]),
 
-        .target(name: "Keybay", dependencies: ["CSodium"]),
+        // The plugin ABI: one public C header.
+        .target(name: "CKeybayPlugin", path: "Sources/CKeybayPlugin"),
+
+        .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin"]),
+
+        .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/file-root", publicHeadersPath: "."),
         .executableTarget(name: "keybay-methods", dependencies: ["Keybay"]),
 
         .executableTarget(name: "keybay-example-host", dependencies: ["Keybay"], path: "Examples/HostApp"),

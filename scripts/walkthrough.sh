@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-swift build -c release --product keybay-methods
+swift build -c release   # the CLI and its plugins
 bin="$PWD/.build/release/keybay-methods"
 
 tmp=$(mktemp -d)

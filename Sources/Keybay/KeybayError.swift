@@ -21,6 +21,19 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
         // The file system (CLI exit 1).
         case insecurePermissions = "insecure-permissions"
         case io = "io"
+        // Unlock methods and plugins (CLI exit 1 unless noted).
+        case methodNotFound = "method-not-found"
+        case wrongSecret = "wrong-secret"
+        case locked = "locked"
+        case cancelled = "cancelled"
+        case timedOut = "timed-out"
+        case methodUnavailable = "method-unavailable"
+        case pinRequired = "pin-required"
+        /// A secret or confirmation is needed but the host cannot ask (CLI exit 4).
+        case interactionRequired = "interaction-required"
+        case pluginNotFound = "plugin-not-found"
+        case pluginRefused = "plugin-refused"
+        case pluginFailed = "plugin-failed"
         // A session used after close (exit 1).
         case closed = "closed"
     }

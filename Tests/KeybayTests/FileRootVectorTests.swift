@@ -19,6 +19,11 @@ import Testing
         static let file = "4b425632000100000020453394af4285f8c6209542452987a75fe92b8435735247451f7eb924d2c42c2200000061a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b755fd180ea348b2bb797637926d2dbddf3baa9f2caa06cad81d60aac5c487db10f6af83056d6a51e28adb5f64a8009a18921e1fc3e154ed99c57a842e69e436bb1ce164ae121e5859f198999a9b9c9d9e9fa0a1a2a3a4a5a6a7a8a9aaabacadaeafb46de0f9d9ed6526f858674d7afab2d24b46853f0000002c"
     }
 
+    /// Written out here rather than called from the plugin, which is C and loaded at run time.
+    static func providerState(root: [UInt8], domain: [UInt8]) -> [UInt8] {
+        SHA256.hash(Array("keybay:v2:s1:provider-state:file-root".utf8) + [0] + domain + root)
+    }
+
     static func domain() -> [UInt8] {
         StorageDomain.derive(identity: V.app, profile: "file-root", location: "keybay/\(V.app)/")
     }
@@ -26,7 +31,7 @@ import Testing
     static func file() throws -> [UInt8] {
         let root = SecureBytes(copying: V.root)
         let domain = domain()
-        let state = FileRoot.providerState(root: root, domain: domain)
+        let state = providerState(root: V.root, domain: domain)
         let package = PlatformPackage(storeId: V.storeId, epoch: V.epoch, storeKey: SecureBytes(copying: V.storeKey))
         let bootstrap = Bootstrap(suite: 1, providerState: state, sealedPackageLength: 97)
         let sealed = package.encode().withUnsafeBytes {
@@ -38,7 +43,7 @@ import Testing
 
     @Test func workedExample() throws {
         let domain = Self.domain()
-        let state = FileRoot.providerState(root: SecureBytes(copying: V.root), domain: domain)
+        let state = Self.providerState(root: V.root, domain: domain)
         #expect(hexString(domain) == V.storageDomain)
         #expect(hexString(state) == V.providerState)
         #expect(hexString(try Self.file()) == V.file)

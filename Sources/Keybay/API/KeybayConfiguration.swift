@@ -7,6 +7,10 @@ public struct KeybayConfiguration: Sendable, Equatable {
     public let applicationID: String
     public let dataHome: String
     public let stateHome: String
+    /// The root plugin that seals the store's key package.
+    public var rootPlugin: String = "file-root"
+    /// Where plugins are looked for; `allowExternal = false` limits it to the installation.
+    public var pluginSearch = KeybayPluginSearch()
 
     /// - Parameters:
     ///   - applicationID: `[A-Za-z0-9][A-Za-z0-9._-]{0,119}`, e.g. `com.example.app`.

@@ -6,14 +6,14 @@ public enum KeybayStore {
     /// initialised over: a root without a store is a `.stateConflict`, a store without its root
     /// `.platformKeyInvalidated`; only `reset` gets out of those.
     public static func open(_ configuration: KeybayConfiguration, createIfAbsent: Bool = true) async throws -> KeybaySession {
-        let location = StoreLocation(configuration)
+        let location = try StoreLocation(configuration)
         let (dir, generation) = try location.open(create: createIfAbsent)
         return KeybaySession(location: location, directory: dir, generation: generation)
     }
 
     /// Creates a new store; fails with `.alreadyInitialized` or `.stateConflict` if anything exists.
     public static func initialize(_ configuration: KeybayConfiguration) async throws -> KeybaySession {
-        let location = StoreLocation(configuration)
+        let location = try StoreLocation(configuration)
         let (dir, generation) = try location.initialize()
         return KeybaySession(location: location, directory: dir, generation: generation)
     }

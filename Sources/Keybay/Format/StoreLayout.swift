@@ -6,6 +6,7 @@ struct StoreLayout {
     let frames: Range<Int>
     let sealedManifest: Range<Int>
 
+    static let maxSealedPackageBytes = Suite1.maxSealedPackageBytes
     static let maxSealedManifestBytes = 4 + Suite1.maxRecords * (4 + Suite1.maxKeyBytes + 4 + 32) + XChaCha20Poly1305.overhead
 
     /// The largest file that can hold a valid store: the 16 MiB store plus the bootstrap and package.

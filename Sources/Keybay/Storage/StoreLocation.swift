@@ -1,3 +1,5 @@
+import CKeybayPlugin
+
 /// One application's store and root on disk, and the fail-closed lifecycle over them (BRIEF §5):
 /// never initialise over existing state, never reset on an error, `reset` is explicit.
 struct StoreLocation: Sendable {
@@ -9,12 +11,15 @@ struct StoreLocation: Sendable {
     let root: any RootProvider
     let domain: [UInt8]
 
-    init(_ configuration: KeybayConfiguration) {
+    /// Loads the configuration's root plugin (only that one: method plugins load on demand).
+    init(_ configuration: KeybayConfiguration) throws {
         self.configuration = configuration
-        let root = FileRoot(stateHome: configuration.stateHome, applicationID: configuration.applicationID)
-        self.root = root
-        self.domain = StorageDomain.derive(identity: configuration.applicationID, profile: root.id,
-                                           location: "keybay/\(configuration.applicationID)/")
+        let plugin = try PluginLoader.load(id: configuration.rootPlugin, kind: KEYBAY_KIND_ROOT, search: configuration.pluginSearch)
+        let domain = StorageDomain.derive(identity: configuration.applicationID, profile: plugin.id,
+                                          location: "keybay/\(configuration.applicationID)/")
+        self.domain = domain
+        self.root = PluginRoot(plugin: plugin, applicationID: configuration.applicationID,
+                               stateHome: configuration.stateHome, domain: domain)
     }
 
     var storePath: String { configuration.storePath }
@@ -34,7 +39,7 @@ struct StoreLocation: Sendable {
             state = rootExists ? .platformOnly : .storeOnly
         }
         return KeybayStatus(state: state, storePath: storePath, rootPlugin: root.id, rootLocation: root.location,
-                            rootProtection: "file-root keeps the platform key in a private file: it protects against copied files, backups and other users, not against other programs running as this user; enroll an unlock method for more")
+                            rootProtection: root.id != "file-root" ? "root plugin \(root.id)" : "file-root keeps the platform key in a private file: it protects against copied files, backups and other users, not against other programs running as this user; enroll an unlock method for more")
     }
 
     /// Opens the existing store, or creates one when there is nothing at all and `create` is set.

@@ -1,0 +1,105 @@
+import CKeybayPlugin
+import CSodium
+
+/// Presents a `KeybayInteraction` to C plugins as a `keybay_host`. One bridge serves one call;
+/// it also collects the plugin's one-line error explanation.
+final class HostBridge {
+    let interaction: any KeybayInteraction
+    var errorText: String?
+    var failure: KeybayError?
+
+    init(_ interaction: any KeybayInteraction) { self.interaction = interaction }
+
+    /// Runs `body` with a `keybay_host` whose context points at this bridge.
+    func withHost<R>(_ body: (UnsafePointer<keybay_host>) throws -> R) rethrows -> R {
+        var host = keybay_host()
+        host.abi_version = KEYBAY_PLUGIN_ABI_VERSION
+        host.struct_size = UInt32(MemoryLayout<keybay_host>.size)
+        host.context = Unmanaged.passUnretained(self).toOpaque()
+        host.ask_secret = bridgeAskSecret
+        host.message = bridgeMessage
+        host.confirm = bridgeConfirm
+        host.is_cancelled = bridgeIsCancelled
+        host.log = bridgeLog
+        host.set_error = bridgeSetError
+        return try withExtendedLifetime(self) { try withUnsafePointer(to: &host) { try body($0) } }
+    }
+
+    static func from(_ context: UnsafeMutableRawPointer?) -> HostBridge {
+        Unmanaged<HostBridge>.fromOpaque(context!).takeUnretainedValue()
+    }
+
+    /// Maps a failure thrown by the interaction to the ABI status, remembering the error.
+    func status(for error: Error) -> keybay_status {
+        let e = error as? KeybayError ?? KeybayError(.cancelled, "\(error)")
+        failure = e
+        switch e.code {
+        case .interactionRequired: return KEYBAY_ERR_INTERACTION_UNAVAILABLE
+        default: return KEYBAY_ERR_CANCELLED
+        }
+    }
+}
+
+private func bridgeAskSecret(_ context: UnsafeMutableRawPointer?, _ kind: keybay_secret_kind, _ flags: UInt32,
+                             _ prompt: UnsafePointer<CChar>?, _ retries: Int32, _ out: UnsafeMutablePointer<UInt8>?,
+                             _ capacity: Int, _ outLength: UnsafeMutablePointer<Int>?) -> keybay_status {
+    let bridge = HostBridge.from(context)
+    guard let out, let outLength, capacity > 0 else { return KEYBAY_ERR_INTERNAL }
+    let isNew = flags & KEYBAY_ASK_NEW != 0
+    let request = { (confirmation: Bool) in
+        KeybaySecretRequest(kind: kind == KEYBAY_SECRET_PIN ? .pin : .passphrase,
+                            prompt: prompt.map { String(cString: $0) } ?? "", retriesLeft: retries >= 0 ? Int(retries) : nil,
+                            isNew: isNew, isConfirmation: confirmation)
+    }
+    do {
+        let buffer = UnsafeMutableRawBufferPointer(start: out, count: capacity)
+        let n = try bridge.interaction.askSecret(request(false), into: buffer)
+        guard n >= 0, n <= capacity else { return KEYBAY_ERR_INTERNAL }
+        if isNew {
+            // A new secret is asked twice; the entries must match byte for byte.
+            guard let second = sodium_malloc(capacity) else { return KEYBAY_ERR_INTERNAL }
+            defer { sodium_free(second) }
+            let m = try bridge.interaction.askSecret(request(true), into: UnsafeMutableRawBufferPointer(start: second, count: capacity))
+            guard m == n, sodium_memcmp(out, second, n) == 0 else {
+                sodium_memzero(out, capacity)
+                bridge.errorText = "the two entries did not match"
+                return KEYBAY_ERR_WRONG_SECRET
+            }
+        }
+        outLength.pointee = n
+        return KEYBAY_OK
+    } catch {
+        sodium_memzero(out, capacity)
+        return bridge.status(for: error)
+    }
+}
+
+private func bridgeMessage(_ context: UnsafeMutableRawPointer?, _ level: keybay_message_level, _ text: UnsafePointer<CChar>?) -> keybay_status {
+    let bridge = HostBridge.from(context)
+    let mapped: KeybayMessageLevel = level == KEYBAY_MESSAGE_PROGRESS ? .progress : level == KEYBAY_MESSAGE_WARNING ? .warning : .info
+    bridge.interaction.message(text.map { String(cString: $0) } ?? "", level: mapped)
+    return KEYBAY_OK
+}
+
+private func bridgeConfirm(_ context: UnsafeMutableRawPointer?, _ question: UnsafePointer<CChar>?, _ answer: UnsafeMutablePointer<Int32>?) -> keybay_status {
+    let bridge = HostBridge.from(context)
+    do {
+        let yes = try bridge.interaction.confirm(question.map { String(cString: $0) } ?? "")
+        answer?.pointee = yes ? 1 : 0
+        return KEYBAY_OK
+    } catch {
+        return bridge.status(for: error)
+    }
+}
+
+private func bridgeIsCancelled(_ context: UnsafeMutableRawPointer?) -> Int32 {
+    HostBridge.from(context).interaction.isCancelled ? 1 : 0
+}
+
+private func bridgeLog(_ context: UnsafeMutableRawPointer?, _ level: keybay_log_level, _ text: UnsafePointer<CChar>?) {
+    HostBridge.from(context).interaction.log(text.map { String(cString: $0) } ?? "")
+}
+
+private func bridgeSetError(_ context: UnsafeMutableRawPointer?, _ text: UnsafePointer<CChar>?) {
+    HostBridge.from(context).errorText = text.map { String(cString: $0) }
+}

@@ -1,0 +1,48 @@
+/// What a plugin may ask of the user, supplied by the host application (BRIEF §6 host services).
+/// Every member may refuse: a non-interactive host throws `.interactionRequired`.
+public protocol KeybayInteraction: Sendable {
+    /// Writes the secret's bytes into `buffer` (guarded memory owned by the caller, wiped after
+    /// use) and returns how many were written. Throw `.interactionRequired` when nobody can be
+    /// asked, `.cancelled` when the user declines.
+    func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int
+    /// Tells the user something: "touch your security key", calibration progress.
+    func message(_ text: String, level: KeybayMessageLevel)
+    /// A yes/no question.
+    func confirm(_ question: String) throws -> Bool
+    /// Polled by long operations.
+    var isCancelled: Bool { get }
+    /// Diagnostics; never contains secrets.
+    func log(_ text: String)
+}
+
+public struct KeybaySecretRequest: Sendable {
+    public enum Kind: Sendable { case passphrase, pin }
+    public let kind: Kind
+    /// One line to show.
+    public let prompt: String
+    /// Retries left before a lock-out, when the plugin knows.
+    public let retriesLeft: Int?
+    /// A new secret is being chosen (the host's bridge asks twice and compares).
+    public let isNew: Bool
+    /// True on the second, confirming ask of a new secret.
+    public let isConfirmation: Bool
+}
+
+public enum KeybayMessageLevel: Sendable { case info, progress, warning }
+
+extension KeybayInteraction {
+    public func message(_ text: String, level: KeybayMessageLevel) {}
+    public func confirm(_ question: String) throws -> Bool {
+        throw KeybayError(.interactionRequired, "confirmation needed but this host cannot ask: \(question)")
+    }
+    public var isCancelled: Bool { false }
+    public func log(_ text: String) {}
+}
+
+/// The interaction of a host that can ask nobody (scripts, services, record operations).
+public struct NonInteractive: KeybayInteraction {
+    public init() {}
+    public func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        throw KeybayError(.interactionRequired, "a \(request.kind == .pin ? "PIN" : "passphrase") is needed but this host cannot ask for one")
+    }
+}

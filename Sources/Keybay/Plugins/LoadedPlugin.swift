@@ -1,0 +1,123 @@
+import CKeybayPlugin
+import Glibc
+import Synchronization
+
+/// A checked plugin descriptor. Calls into the plugin are serialised (the ABI promises plugins
+/// one thread at a time) and every buffer it hands out goes back to its own `free_buffer`.
+public final class LoadedPlugin: @unchecked Sendable {
+    let descriptor: UnsafePointer<keybay_plugin>
+    public let path: String
+    public let id: String
+    public let name: String
+    public let version: String
+    public let isRoot: Bool
+    public let isInteractive: Bool
+    public let needsDevice: Bool
+    public let options: [(name: String, help: String)]
+    private let callLock = Mutex(())
+
+    init(descriptor: UnsafePointer<keybay_plugin>, path: String) throws {
+        let d = descriptor.pointee
+        func refuse(_ why: String) -> KeybayError { KeybayError(.pluginRefused, "plugin \(path): \(why); refusing to load it") }
+        guard d.abi_version == KEYBAY_PLUGIN_ABI_VERSION else {
+            throw refuse("ABI version \(d.abi_version), this host speaks \(KEYBAY_PLUGIN_ABI_VERSION)")
+        }
+        guard Int(d.struct_size) >= MemoryLayout<keybay_plugin>.size else {
+            throw refuse("descriptor is \(d.struct_size) bytes, expected at least \(MemoryLayout<keybay_plugin>.size)")
+        }
+        guard let idPointer = d.id, let namePointer = d.name, let versionPointer = d.version else {
+            throw refuse("descriptor lacks an id, a name or a version")
+        }
+        guard d.free_buffer != nil else { throw refuse("descriptor lacks free_buffer") }
+        let kind = keybay_plugin_kind(rawValue: d.kind)
+        switch kind {
+        case KEYBAY_KIND_ROOT:
+            guard d.root_exists != nil, d.root_create != nil, d.root_seal != nil, d.root_open != nil,
+                  d.root_location != nil, d.root_reset != nil else { throw refuse("a root plugin lacks a root operation") }
+        case KEYBAY_KIND_METHOD:
+            guard d.probe != nil, d.enroll != nil, d.unwrap != nil, d.describe != nil else {
+                throw refuse("a method plugin lacks probe, enroll, unwrap or describe")
+            }
+        default:
+            throw refuse("unknown plugin kind \(d.kind)")
+        }
+        guard d.option_count <= 64, d.option_count == 0 || d.options != nil else { throw refuse("malformed option list") }
+        self.descriptor = descriptor
+        self.path = path
+        self.id = String(cString: idPointer)
+        self.name = String(cString: namePointer)
+        self.version = String(cString: versionPointer)
+        self.isRoot = kind == KEYBAY_KIND_ROOT
+        self.isInteractive = d.flags & KEYBAY_FLAG_INTERACTIVE != 0
+        self.needsDevice = d.flags & KEYBAY_FLAG_NEEDS_DEVICE != 0
+        self.options = (0..<d.option_count).compactMap { i in
+            let o = d.options[i]
+            guard let n = o.name else { return nil }
+            return (String(cString: n), o.help.map { String(cString: $0) } ?? "")
+        }
+    }
+
+    /// The descriptor's id must be the one its file name claims, and the kind the one asked for.
+    func expect(id expected: String, kind: keybay_plugin_kind) throws {
+        guard id == expected else {
+            throw KeybayError(.pluginRefused, "plugin \(path) calls itself '\(id)', not '\(expected)'; refusing to use it")
+        }
+        guard isRoot == (kind == KEYBAY_KIND_ROOT) else {
+            throw KeybayError(.pluginRefused, "plugin \(path) is a \(isRoot ? "root" : "method") plugin, not a \(isRoot ? "method" : "root") plugin")
+        }
+    }
+
+    /// Calls the plugin with a host bridge, turning a non-OK status into a KeybayError that
+    /// carries the plugin's own explanation.
+    func call(_ interaction: any KeybayInteraction, _ what: String,
+              _ body: (UnsafePointer<keybay_plugin>, UnsafePointer<keybay_host>) -> keybay_status) throws {
+        let bridge = HostBridge(interaction)
+        let status = callLock.withLock { _ in bridge.withHost { body(descriptor, $0) } }
+        guard status != KEYBAY_OK else { return }
+        if let failure = bridge.failure, status == KEYBAY_ERR_INTERACTION_UNAVAILABLE || status == KEYBAY_ERR_CANCELLED {
+            throw failure
+        }
+        throw Self.error(for: status, plugin: id, what: what, detail: bridge.errorText)
+    }
+
+    static func error(for status: keybay_status, plugin: String, what: String, detail: String?) -> KeybayError {
+        let (code, fallback): (KeybayError.Code, String) = switch status {
+        case KEYBAY_ERR_CANCELLED: (.cancelled, "cancelled")
+        case KEYBAY_ERR_INTERACTION_UNAVAILABLE: (.interactionRequired, "needs a secret or a confirmation, but the host cannot ask")
+        case KEYBAY_ERR_NOT_AVAILABLE: (.methodUnavailable, "is not available here")
+        case KEYBAY_ERR_PIN_REQUIRED: (.pinRequired, "needs a PIN")
+        case KEYBAY_ERR_LOCKED: (.locked, "is locked")
+        case KEYBAY_ERR_WRONG_SECRET: (.wrongSecret, "wrong secret")
+        case KEYBAY_ERR_TIMED_OUT: (.timedOut, "timed out")
+        case KEYBAY_ERR_MALFORMED_PARAMS: (.malformed, "stored parameters are malformed")
+        case KEYBAY_ERR_UNSUPPORTED: (.unsupported, "unsupported request")
+        case KEYBAY_ERR_INVALID_OPTION: (.invalidArgument, "invalid option")
+        case KEYBAY_ERR_ROOT_MISSING, KEYBAY_ERR_ROOT_MISMATCH: (.platformKeyInvalidated, "platform key invalidated")
+        case KEYBAY_ERR_ROOT_EXISTS: (.stateConflict, "a root exists already")
+        case KEYBAY_ERR_INTEGRITY: (.integrity, "authentication failed")
+        case KEYBAY_ERR_INSECURE: (.insecurePermissions, "insecure permissions")
+        case KEYBAY_ERR_IO: (.io, "I/O failure")
+        default: (.pluginFailed, "failed with status \(status.rawValue)")
+        }
+        return KeybayError(code, "\(plugin) \(what): \(detail ?? fallback)")
+    }
+
+    /// Copies a plugin buffer out (into guarded memory when `secret`) and frees it in the plugin.
+    func take(_ buffer: inout keybay_buffer, limit: Int, what: String) throws -> [UInt8] {
+        defer { descriptor.pointee.free_buffer(&buffer) }
+        guard buffer.length <= limit else {
+            throw KeybayError(.pluginFailed, "\(id) returned \(buffer.length) bytes of \(what), limit \(limit)")
+        }
+        guard buffer.length > 0 else { return [] }
+        guard let data = buffer.data else { throw KeybayError(.pluginFailed, "\(id) returned a null \(what) buffer") }
+        return Array(UnsafeBufferPointer(start: data, count: buffer.length))
+    }
+
+    func takeSecure(_ buffer: inout keybay_buffer, exactly count: Int, what: String) throws -> SecureBytes {
+        defer { descriptor.pointee.free_buffer(&buffer) }
+        guard buffer.length == count, let data = buffer.data else {
+            throw KeybayError(.pluginFailed, "\(id) returned \(buffer.length) bytes of \(what), expected \(count)")
+        }
+        return SecureBytes(copying: UnsafeRawBufferPointer(start: data, count: count))
+    }
+}

@@ -1,0 +1,117 @@
+import CKeybayPlugin
+import Glibc
+import Synchronization
+
+/// Finds, checks and loads plugins. A plugin file is accepted only if it and its directory are
+/// owned by this user or root, writable by nobody else, and the file does not lead (through a
+/// link) out of its directory; then its entry symbol, ABI version, struct size, id and kind are
+/// checked. Loaded plugins stay loaded for the life of the process (Swift plugins cannot be
+/// unloaded safely), cached by their resolved path.
+enum PluginLoader {
+    private static let cache = Mutex<[String: LoadedPlugin]>([:])
+
+    /// Loads plugin `id` of `kind`, searching `search` in order; the first directory holding
+    /// `libkeybay-<id>.so` decides (a refused file is an error, not a reason to look further).
+    static func load(id: String, kind: keybay_plugin_kind, search: KeybayPluginSearch) throws -> LoadedPlugin {
+        guard KeybayPluginSearch.isValidPluginID(id) else {
+            throw KeybayError(.pluginRefused, "invalid plugin id '\(id.prefix(80))': use [a-z0-9][a-z0-9._-]{0,63}")
+        }
+        let name = KeybayPluginSearch.fileName(for: id)
+        let directories = try search.orderedDirectories()
+        for (directory, _) in directories {
+            let candidate = directory + "/" + name
+            var st = stat()
+            guard lstat(candidate, &st) == 0 else { continue }
+            let resolved = try checkedPath(candidate, directory: directory)
+            if let hit = cache.withLock({ $0[resolved] }) {
+                try hit.expect(id: id, kind: kind)
+                return hit
+            }
+            let plugin = try open(resolved, displayPath: candidate)
+            try plugin.expect(id: id, kind: kind)
+            return cache.withLock { table in
+                if let raced = table[resolved] { return raced }
+                table[resolved] = plugin
+                return plugin
+            }
+        }
+        throw KeybayError(.pluginNotFound, "plugin '\(id)' not found: no \(name) in \(directories.map(\.path).joined(separator: ", "))")
+    }
+
+    /// The ids of every plugin file found in the search path (first occurrence wins).
+    static func discover(search: KeybayPluginSearch) throws -> [(id: String, path: String)] {
+        var seen: Set<String> = []
+        var found: [(String, String)] = []
+        for (directory, _) in try search.orderedDirectories() {
+            guard let dir = opendir(directory) else { continue }
+            defer { closedir(dir) }
+            var names: [String] = []
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+                }
+                names.append(name)
+            }
+            for name in names.sorted() where name.hasPrefix("libkeybay-") && name.hasSuffix(".so") {
+                let id = String(name.dropFirst(10).dropLast(3))
+                guard KeybayPluginSearch.isValidPluginID(id), !seen.contains(id) else { continue }
+                seen.insert(id)
+                found.append((id, directory + "/" + name))
+            }
+        }
+        return found
+    }
+
+    /// Checks the directory and the file and returns the file's resolved path.
+    static func checkedPath(_ path: String, directory: String) throws -> String {
+        guard let realDirectory = realPath(directory) else {
+            throw KeybayError(.pluginRefused, "cannot resolve plugin directory \(directory)")
+        }
+        try checkOwnerAndMode(realDirectory, what: "plugin directory", shown: directory, directory: true)
+        guard let realFile = realPath(path) else {
+            throw KeybayError(.pluginRefused, "cannot resolve plugin \(path) (a dangling link?)")
+        }
+        let fileDirectory = realFile.lastIndex(of: "/").map { String(realFile[..<$0]) } ?? ""
+        guard fileDirectory == realDirectory || (realDirectory == "/" && fileDirectory.isEmpty) else {
+            throw KeybayError(.pluginRefused, "plugin \(path) is a link leading out of \(directory) (to \(realFile)); refusing to load it")
+        }
+        try checkOwnerAndMode(realFile, what: "plugin", shown: path, directory: false)
+        return realFile
+    }
+
+    private static func checkOwnerAndMode(_ path: String, what: String, shown: String, directory: Bool) throws {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw PrivateDirectory.posixError("cannot inspect \(what)", shown) }
+        if directory ? (st.st_mode & S_IFMT) != S_IFDIR : (st.st_mode & S_IFMT) != S_IFREG {
+            throw KeybayError(.pluginRefused, "\(what) \(shown) is not a \(directory ? "directory" : "regular file"); refusing to load from it")
+        }
+        if st.st_uid != geteuid() && st.st_uid != 0 {
+            throw KeybayError(.pluginRefused, "\(what) \(shown) is owned by uid \(st.st_uid), neither this user nor root; refusing to load from it")
+        }
+        if st.st_mode & 0o022 != 0 {
+            throw KeybayError(.pluginRefused, "\(what) \(shown) is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); refusing to load from it")
+        }
+    }
+
+    private static func realPath(_ path: String) -> String? {
+        guard let p = realpath(path, nil) else { return nil }
+        defer { free(p) }
+        return String(cString: p)
+    }
+
+    private static func open(_ path: String, displayPath: String) throws -> LoadedPlugin {
+        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
+            let reason = dlerror().map { String(cString: $0) } ?? "unknown error"
+            throw KeybayError(.pluginRefused, "cannot load plugin \(displayPath): \(reason)")
+        }
+        // Never dlclose: a Swift plugin cannot be unloaded safely, and a refused one costs little.
+        guard let symbol = dlsym(handle, KEYBAY_PLUGIN_ENTRY_SYMBOL) else {
+            throw KeybayError(.pluginRefused, "plugin \(displayPath) has no entry symbol \(KEYBAY_PLUGIN_ENTRY_SYMBOL)")
+        }
+        let entry = unsafeBitCast(symbol, to: keybay_plugin_entry_fn.self)
+        guard let descriptor = entry() else {
+            throw KeybayError(.pluginRefused, "plugin \(displayPath) returned no descriptor")
+        }
+        return try LoadedPlugin(descriptor: descriptor, path: displayPath)
+    }
+}

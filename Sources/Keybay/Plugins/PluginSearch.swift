@@ -1,0 +1,74 @@
+import Glibc
+
+/// Where plugins are looked for, in order (BRIEF §6):
+/// 1. the host's configured directories (the CLI's `--plugin-dir`),
+/// 2. `KEYBAY_PLUGIN_PATH` (colon-separated, absolute entries only),
+/// 3. the install directory, `<executable dir>/../lib/keybay/plugins`,
+/// 4. the executable's own directory (development builds: `.build/debug`).
+/// With external plugins switched off only 3 and 4 are searched.
+public struct KeybayPluginSearch: Sendable, Equatable {
+    public var directories: [String]
+    public var environmentPath: String?
+    public var allowExternal: Bool
+
+    public init(directories: [String] = [], environmentPath: String? = getenv("KEYBAY_PLUGIN_PATH").map { String(cString: $0) },
+                allowExternal: Bool = true) {
+        self.directories = directories
+        self.environmentPath = environmentPath
+        self.allowExternal = allowExternal
+    }
+
+    /// The ordered list of directories, each with where it came from (for messages).
+    func orderedDirectories() throws -> [(path: String, origin: String)] {
+        var result: [(String, String)] = []
+        if allowExternal {
+            for d in directories {
+                guard d.hasPrefix("/") else { throw KeybayError(.invalidArgument, "plugin directory \(d) is not an absolute path") }
+                result.append((d, "configured"))
+            }
+            if let env = environmentPath, !env.isEmpty {
+                for entry in env.split(separator: ":", omittingEmptySubsequences: true) {
+                    guard entry.hasPrefix("/") else {
+                        throw KeybayError(.pluginRefused, "KEYBAY_PLUGIN_PATH entry '\(entry)' is not an absolute path; refusing to search it")
+                    }
+                    result.append((String(entry), "KEYBAY_PLUGIN_PATH"))
+                }
+            }
+        }
+        if let exeDir = Self.executableDirectory {
+            result.append((Self.normalise(exeDir + "/../lib/keybay/plugins"), "install"))
+            result.append((exeDir, "executable"))
+        }
+        return result
+    }
+
+    static let executableDirectory: String? = {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let slash = path.lastIndex(of: "/") else { return nil }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }()
+
+    /// Folds `a/b/../c` textually (the directory is checked on disk afterwards anyway).
+    static func normalise(_ path: String) -> String {
+        var parts: [Substring] = []
+        for p in path.split(separator: "/") {
+            if p == "." { continue }
+            if p == ".." { if !parts.isEmpty { parts.removeLast() }; continue }
+            parts.append(p)
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+
+    /// Plugin ids: `[a-z0-9][a-z0-9._-]{0,63}`, checked before an id becomes a file name.
+    public static func isValidPluginID(_ id: String) -> Bool {
+        let b = Array(id.utf8)
+        guard (1...64).contains(b.count) else { return false }
+        func lowerAlnum(_ c: UInt8) -> Bool { (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x7a) }
+        return lowerAlnum(b[0]) && b.dropFirst().allSatisfy { lowerAlnum($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d }
+    }
+
+    public static func fileName(for id: String) -> String { "libkeybay-\(id).so" }
+}

@@ -1,0 +1,78 @@
+import CKeybayPlugin
+
+/// A platform root served by a root plugin (`file-root` by default).
+struct PluginRoot: RootProvider {
+    let plugin: LoadedPlugin
+    let applicationID: String
+    let stateHome: String
+    let domain: [UInt8]
+
+    var id: String { plugin.id }
+
+    var location: String {
+        var text = keybay_buffer()
+        let status = withContext { plugin.descriptor.pointee.root_location($0, &text) }
+        guard status == KEYBAY_OK, let bytes = try? plugin.take(&text, limit: 4096, what: "location") else { return "(unknown)" }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    func exists() throws -> Bool {
+        var exists: Int32 = 0
+        try call("could not check its root") { d, h, c in d.pointee.root_exists(h, c, &exists) }
+        return exists != 0
+    }
+
+    func create(domain: [UInt8]) throws -> [UInt8] {
+        var state = keybay_buffer()
+        try call("could not create its root") { d, h, c in d.pointee.root_create(h, c, &state) }
+        return try plugin.take(&state, limit: Suite1.maxProviderStateBytes, what: "provider state")
+    }
+
+    func seal(_ plaintext: SecureBytes, aad: [UInt8], providerState: [UInt8], domain: [UInt8]) throws -> [UInt8] {
+        var sealed = keybay_buffer()
+        try call("could not seal the key package") { d, h, c in
+            plaintext.withUnsafeBytes { p in
+                d.pointee.root_seal(h, c, providerState, providerState.count, p.baseAddress?.assumingMemoryBound(to: UInt8.self), p.count,
+                                    aad, aad.count, &sealed)
+            }
+        }
+        return try plugin.take(&sealed, limit: StoreLayout.maxSealedPackageBytes, what: "sealed package")
+    }
+
+    func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8], domain: [UInt8]) throws -> SecureBytes {
+        var plain = keybay_buffer()
+        try call("could not open the key package") { d, h, c in
+            sealed.withUnsafeBufferPointer { s in
+                d.pointee.root_open(h, c, providerState, providerState.count, s.baseAddress, s.count, aad, aad.count, &plain)
+            }
+        }
+        let length = plain.length
+        guard length > 0, length <= sealed.count else {
+            plugin.descriptor.pointee.free_buffer(&plain)
+            throw KeybayError(.pluginFailed, "\(id) returned a \(length)-byte key package for a \(sealed.count)-byte sealed one")
+        }
+        return try plugin.takeSecure(&plain, exactly: length, what: "key package")
+    }
+
+    func reset() throws {
+        try call("could not remove its root") { d, h, c in d.pointee.root_reset(h, c) }
+    }
+
+    private func withContext<R>(_ body: (UnsafePointer<keybay_root_context>) throws -> R) rethrows -> R {
+        try applicationID.withCString { app in
+            try stateHome.withCString { home in
+                try domain.withUnsafeBufferPointer { dom in
+                    var c = keybay_root_context(struct_size: UInt32(MemoryLayout<keybay_root_context>.size),
+                                                application_id: app, state_home: home, storage_domain: dom.baseAddress)
+                    return try withUnsafePointer(to: &c) { try body($0) }
+                }
+            }
+        }
+    }
+
+    private func call(_ what: String, _ body: (UnsafePointer<keybay_plugin>, UnsafePointer<keybay_host>, UnsafePointer<keybay_root_context>) -> keybay_status) throws {
+        try withContext { context in
+            try plugin.call(NonInteractive(), what) { d, h in body(d, h, context) }
+        }
+    }
+}
