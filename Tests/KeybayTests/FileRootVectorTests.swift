@@ -33,9 +33,9 @@ import Testing
         let domain = domain()
         let state = providerState(root: V.root, domain: domain)
         let package = PlatformPackage(storeId: V.storeId, epoch: V.epoch, storeKey: SecureBytes(copying: V.storeKey))
-        let bootstrap = Bootstrap(suite: 1, providerState: state, sealedPackageLength: 97)
+        let bootstrap = Bootstrap(suite: .platform, providerState: state, sealedPackageLength: 97)
         let sealed = package.encode().withUnsafeBytes {
-            XChaCha20Poly1305.seal(key: root, plaintext: $0, aad: Suite1.packageAAD(domain: domain, bootstrapCore: bootstrap.core), nonce: V.packageNonce)
+            XChaCha20Poly1305.seal(key: root, plaintext: $0, aad: StoreSuite.platform.packageAAD(domain: domain, bootstrapCore: bootstrap.core), nonce: V.packageNonce)
         }
         return try StoreEncoder.encode(bootstrap: bootstrap, sealedPackage: sealed, frames: [], keys: StoreKeys(package: package),
                                        domain: domain, manifestNonce: V.manifestNonce)

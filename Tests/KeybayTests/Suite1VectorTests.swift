@@ -38,7 +38,7 @@ import Testing
     }
 
     static var bootstrap: Bootstrap {
-        Bootstrap(suite: 1, providerState: V.providerState, sealedPackageLength: V.sealedPackage.count)
+        Bootstrap(suite: .platform, providerState: V.providerState, sealedPackageLength: V.sealedPackage.count)
     }
 
     static var package: PlatformPackage {
@@ -61,9 +61,9 @@ import Testing
     }
 
     @Test func aads() {
-        #expect(hexString(Suite1.packageAAD(domain: V.storageDomain, bootstrapCore: Self.bootstrap.core)) == V.packageAad)
-        #expect(hexString(Suite1.manifestAAD(domain: V.storageDomain, bootstrap: Self.bootstrap.bytes, sealedPackage: V.sealedPackage)) == V.manifestAad)
-        #expect(hexString(Suite1.recordAAD(storeId: V.storeId, epoch: V.epoch, key: Array(V.recordKey.utf8))) == V.recordAad)
+        #expect(hexString(StoreSuite.platform.packageAAD(domain: V.storageDomain, bootstrapCore: Self.bootstrap.core)) == V.packageAad)
+        #expect(hexString(StoreSuite.platform.manifestAAD(domain: V.storageDomain, bootstrap: Self.bootstrap.bytes, sealedPackage: V.sealedPackage)) == V.manifestAad)
+        #expect(hexString(StoreSuite.platform.recordAAD(storeId: V.storeId, epoch: V.epoch, key: Array(V.recordKey.utf8))) == V.recordAad)
     }
 
     @Test func derivedKeys() {

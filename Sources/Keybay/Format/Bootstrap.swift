@@ -1,14 +1,14 @@
 /// `bootstrapCore = "KBV2" | suite:u16 | providerStateLength:u32 | providerState`
 /// `bootstrap     = bootstrapCore | sealedPackageLength:u32`
 struct Bootstrap: Equatable {
-    let suite: UInt16
+    let suite: StoreSuite
     let providerState: [UInt8]
     let sealedPackageLength: Int
 
     var core: [UInt8] {
         var w = ByteWriter(capacity: 10 + providerState.count)
         w.raw(Suite1.magic)
-        w.u16(suite)
+        w.u16(suite.rawValue)
         w.lengthPrefixed(providerState)
         return w.bytes
     }
@@ -28,13 +28,13 @@ struct Bootstrap: Equatable {
         guard magic.elementsEqual(Suite1.magic) else {
             throw reader.malformed("not a Keybay V2 store (bad magic)")
         }
-        let suite = try reader.u16("suite")
-        guard suite == Suite1.suite else {
-            throw KeybayError(.unsupported, "\(reader.context): suite \(suite) is not supported by this version")
+        let number = try reader.u16("suite")
+        guard let suite = StoreSuite(rawValue: number) else {
+            throw KeybayError(.unsupported, "\(reader.context): suite \(number) is not supported by this version")
         }
         let state = try reader.lengthPrefixed("provider state", maxLength: Suite1.maxProviderStateBytes)
         let packageLength = Int(try reader.u32("sealed package length"))
-        guard packageLength > XChaCha20Poly1305.overhead, packageLength <= Suite1.maxSealedPackageBytes else {
+        guard packageLength > XChaCha20Poly1305.overhead, packageLength <= suite.maxSealedPackageBytes else {
             throw reader.malformed("sealed package length \(packageLength) out of range")
         }
         return Bootstrap(suite: suite, providerState: Array(state), sealedPackageLength: packageLength)

@@ -41,16 +41,25 @@ struct PlatformPackage {
 }
 
 /// The keys one store generation uses, derived from Kstore with HKDF-SHA256 (salt = storeId).
+/// Kstore itself is kept (guarded) because adding or removing a method must decrypt every record.
 struct StoreKeys: Sendable {
+    let suite: StoreSuite
     let storeId: [UInt8]
     let epoch: UInt64
+    let storeKey: SecureBytes
     let manifestKey: SecureBytes
     let frameKey: SecureBytes
 
+    init(suite: StoreSuite, storeId: [UInt8], epoch: UInt64, storeKey: SecureBytes) {
+        self.suite = suite
+        self.storeId = storeId
+        self.epoch = epoch
+        self.storeKey = storeKey
+        manifestKey = HKDF.derive(ikm: storeKey, salt: storeId, info: suite.manifestKeyInfo)
+        frameKey = HKDF.derive(ikm: storeKey, salt: storeId, info: suite.frameKeyInfo)
+    }
+
     init(package: PlatformPackage) {
-        storeId = package.storeId
-        epoch = package.epoch
-        manifestKey = HKDF.derive(ikm: package.storeKey, salt: package.storeId, info: Suite1.manifestKeyInfo)
-        frameKey = HKDF.derive(ikm: package.storeKey, salt: package.storeId, info: Suite1.frameKeyInfo)
+        self.init(suite: .platform, storeId: package.storeId, epoch: package.epoch, storeKey: package.storeKey)
     }
 }

@@ -67,7 +67,7 @@ struct StoreSnapshot: Sendable {
 
     /// Decrypts record `i`.
     func value(at i: Int, context: String) throws -> [UInt8] {
-        let aad = Suite1.recordAAD(storeId: keys.storeId, epoch: keys.epoch, key: entries[i].key)
+        let aad = keys.suite.recordAAD(storeId: keys.storeId, epoch: keys.epoch, key: entries[i].key)
         let value = file.withUnsafeBytes { f in
             XChaCha20Poly1305.open(key: keys.frameKey, sealed: UnsafeRawBufferPointer(rebasing: f[frameStarts[i]..<(frameStarts[i] + entries[i].frameLength)]), aad: aad)
         }

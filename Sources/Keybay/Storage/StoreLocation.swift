@@ -103,9 +103,9 @@ struct StoreLocation: Sendable {
         do {
             let package = PlatformPackage(storeId: Sodium.randomBytes(Suite1.storeIdBytes), epoch: 1,
                                           storeKey: SecureBytes(randomCount: Suite1.storeKeyBytes))
-            let bootstrap = Bootstrap(suite: Suite1.suite, providerState: providerState,
+            let bootstrap = Bootstrap(suite: .platform, providerState: providerState,
                                       sealedPackageLength: PlatformPackage.plaintextBytes + XChaCha20Poly1305.overhead)
-            let sealed = try root.seal(package.encode(), aad: Suite1.packageAAD(domain: domain, bootstrapCore: bootstrap.core),
+            let sealed = try root.seal(package.encode(), aad: StoreSuite.platform.packageAAD(domain: domain, bootstrapCore: bootstrap.core),
                                        providerState: providerState, domain: domain)
             let file = try StoreEncoder.encode(bootstrap: bootstrap, sealedPackage: sealed, frames: [],
                                                keys: StoreKeys(package: package), domain: domain)
