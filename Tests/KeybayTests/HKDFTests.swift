@@ -31,6 +31,10 @@ import Testing
         // The extract step alone: HMAC(salt or zeros, IKM).
         let salt = c.salt.isEmpty ? [UInt8](repeating: 0, count: 32) : hex(c.salt)
         #expect(hexString(HMACSHA256.authenticate(key: salt, message: hex(c.ikm))) == c.prk)
+        // The separate extract and expand steps that HPKE's labelled functions build on.
+        let prk = hex(c.ikm).withUnsafeBytes { HKDF.extract(salt: hex(c.salt), ikm: $0) }
+        #expect(prk.withUnsafeBytes { hexString($0) } == c.prk)
+        #expect(HKDF.expand(prk: prk, info: hex(c.info), count: c.length).withUnsafeBytes { hexString($0) } == c.okm)
     }
 
     @Test func rfc4231HMACCase2() {
