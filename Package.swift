@@ -8,6 +8,9 @@ let package = Package(
         .executable(name: "keybay-methods", targets: ["keybay-methods"]),
         // Plugins: one dynamic library each, found at run time as libkeybay-<id>.so.
         .library(name: "keybay-file-root", type: .dynamic, targets: ["KeybayFileRoot"]),
+        .library(name: "KeybayPluginKit", targets: ["KeybayPluginKit"]),
+        // A method plugin for tests only (counts its calls); built so tests can dlopen it.
+        .library(name: "keybay-test-counting", type: .dynamic, targets: ["KeybayTestCounting"]),
     ],
     targets: [
         // C libraries from Debian. The core links libsodium only; libargon2 and libfido2 are
@@ -21,6 +24,8 @@ let package = Package(
 
         .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin"]),
 
+        .target(name: "KeybayPluginKit", dependencies: ["CKeybayPlugin"]),
+        .target(name: "KeybayTestCounting", dependencies: ["KeybayPluginKit", "CSodium"], path: "Tests/TestPlugins/counting"),
         .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/file-root", publicHeadersPath: "."),
         .executableTarget(name: "keybay-methods", dependencies: ["Keybay"]),
 

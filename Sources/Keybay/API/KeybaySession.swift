@@ -1,3 +1,4 @@
+import CKeybayPlugin
 import Synchronization
 
 /// An open store. Record operations are synchronous and never prompt or call a method plugin;
@@ -8,15 +9,22 @@ public final class KeybaySession: Sendable {
     private let location: StoreLocation
     private let directory: PrivateDirectory
     private let current: Mutex<Generation?>
+    /// Who plugins may ask (method ceremonies run only in `open` and `auth`).
+    let interaction: any KeybayInteraction
 
-    init(location: StoreLocation, directory: PrivateDirectory, generation: Generation) {
+    init(location: StoreLocation, directory: PrivateDirectory, generation: Generation, interaction: any KeybayInteraction) {
         self.location = location
         self.directory = directory
         self.current = Mutex(generation)
+        self.interaction = interaction
     }
 
     public var configuration: KeybayConfiguration { location.configuration }
     public var storePath: String { location.storePath }
+    /// The unlock methods: list, add, remove, verify.
+    public var auth: KeybayAuth { KeybayAuth(session: self) }
+    /// Whether the open generation is protected by methods.
+    public var isProtected: Bool { (try? freshSnapshot().suite == .methods) ?? false }
 
     // MARK: Reading
 
@@ -119,6 +127,24 @@ public final class KeybaySession: Sendable {
                 generation = try location.reload(directory, reusing: g.snapshot)
             }
             return generation!.snapshot
+        }
+    }
+
+    func snapshotForAuth() throws -> StoreSnapshot { try freshSnapshot() }
+
+    func loadMethodPlugin(_ id: String) throws -> LoadedPlugin {
+        try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: location.configuration.pluginSearch)
+    }
+
+    /// Replaces the method list (see StoreLocation.rotate); fails if another process changed
+    /// the methods since `expected` was read.
+    func rotate(expecting expected: StoreSnapshot, _ change: ([MethodEnvelope.Public]) -> [MethodEnvelope.Public]) throws {
+        try current.withLock { generation in
+            guard let g = generation else { throw KeybayError(.closed, "the session for \(location.storePath) is closed") }
+            guard g.snapshot.sealedPackage.elementsEqual(expected.sealedPackage) else {
+                throw KeybayError(.stateConflict, "the methods of \(location.storePath) changed while enrolling; try again")
+            }
+            generation = try location.rotate(directory, previous: g.snapshot, methods: change(g.snapshot.methods))
         }
     }
 

@@ -17,6 +17,8 @@ public struct KeybayStatus: Sendable, Equatable {
     public let storePath: String
     public let rootPlugin: String
     public let rootLocation: String
+    /// The enrolled methods of a protected store (listed with the root alone, no plugin called).
+    public let methods: [KeybayMethod]
     /// A sentence on what the root protects against, shown by `status`.
     public let rootProtection: String
 }

@@ -1,3 +1,5 @@
+import CKeybayPlugin
+
 /// Entry points. `open` and `initialize` are `async` because later they may involve the user
 /// (unlock methods); record operations on the session are synchronous and never prompt.
 public enum KeybayStore {
@@ -5,17 +7,35 @@ public enum KeybayStore {
     /// platform root and an empty store, verifies it and opens it. Any other state is never
     /// initialised over: a root without a store is a `.stateConflict`, a store without its root
     /// `.platformKeyInvalidated`; only `reset` gets out of those.
-    public static func open(_ configuration: KeybayConfiguration, createIfAbsent: Bool = true) async throws -> KeybaySession {
+    ///
+    /// A store protected by methods opens only with `method` (an id from `status().methods` or
+    /// `auth.list()`): its plugin runs its ceremony through `interaction`. Without `method` such
+    /// a store throws `.authenticationRequired`; with `method` a platform-only store throws
+    /// `.protectionMismatch`, and nothing at all is `.storeNotFound` (nothing is created).
+    public static func open(_ configuration: KeybayConfiguration, method: String? = nil, createIfAbsent: Bool = true,
+                            interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
         let location = try StoreLocation(configuration)
-        let (dir, generation) = try location.open(create: createIfAbsent)
-        return KeybaySession(location: location, directory: dir, generation: generation)
+        var key = PackageKey.platform
+        if let method {
+            let wanted = try KeybayMethod.parseID(method)
+            key = .method { envelopes, storeId, epoch in
+                guard let envelope = envelopes.first(where: { $0.method.methodId == wanted }) else {
+                    throw KeybayError(.methodNotFound, "no method \(method) in \(configuration.storePath); it has \(envelopes.map { hexString($0.method.methodId) }.joined(separator: ", "))")
+                }
+                let plugin = try PluginLoader.load(id: envelope.method.pluginId, kind: KEYBAY_KIND_METHOD, search: configuration.pluginSearch)
+                let secret = try plugin.unwrap(params: envelope.method.params, interaction: interaction)
+                return try envelope.open(secret: secret, storeId: storeId, epoch: epoch)
+            }
+        }
+        let (dir, generation) = try location.open(create: createIfAbsent && method == nil, key: key)
+        return KeybaySession(location: location, directory: dir, generation: generation, interaction: interaction)
     }
 
     /// Creates a new store; fails with `.alreadyInitialized` or `.stateConflict` if anything exists.
-    public static func initialize(_ configuration: KeybayConfiguration) async throws -> KeybaySession {
+    public static func initialize(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
         let location = try StoreLocation(configuration)
         let (dir, generation) = try location.initialize()
-        return KeybaySession(location: location, directory: dir, generation: generation)
+        return KeybaySession(location: location, directory: dir, generation: generation, interaction: interaction)
     }
 
     /// What is on disk, without creating or unlocking anything.

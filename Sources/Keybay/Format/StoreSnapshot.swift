@@ -1,33 +1,46 @@
+/// How the store key of a generation is to be obtained.
+enum PackageKey {
+    /// Platform-only: the root's package holds Kstore. A suite-2 store needs a method instead.
+    case platform
+    /// A method-protected store: `unlock` picks an envelope and runs the method's ceremony.
+    /// A platform-only store asked for a method is a protection mismatch.
+    case method(unlock: (_ envelopes: [MethodEnvelope], _ storeId: [UInt8], _ epoch: UInt64) throws -> SecureBytes)
+    /// Kstore is already known (this process just wrote the generation).
+    case known(SecureBytes)
+}
+
 /// One authenticated generation of a store file: the bytes as read, the keys recovered from the
-/// package, and the manifest checked against every frame. Immutable, so reads never mix generations.
+/// package, the methods it lists, and the manifest checked against every frame. Immutable, so
+/// reads never mix generations.
 struct StoreSnapshot: Sendable {
     let file: [UInt8]
     let layout: StoreLayout
     let keys: StoreKeys
+    let methods: [MethodEnvelope.Public]
     let entries: [ManifestEntry]
     let frameStarts: [Int]
     let index: [String: Int]
 
     var bootstrapBytes: [UInt8] { layout.bootstrap.bytes }
     var sealedPackage: ArraySlice<UInt8> { file[layout.sealedPackage] }
+    var suite: StoreSuite { layout.bootstrap.suite }
 
     /// Decodes `file` strictly and authenticates all of it. If `previous` has the very same
-    /// bootstrap and sealed package, its keys are reused instead of asking the root again.
+    /// bootstrap and sealed package, its keys are reused without asking the root or a method.
     static func authenticate(file: [UInt8], context: String, domain: [UInt8], root: any RootProvider,
-                             reusing previous: StoreSnapshot? = nil) throws -> StoreSnapshot {
+                             key: PackageKey = .platform, reusing previous: StoreSnapshot? = nil) throws -> StoreSnapshot {
         let layout = try StoreLayout.decode(file, context: context)
         let keys: StoreKeys
+        let methods: [MethodEnvelope.Public]
         if let previous, previous.layout.bootstrap == layout.bootstrap,
            previous.sealedPackage.elementsEqual(file[layout.sealedPackage]) {
             keys = previous.keys
+            methods = previous.methods
         } else {
-            let aad = Suite1.packageAAD(domain: domain, bootstrapCore: layout.bootstrap.core)
-            let plaintext = try root.open(file[layout.sealedPackage], aad: aad,
-                                          providerState: layout.bootstrap.providerState, domain: domain)
-            keys = StoreKeys(package: try PlatformPackage.decode(plaintext, context: context))
+            (keys, methods) = try openPackage(file[layout.sealedPackage], layout: layout, context: context, domain: domain, root: root, key: key)
         }
         // The keys are provisional until the manifest authenticates.
-        let manifestAAD = Suite1.manifestAAD(domain: domain, bootstrap: layout.bootstrap.bytes,
+        let manifestAAD = layout.bootstrap.suite.manifestAAD(domain: domain, bootstrap: layout.bootstrap.bytes,
                                              sealedPackage: file[layout.sealedPackage])
         let manifestPlain = file.withUnsafeBytes { f in
             XChaCha20Poly1305.open(key: keys.manifestKey, sealed: UnsafeRawBufferPointer(rebasing: f[layout.sealedManifest]), aad: manifestAAD)
@@ -58,7 +71,36 @@ struct StoreSnapshot: Sendable {
         guard offset == layout.frames.upperBound else {
             throw KeybayError(.integrity, "\(context): \(layout.frames.upperBound - offset) bytes in the frame region belong to no record")
         }
-        return StoreSnapshot(file: file, layout: layout, keys: keys, entries: entries, frameStarts: starts, index: index)
+        return StoreSnapshot(file: file, layout: layout, keys: keys, methods: methods, entries: entries, frameStarts: starts, index: index)
+    }
+
+    /// Opens the sealed package with the root, then gets Kstore as `key` says.
+    private static func openPackage(_ sealed: ArraySlice<UInt8>, layout: StoreLayout, context: String, domain: [UInt8],
+                                    root: any RootProvider, key: PackageKey) throws -> (StoreKeys, [MethodEnvelope.Public]) {
+        let suite = layout.bootstrap.suite
+        let aad = suite.packageAAD(domain: domain, bootstrapCore: layout.bootstrap.core)
+        let plaintext = try root.open(sealed, aad: aad, providerState: layout.bootstrap.providerState, domain: domain)
+        switch suite {
+        case .platform:
+            if case .method = key {
+                throw KeybayError(.protectionMismatch, "\(context) is protected by the platform root only; it has no unlock methods")
+            }
+            return (StoreKeys(package: try PlatformPackage.decode(plaintext, context: context)), [])
+        case .methods:
+            let package = try MethodsPackage.decode(plaintext, context: context)
+            let storeKey: SecureBytes
+            switch key {
+            case .platform:
+                let listed = package.envelopes.map { "\(hexString($0.method.methodId)) (\($0.method.pluginId), \($0.method.label))" }
+                throw KeybayError(.authenticationRequired, "\(context) is protected: unlock it with one of its methods: \(listed.joined(separator: "; "))")
+            case .method(let unlock):
+                storeKey = try unlock(package.envelopes, package.storeId, package.epoch)
+            case .known(let k):
+                storeKey = k
+            }
+            return (StoreKeys(suite: .methods, storeId: package.storeId, epoch: package.epoch, storeKey: storeKey),
+                    package.envelopes.map(\.method))
+        }
     }
 
     func frame(at i: Int) -> ArraySlice<UInt8> {

@@ -30,25 +30,47 @@ struct StoreLocation: Sendable {
 
     // MARK: - Lifecycle
 
+    /// Reads the bootstrap and, for a protected store, opens the package with the root to list
+    /// its methods. Never calls a method plugin, never creates or repairs anything.
     func status() throws -> KeybayStatus {
         let rootExists = try root.exists()
         var state: KeybayStatus.State = rootExists ? .rootOnly : .absent
+        var methods: [KeybayMethod] = []
         if let dir = try directory(create: false), let live = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes) {
-            var reader = ByteReader(live.bytes, context: storePath)
-            _ = try Bootstrap.decode(&reader)
-            state = rootExists ? .platformOnly : .storeOnly
+            let layout = try StoreLayout.decode(live.bytes, context: storePath)
+            if !rootExists {
+                state = .storeOnly
+            } else if layout.bootstrap.suite == .platform {
+                state = .platformOnly
+            } else {
+                state = .protected
+                let aad = layout.bootstrap.suite.packageAAD(domain: domain, bootstrapCore: layout.bootstrap.core)
+                let plaintext = try root.open(live.bytes[layout.sealedPackage], aad: aad, providerState: layout.bootstrap.providerState, domain: domain)
+                methods = try MethodsPackage.decode(plaintext, context: storePath).envelopes.map { KeybayMethod($0.method) }
+            }
         }
-        return KeybayStatus(state: state, storePath: storePath, rootPlugin: root.id, rootLocation: root.location,
+        return KeybayStatus(state: state, storePath: storePath, rootPlugin: root.id, rootLocation: root.location, methods: methods,
                             rootProtection: root.id != "file-root" ? "root plugin \(root.id)" : "file-root keeps the platform key in a private file: it protects against copied files, backups and other users, not against other programs running as this user; enroll an unlock method for more")
     }
 
     /// Opens the existing store, or creates one when there is nothing at all and `create` is set.
-    func open(create: Bool) throws -> (PrivateDirectory, Generation) {
-        guard let dir = try directory(create: create) else {
-            throw try missingStoreError()
+    /// With a method key the ceremony (a prompt, a touch) runs before the lock is taken, so it
+    /// never blocks other writers; the locked re-read then reuses its keys.
+    func open(create: Bool, key: PackageKey = .platform) throws -> (PrivateDirectory, Generation) {
+        var withMethod = false
+        if case .method = key { withMethod = true }
+        guard let dir = try directory(create: create && !withMethod) else {
+            throw withMethod ? KeybayError(.storeNotFound, "no store at \(storePath)") : try missingStoreError()
+        }
+        var unlocked: StoreSnapshot?
+        if withMethod {
+            guard let read = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes) else {
+                throw KeybayError(.storeNotFound, "no store at \(storePath)")
+            }
+            unlocked = try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain, root: root, key: key)
         }
         let generation = try FileLock.withLock(in: dir, name: Self.lockName, mode: .exclusive) { () throws -> Generation in
-            if let generation = try load(dir, reusing: nil) {
+            if let generation = try load(dir, reusing: unlocked) {
                 // A leftover staging file is only removed once the live file has authenticated.
                 if try dir.contains(Self.stagingName) {
                     try dir.removeIfPresent(Self.stagingName)
@@ -56,7 +78,7 @@ struct StoreLocation: Sendable {
                 }
                 return generation
             }
-            guard create else { throw try missingStoreError() }
+            guard create, !withMethod else { throw withMethod ? KeybayError(.storeNotFound, "no store at \(storePath)") : try missingStoreError() }
             return try createStore(in: dir)
         }
         return (dir, generation)
@@ -111,7 +133,7 @@ struct StoreLocation: Sendable {
                                                keys: StoreKeys(package: package), domain: domain)
             try dir.createExclusive(Self.liveName, stagingName: Self.stagingName, with: file)
             storeLinked = true
-            return try verifyWritten(file, in: dir, reusing: nil)
+            return try verifyWritten(file, in: dir, key: .known(package.storeKey))
         } catch {
             // Undo only our own root, and only while no store refers to it.
             if !storeLinked { try? root.reset() }
@@ -121,11 +143,12 @@ struct StoreLocation: Sendable {
 
     // MARK: - Generations
 
-    /// Reads and authenticates the live file; nil if there is none.
-    func load(_ dir: PrivateDirectory, reusing previous: StoreSnapshot?) throws -> Generation? {
+    /// Reads and authenticates the live file; nil if there is none. Without a `key` only a
+    /// platform-only store, or one whose package `previous` already unlocked, opens.
+    func load(_ dir: PrivateDirectory, key: PackageKey = .platform, reusing previous: StoreSnapshot?) throws -> Generation? {
         guard let read = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes) else { return nil }
         let snapshot = try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain,
-                                                      root: root, reusing: previous)
+                                                      root: root, key: key, reusing: previous)
         return Generation(snapshot: snapshot, identity: read.identity)
     }
 
@@ -148,17 +171,58 @@ struct StoreLocation: Sendable {
                                                sealedPackage: current.snapshot.sealedPackage,
                                                frames: frames, keys: current.snapshot.keys, domain: domain)
             try dir.replace(Self.liveName, stagingName: Self.stagingName, with: file)
-            return try verifyWritten(file, in: dir, reusing: current.snapshot)
+            return try verifyWritten(file, in: dir, key: .platform, reusing: current.snapshot)
+        }
+    }
+
+    /// Adding or removing a method: a fresh Kstore and the next epoch, every surviving method
+    /// re-sealed from its public key alone, every record re-encrypted, all in one atomic replace.
+    /// With no methods left the store returns to the platform-only suite.
+    func rotate(_ dir: PrivateDirectory, previous: StoreSnapshot, methods: [MethodEnvelope.Public]) throws -> Generation {
+        precondition(methods.count <= MethodsPackage.maxMethods)
+        return try FileLock.withLock(in: dir, name: Self.lockName, mode: .exclusive) {
+            guard let current = try load(dir, reusing: previous)?.snapshot else { throw try missingStoreError() }
+            guard current.keys.epoch < Suite1.maxEpoch else {
+                throw KeybayError(.storeFull, "\(storePath) has reached the last epoch; reset it to continue")
+            }
+            let storeId = current.keys.storeId
+            let epoch = current.keys.epoch + 1
+            let storeKey = SecureBytes(randomCount: Suite1.storeKeyBytes)
+            let suite: StoreSuite = methods.isEmpty ? .platform : .methods
+            let plaintext = try suite == .platform
+                ? PlatformPackage(storeId: storeId, epoch: epoch, storeKey: storeKey).encode()
+                : MethodsPackage(storeId: storeId, epoch: epoch, envelopes: methods.map {
+                    try MethodEnvelope.seal(storeKey: storeKey, to: $0, storeId: storeId, epoch: epoch)
+                }).encode()
+            let providerState = current.layout.bootstrap.providerState
+            let bootstrap = Bootstrap(suite: suite, providerState: providerState,
+                                      sealedPackageLength: plaintext.count + XChaCha20Poly1305.overhead)
+            let sealed = try root.seal(plaintext, aad: suite.packageAAD(domain: domain, bootstrapCore: bootstrap.core),
+                                       providerState: providerState, domain: domain)
+            guard sealed.count == bootstrap.sealedPackageLength else {
+                throw KeybayError(.pluginFailed, "\(root.id) sealed a \(plaintext.count)-byte package into \(sealed.count) bytes")
+            }
+            let keys = StoreKeys(suite: suite, storeId: storeId, epoch: epoch, storeKey: storeKey)
+            var frames: [PendingFrame] = []
+            frames.reserveCapacity(current.entries.count)
+            for i in current.entries.indices {
+                var value = try current.value(at: i, context: storePath)
+                defer { Sodium.wipe(&value) }
+                frames.append(value.withUnsafeBytes { StoreEncoder.sealFrame(key: current.entries[i].key, value: $0, keys: keys) })
+            }
+            let file = try StoreEncoder.encode(bootstrap: bootstrap, sealedPackage: sealed, frames: frames, keys: keys, domain: domain)
+            try dir.replace(Self.liveName, stagingName: Self.stagingName, with: file)
+            return try verifyWritten(file, in: dir, key: .known(storeKey))
         }
     }
 
     /// Reads back what was just made durable and authenticates it.
-    private func verifyWritten(_ file: [UInt8], in dir: PrivateDirectory, reusing previous: StoreSnapshot?) throws -> Generation {
+    private func verifyWritten(_ file: [UInt8], in dir: PrivateDirectory, key: PackageKey, reusing previous: StoreSnapshot? = nil) throws -> Generation {
         guard let read = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes), read.bytes == file else {
             throw KeybayError(.io, "\(storePath) does not read back as written")
         }
         let snapshot = try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain,
-                                                      root: root, reusing: previous)
+                                                      root: root, key: key, reusing: previous)
         return Generation(snapshot: snapshot, identity: read.identity)
     }
 }

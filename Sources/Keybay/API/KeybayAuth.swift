@@ -1,0 +1,97 @@
+/// The unlock methods of an open store. `list` never calls a plugin; `add`, `remove` and
+/// `verify` involve the user only through the session's interaction handler, and only `add` and
+/// `verify` run a plugin ceremony: `remove` re-seals the survivors from their public keys.
+public struct KeybayAuth: Sendable {
+    let session: KeybaySession
+
+    /// The enrolled methods, in enrollment order.
+    public func list() throws -> [KeybayMethod] {
+        try session.snapshotForAuth().methods.map(KeybayMethod.init)
+    }
+
+    /// Enrolls a method with `plugin` (e.g. `passphrase`) and returns it. The store gets a fresh
+    /// Kstore and epoch; every record is re-encrypted in one atomic replace.
+    @discardableResult
+    public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
+        let label = label ?? pluginID
+        guard KeybayMethod.isValidLabel(label) else {
+            throw KeybayError(.invalidArgument, "invalid label: use 1–64 bytes of text without control characters")
+        }
+        var names = Set<String>()
+        for (name, _) in options where !names.insert(name).inserted {
+            throw KeybayError(.invalidArgument, "option \(name) given twice")
+        }
+        let current = try session.snapshotForAuth()
+        guard current.methods.count < MethodsPackage.maxMethods else {
+            throw KeybayError(.invalidArgument, "the store already has \(MethodsPackage.maxMethods) methods, the most it can hold")
+        }
+        if pluginID == "passphrase", current.methods.contains(where: { $0.pluginId == "passphrase" }) {
+            throw KeybayError(.invalidArgument, "the store already has a passphrase; to change it, add the new one and remove the old")
+        }
+        let plugin = try session.loadMethodPlugin(pluginID)
+        let (params, secret) = try plugin.enroll(options: options, interaction: session.interaction)
+        let methodId = Sodium.randomBytes(MethodEnvelope.idBytes)
+        let salt = Sodium.randomBytes(MethodEnvelope.saltBytes)
+        let publicKey = MethodEnvelope.keyPair(secret: secret, storeId: current.keys.storeId, methodId: methodId,
+                                               pluginId: pluginID, salt: salt).publicKey
+        let method = MethodEnvelope.Public(methodId: methodId, pluginId: pluginID, label: label, params: params, salt: salt, publicKey: publicKey)
+        try session.rotate(expecting: current) { $0 + [method] }
+        return KeybayMethod(method)
+    }
+
+    /// Removes a method; with none left the store is platform-only again. Needs no credential.
+    public func remove(_ id: String) async throws {
+        let current = try session.snapshotForAuth()
+        let bytes = try KeybayMethod.parseID(id)
+        guard current.methods.contains(where: { $0.methodId == bytes }) else {
+            throw KeybayError(.methodNotFound, "no method \(id) in \(session.storePath)")
+        }
+        try session.rotate(expecting: current) { $0.filter { $0.methodId != bytes } }
+    }
+
+    /// Runs a method's ceremony and checks the secret against its stored public key, without
+    /// changing anything.
+    public func verify(_ id: String) async throws {
+        let current = try session.snapshotForAuth()
+        let bytes = try KeybayMethod.parseID(id)
+        guard let method = current.methods.first(where: { $0.methodId == bytes }) else {
+            throw KeybayError(.methodNotFound, "no method \(id) in \(session.storePath)")
+        }
+        let secret = try session.loadMethodPlugin(method.pluginId).unwrap(params: method.params, interaction: session.interaction, forVerification: true)
+        let derived = MethodEnvelope.keyPair(secret: secret, storeId: current.keys.storeId, methodId: method.methodId,
+                                             pluginId: method.pluginId, salt: method.salt).publicKey
+        guard Sodium.constantTimeEqual(derived, method.publicKey) else {
+            throw KeybayError(.wrongSecret, "the \(method.pluginId) secret for method \(id) (\(method.label)) is wrong")
+        }
+    }
+
+    /// A plugin's one-line description of a method's parameters (this loads the plugin).
+    public func describe(_ id: String) throws -> String {
+        let bytes = try KeybayMethod.parseID(id)
+        guard let method = try session.snapshotForAuth().methods.first(where: { $0.methodId == bytes }) else {
+            throw KeybayError(.methodNotFound, "no method \(id) in \(session.storePath)")
+        }
+        return try session.loadMethodPlugin(method.pluginId).describe(params: method.params)
+    }
+}
+
+extension KeybayMethod {
+    /// Method ids are 32 lowercase hex characters.
+    static func parseID(_ id: String) throws -> [UInt8] {
+        let chars = Array(id.utf8)
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c { case 0x30...0x39: c - 0x30; case 0x61...0x66: c - 0x61 + 10; default: nil }
+        }
+        guard chars.count == 2 * MethodEnvelope.idBytes else {
+            throw KeybayError(.invalidArgument, "method ids are 32 lowercase hex characters")
+        }
+        var out: [UInt8] = []
+        for i in stride(from: 0, to: chars.count, by: 2) {
+            guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else {
+                throw KeybayError(.invalidArgument, "method ids are 32 lowercase hex characters")
+            }
+            out.append(hi << 4 | lo)
+        }
+        return out
+    }
+}

@@ -1,0 +1,155 @@
+/// Suite-2 package plaintext (sealed by the root like the platform package):
+/// `storeId(16) | epoch:u64 | policy:u8 (=1) | count:u8 (1…32) | envelope ...`
+/// `envelope = methodId(16) | LP(pluginId) | LP(label) | LP(params) | salt(16) | publicKey(32) | enc(32) | sealedKey(48)`
+///
+/// Each envelope is an HPKE base-mode seal (RFC 9180, X25519 / HKDF-SHA256 / ChaCha20-Poly1305) of
+/// Kstore to the method's public key. The key pair comes from the method's 32-byte secret M:
+/// `ikm = HKDF(M, salt, transcript("keybay:v2:s2:key:method", storeId, methodId, pluginId))`,
+/// `(sk, pk) = DeriveKeyPair(ikm)`. Only `pk` is stored, so a rotation re-seals every surviving
+/// method without its credential.
+struct MethodEnvelope: Sendable, Equatable {
+    static let idBytes = 16
+    static let saltBytes = 16
+    static let publicKeyBytes = 32
+    static let encBytes = 32
+    static let sealedKeyBytes = Suite1.storeKeyBytes + 16
+    static let maxPluginIdBytes = 64
+    static let maxLabelBytes = 64
+    static let maxParamsBytes = 4096
+
+    /// The method's public description: everything but the sealed key.
+    struct Public: Sendable, Equatable {
+        let methodId: [UInt8]
+        let pluginId: String
+        let label: String
+        let params: [UInt8]
+        let salt: [UInt8]
+        let publicKey: [UInt8]
+    }
+
+    let method: Public
+    let enc: [UInt8]
+    let sealedKey: [UInt8]
+
+    static func keyIKMInfo(storeId: [UInt8], methodId: [UInt8], pluginId: String) -> [UInt8] {
+        transcript("keybay:v2:s2:key:method", [storeId, methodId, Array(pluginId.utf8)])
+    }
+
+    static func hpkeInfo(storeId: [UInt8], method: Public) -> [UInt8] {
+        transcript("keybay:v2:s2:hpke:method-envelope",
+                   [storeId, method.methodId, Array(method.pluginId.utf8), method.salt, method.publicKey])
+    }
+
+    static func aad(storeId: [UInt8], epoch: UInt64, methodId: [UInt8]) -> [UInt8] {
+        transcript("keybay:v2:s2:aad:method-envelope", [storeId, bigEndian(epoch), methodId])
+    }
+
+    /// The method's X25519 key pair from its secret M.
+    static func keyPair(secret: SecureBytes, storeId: [UInt8], methodId: [UInt8], pluginId: String, salt: [UInt8]) -> (privateKey: SecureBytes, publicKey: [UInt8]) {
+        let ikm = secret.withUnsafeBytes {
+            HKDF.derive(ikm: $0, salt: salt, info: keyIKMInfo(storeId: storeId, methodId: methodId, pluginId: pluginId), count: 32)
+        }
+        return ikm.withUnsafeBytes { HPKE.deriveKeyPair(ikm: $0) }
+    }
+
+    /// Seals Kstore to `method.publicKey` for this epoch.
+    static func seal(storeKey: SecureBytes, to method: Public, storeId: [UInt8], epoch: UInt64, ephemeralIKM: [UInt8]? = nil) throws -> MethodEnvelope {
+        let (enc, ct) = try storeKey.withUnsafeBytes {
+            try HPKE.seal(recipientPublicKey: method.publicKey, info: hpkeInfo(storeId: storeId, method: method),
+                          aad: aad(storeId: storeId, epoch: epoch, methodId: method.methodId), plaintext: $0, ephemeralIKM: ephemeralIKM)
+        }
+        return MethodEnvelope(method: method, enc: enc, sealedKey: ct)
+    }
+
+    /// Opens the envelope with the method's secret. The derived public key must equal the stored
+    /// one (constant time) before anything is decrypted: a mismatch is a wrong secret.
+    func open(secret: SecureBytes, storeId: [UInt8], epoch: UInt64) throws -> SecureBytes {
+        let (sk, pk) = Self.keyPair(secret: secret, storeId: storeId, methodId: method.methodId, pluginId: method.pluginId, salt: method.salt)
+        guard Sodium.constantTimeEqual(pk, method.publicKey) else {
+            throw KeybayError(.wrongSecret, "the \(method.pluginId) secret for method \(hexString(method.methodId)) (\(method.label)) is wrong")
+        }
+        let key = sealedKey.withUnsafeBytes {
+            HPKE.open(enc: enc, recipientPrivateKey: sk, info: Self.hpkeInfo(storeId: storeId, method: method),
+                      aad: Self.aad(storeId: storeId, epoch: epoch, methodId: method.methodId), ciphertext: $0)
+        }
+        guard let key, key.count == Suite1.storeKeyBytes else {
+            throw KeybayError(.integrity, "the envelope of method \(hexString(method.methodId)) failed authentication")
+        }
+        return key
+    }
+}
+
+struct MethodsPackage: Sendable {
+    static let policyMethods: UInt8 = 1
+    static let maxMethods = 32
+
+    let storeId: [UInt8]
+    let epoch: UInt64
+    let envelopes: [MethodEnvelope]
+
+    func encode() -> SecureBytes {
+        var w = ByteWriter()
+        w.raw(storeId)
+        w.u64(epoch)
+        w.u8(Self.policyMethods)
+        w.u8(UInt8(envelopes.count))
+        for e in envelopes {
+            w.raw(e.method.methodId)
+            w.lengthPrefixed(Array(e.method.pluginId.utf8))
+            w.lengthPrefixed(Array(e.method.label.utf8))
+            w.lengthPrefixed(e.method.params)
+            w.raw(e.method.salt)
+            w.raw(e.method.publicKey)
+            w.raw(e.enc)
+            w.raw(e.sealedKey)
+        }
+        // Nothing secret in here (Kstore is sealed per method), but the root opens it into
+        // guarded memory like any package.
+        return SecureBytes(copying: w.bytes)
+    }
+
+    static func decode(_ plaintext: SecureBytes, context: String) throws -> MethodsPackage {
+        let bytes = plaintext.withUnsafeBytes { Array($0) }
+        var r = ByteReader(bytes, context: "\(context): methods package")
+        let storeId = Array(try r.take(Suite1.storeIdBytes, "store id"))
+        let epoch = try r.u64("epoch")
+        guard epoch >= 1, epoch <= Suite1.maxEpoch else { throw r.malformed("epoch out of range") }
+        let policy = try r.u8("policy")
+        guard policy == policyMethods else {
+            throw KeybayError(.unsupported, "\(context): key package policy \(policy) is not supported by this version")
+        }
+        let count = Int(try r.u8("method count"))
+        guard (1...maxMethods).contains(count) else { throw r.malformed("\(count) methods, expected 1…\(maxMethods)") }
+        var envelopes: [MethodEnvelope] = []
+        var passphrases = 0
+        for i in 0..<count {
+            let id = Array(try r.take(MethodEnvelope.idBytes, "id of method \(i)"))
+            let plugin = try r.lengthPrefixed("plugin of method \(i)", maxLength: MethodEnvelope.maxPluginIdBytes)
+            let label = try r.lengthPrefixed("label of method \(i)", maxLength: MethodEnvelope.maxLabelBytes)
+            let params = try r.lengthPrefixed("parameters of method \(i)", maxLength: MethodEnvelope.maxParamsBytes)
+            let salt = Array(try r.take(MethodEnvelope.saltBytes, "salt of method \(i)"))
+            let pk = Array(try r.take(MethodEnvelope.publicKeyBytes, "public key of method \(i)"))
+            let enc = Array(try r.take(MethodEnvelope.encBytes, "enc of method \(i)"))
+            let sealed = Array(try r.take(MethodEnvelope.sealedKeyBytes, "sealed key of method \(i)"))
+            let pluginId = String(decoding: plugin, as: UTF8.self)
+            guard KeybayPluginSearch.isValidPluginID(pluginId) else { throw r.malformed("method \(i) names an invalid plugin id") }
+            guard let labelText = String(validating: label, as: UTF8.self), KeybayMethod.isValidLabel(labelText) else {
+                throw r.malformed("method \(i) has an invalid label")
+            }
+            guard !envelopes.contains(where: { $0.method.methodId == id }) else { throw r.malformed("method id \(hexString(id)) appears twice") }
+            if pluginId == "passphrase" { passphrases += 1 }
+            envelopes.append(MethodEnvelope(method: .init(methodId: id, pluginId: pluginId, label: labelText, params: Array(params), salt: salt, publicKey: pk),
+                                            enc: enc, sealedKey: sealed))
+        }
+        guard passphrases <= 1 else { throw r.malformed("more than one passphrase method") }
+        try r.finish()
+        return MethodsPackage(storeId: storeId, epoch: epoch, envelopes: envelopes)
+    }
+}
+
+func hexString(_ bytes: some Sequence<UInt8>) -> String {
+    let digits: [Character] = Array("0123456789abcdef")
+    var s = ""
+    for b in bytes { s.append(digits[Int(b >> 4)]); s.append(digits[Int(b & 0xf)]) }
+    return s
+}

@@ -1,0 +1,64 @@
+import CKeybayPlugin
+
+/// The method operations of a loaded plugin, with the ABI's buffers and statuses turned into
+/// Swift values and KeybayErrors. M (the 32-byte method secret) only ever lives in guarded memory.
+extension LoadedPlugin {
+    static let methodSecretBytes = Int(KEYBAY_METHOD_SECRET_BYTES)
+
+    /// Is the method usable here? Never prompts. Returns nil when it is, else the plugin's reason.
+    func probe() -> String? {
+        do {
+            try call(NonInteractive(), "is not usable here") { d, h in d.pointee.probe(h) }
+            return nil
+        } catch let e as KeybayError {
+            return e.message
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    /// Runs the enrollment ceremony; returns the public parameters and M.
+    func enroll(options: [(String, String)], interaction: any KeybayInteraction) throws -> (params: [UInt8], secret: SecureBytes) {
+        var params = keybay_buffer()
+        let secret = try SecureBytes(count: Self.methodSecretBytes) { out in
+            try withOptions(options) { opts, count in
+                try call(interaction, "enrollment failed") { d, h in
+                    d.pointee.enroll(h, opts, count, &params, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                }
+            }
+        }
+        return (try take(&params, limit: MethodEnvelope.maxParamsBytes, what: "parameters"), secret)
+    }
+
+    /// Runs the unlock ceremony for `params`; `forVerification` uses the plugin's verify entry.
+    func unwrap(params: [UInt8], interaction: any KeybayInteraction, forVerification: Bool = false) throws -> SecureBytes {
+        try SecureBytes(count: Self.methodSecretBytes) { out in
+            try call(interaction, "could not unlock") { d, h in
+                let op = (forVerification ? d.pointee.verify : nil) ?? d.pointee.unwrap!
+                return op(h, params, params.count, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+    }
+
+    /// One line describing the parameters, for listings.
+    func describe(params: [UInt8]) throws -> String {
+        var text = keybay_buffer()
+        try call(NonInteractive(), "could not describe its parameters") { d, _ in d.pointee.describe(params, params.count, &text) }
+        return String(decoding: try take(&text, limit: 1024, what: "description"), as: UTF8.self)
+    }
+
+    private func withOptions<R>(_ options: [(String, String)], _ body: (UnsafePointer<keybay_option>?, Int) throws -> R) throws -> R {
+        // C strings that live for the call.
+        let names = options.map { strdupOrFail($0.0) }, values = options.map { strdupOrFail($0.1) }
+        defer { (names + values).forEach { free($0) } }
+        let list = zip(names, values).map { keybay_option(name: $0.0, value: $0.1) }
+        return try list.withUnsafeBufferPointer { try body($0.baseAddress, $0.count) }
+    }
+
+    private func strdupOrFail(_ s: String) -> UnsafeMutablePointer<CChar> {
+        guard let p = strdup(s) else { fatalError("out of memory") }
+        return p
+    }
+}
+
+import Glibc

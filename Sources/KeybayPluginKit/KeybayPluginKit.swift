@@ -1,0 +1,168 @@
+@_exported import CKeybayPlugin
+import Glibc
+
+/// A thin Swift kit for writing a Keybay method plugin: implement `KeybayMethodPlugin`, then
+/// export the descriptor from your library:
+///
+///     @_cdecl("keybay_plugin_entry_v1")
+///     public func keybayPluginEntry() -> UnsafeRawPointer { KeybayPluginKit.export(MyPlugin.self) }
+///
+/// The kit builds the C descriptor, turns thrown `PluginFailure`s into ABI statuses (with the
+/// message passed to the host's `set_error`), and owns buffer allocation and wiping.
+public protocol KeybayMethodPlugin {
+    static var id: String { get }
+    static var name: String { get }
+    static var version: String { get }
+    static var interactive: Bool { get }
+    static var needsDevice: Bool { get }
+    /// Options accepted by `enroll` (name, help).
+    static var options: [(name: String, help: String)] { get }
+
+    /// Usable here? Never prompt. Throw `.notAvailable` with a reason if not.
+    static func probe(host: PluginHost) throws
+    /// Runs the enrollment ceremony; write the 32-byte method secret into `secret`; return the
+    /// public parameters to store.
+    static func enroll(host: PluginHost, options: [String: String], secret: UnsafeMutableRawBufferPointer) throws -> [UInt8]
+    /// Runs the unlock ceremony for `params`; write the method secret into `secret`.
+    static func unwrap(host: PluginHost, params: [UInt8], secret: UnsafeMutableRawBufferPointer) throws
+    /// One line describing `params`.
+    static func describe(params: [UInt8]) throws -> String
+}
+
+extension KeybayMethodPlugin {
+    public static var interactive: Bool { true }
+    public static var needsDevice: Bool { false }
+    public static var options: [(name: String, help: String)] { [] }
+    public static func probe(host: PluginHost) throws {}
+}
+
+/// A failure with its ABI status and a one-line reason (never a secret).
+public struct PluginFailure: Error {
+    public let status: keybay_status
+    public let message: String
+    public init(_ status: keybay_status, _ message: String) { self.status = status; self.message = message }
+
+    public static func notAvailable(_ m: String) -> PluginFailure { .init(KEYBAY_ERR_NOT_AVAILABLE, m) }
+    public static func malformed(_ m: String) -> PluginFailure { .init(KEYBAY_ERR_MALFORMED_PARAMS, m) }
+    public static func invalidOption(_ m: String) -> PluginFailure { .init(KEYBAY_ERR_INVALID_OPTION, m) }
+    public static func wrongSecret(_ m: String) -> PluginFailure { .init(KEYBAY_ERR_WRONG_SECRET, m) }
+}
+
+/// The host's services, as Swift.
+public struct PluginHost {
+    let raw: UnsafePointer<keybay_host>
+
+    /// Asks for a secret into `buffer`; returns its length. Throws the host's refusal unchanged.
+    public func askSecret(_ kind: keybay_secret_kind, prompt: String, new: Bool = false, retriesLeft: Int32 = -1,
+                          into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        guard let ask = raw.pointee.ask_secret else { throw PluginFailure(KEYBAY_ERR_INTERACTION_UNAVAILABLE, "the host offers no secret entry") }
+        var length = 0
+        let status = ask(raw.pointee.context, kind, new ? KEYBAY_ASK_NEW : 0, prompt, retriesLeft,
+                         buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count, &length)
+        guard status == KEYBAY_OK else { throw PluginFailure(status, "no secret was given") }
+        return length
+    }
+
+    public func message(_ text: String, level: keybay_message_level = KEYBAY_MESSAGE_INFO) {
+        _ = raw.pointee.message?(raw.pointee.context, level, text)
+    }
+
+    public var isCancelled: Bool { raw.pointee.is_cancelled?(raw.pointee.context) == 1 }
+
+    func setError(_ text: String) { raw.pointee.set_error?(raw.pointee.context, text) }
+}
+
+public enum KeybayPluginKit {
+    nonisolated(unsafe) static var plugin: (any KeybayMethodPlugin.Type)?
+    nonisolated(unsafe) static var descriptor: UnsafeMutablePointer<keybay_plugin>?
+
+    /// Builds (once) and returns the descriptor for `P`.
+    public static func export<P: KeybayMethodPlugin>(_ type: P.Type) -> UnsafeRawPointer {
+        if let descriptor { return UnsafeRawPointer(descriptor) }
+        plugin = type
+        let options = UnsafeMutablePointer<keybay_option_spec>.allocate(capacity: max(1, type.options.count))
+        for (i, o) in type.options.enumerated() {
+            options[i] = keybay_option_spec(name: strdup(o.name), help: strdup(o.help))
+        }
+        let d = UnsafeMutablePointer<keybay_plugin>.allocate(capacity: 1)
+        d.initialize(to: keybay_plugin())
+        d.pointee.abi_version = KEYBAY_PLUGIN_ABI_VERSION
+        d.pointee.struct_size = UInt32(MemoryLayout<keybay_plugin>.size)
+        d.pointee.id = UnsafePointer(strdup(type.id))
+        d.pointee.name = UnsafePointer(strdup(type.name))
+        d.pointee.version = UnsafePointer(strdup(type.version))
+        d.pointee.kind = KEYBAY_KIND_METHOD.rawValue
+        d.pointee.flags = (type.interactive ? KEYBAY_FLAG_INTERACTIVE : 0) | (type.needsDevice ? KEYBAY_FLAG_NEEDS_DEVICE : 0)
+        d.pointee.options = UnsafePointer(options)
+        d.pointee.option_count = type.options.count
+        d.pointee.free_buffer = kitFreeBuffer
+        d.pointee.probe = kitProbe
+        d.pointee.enroll = kitEnroll
+        d.pointee.unwrap = kitUnwrap
+        d.pointee.verify = kitUnwrap
+        d.pointee.describe = kitDescribe
+        descriptor = d
+        return UnsafeRawPointer(d)
+    }
+
+    static func run(_ host: UnsafePointer<keybay_host>?, _ body: () throws -> Void) -> keybay_status {
+        do {
+            try body()
+            return KEYBAY_OK
+        } catch let failure as PluginFailure {
+            if let host { PluginHost(raw: host).setError(failure.message) }
+            return failure.status
+        } catch {
+            if let host { PluginHost(raw: host).setError("internal error") }
+            return KEYBAY_ERR_INTERNAL
+        }
+    }
+
+    static func fill(_ buffer: UnsafeMutablePointer<keybay_buffer>?, _ bytes: [UInt8]) {
+        guard let buffer else { return }
+        let data = malloc(max(1, bytes.count))!.assumingMemoryBound(to: UInt8.self)
+        bytes.withUnsafeBufferPointer { data.update(from: $0.baseAddress!, count: bytes.count) }
+        buffer.pointee = keybay_buffer(data: data, length: bytes.count)
+    }
+}
+
+private func kitFreeBuffer(_ buffer: UnsafeMutablePointer<keybay_buffer>?) {
+    guard let buffer, let data = buffer.pointee.data else { return }
+    memset(data, 0, buffer.pointee.length) // then free; the kit's buffers never hold secrets
+    free(data)
+    buffer.pointee = keybay_buffer()
+}
+
+private func kitProbe(_ host: UnsafePointer<keybay_host>?) -> keybay_status {
+    KeybayPluginKit.run(host) { try KeybayPluginKit.plugin!.probe(host: PluginHost(raw: host!)) }
+}
+
+private func kitEnroll(_ host: UnsafePointer<keybay_host>?, _ options: UnsafePointer<keybay_option>?, _ count: Int,
+                       _ params: UnsafeMutablePointer<keybay_buffer>?, _ secret: UnsafeMutablePointer<UInt8>?) -> keybay_status {
+    KeybayPluginKit.run(host) {
+        var parsed: [String: String] = [:]
+        for i in 0..<count {
+            guard let o = options?[i], let n = o.name, let v = o.value else { throw PluginFailure.invalidOption("malformed option") }
+            parsed[String(cString: n)] = String(cString: v)
+        }
+        let out = UnsafeMutableRawBufferPointer(start: secret, count: Int(KEYBAY_METHOD_SECRET_BYTES))
+        let bytes = try KeybayPluginKit.plugin!.enroll(host: PluginHost(raw: host!), options: parsed, secret: out)
+        KeybayPluginKit.fill(params, bytes)
+    }
+}
+
+private func kitUnwrap(_ host: UnsafePointer<keybay_host>?, _ params: UnsafePointer<UInt8>?, _ length: Int,
+                       _ secret: UnsafeMutablePointer<UInt8>?) -> keybay_status {
+    KeybayPluginKit.run(host) {
+        let p = length > 0 ? Array(UnsafeBufferPointer(start: params, count: length)) : []
+        let out = UnsafeMutableRawBufferPointer(start: secret, count: Int(KEYBAY_METHOD_SECRET_BYTES))
+        try KeybayPluginKit.plugin!.unwrap(host: PluginHost(raw: host!), params: p, secret: out)
+    }
+}
+
+private func kitDescribe(_ params: UnsafePointer<UInt8>?, _ length: Int, _ text: UnsafeMutablePointer<keybay_buffer>?) -> keybay_status {
+    KeybayPluginKit.run(nil) {
+        let p = length > 0 ? Array(UnsafeBufferPointer(start: params, count: length)) : []
+        KeybayPluginKit.fill(text, Array(try KeybayPluginKit.plugin!.describe(params: p).utf8))
+    }
+}

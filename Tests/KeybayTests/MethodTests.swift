@@ -1,0 +1,167 @@
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+@testable import Keybay
+
+/// Answers secret requests from a script and counts them.
+final class ScriptedInteraction: KeybayInteraction, @unchecked Sendable {
+    private let answers: Mutex<[String]>
+    private let asked = Mutex(0)
+    let messages = Mutex<[String]>([])
+
+    init(_ answers: [String]) { self.answers = Mutex(answers) }
+
+    var askCount: Int { asked.withLock { $0 } }
+
+    func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        asked.withLock { $0 += 1 }
+        guard let next = answers.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else {
+            throw KeybayError(.interactionRequired, "script exhausted")
+        }
+        let bytes = Array(next.utf8)
+        buffer.copyBytes(from: bytes)
+        return bytes.count
+    }
+
+    func message(_ text: String, level: KeybayMessageLevel) { messages.withLock { $0.append(text) } }
+}
+
+/// Reads the counting plugin's call counters (probe, enroll, unwrap, describe).
+func countingCalls() -> [Int32] {
+    guard let handle = dlopen(buildDirectory + "/libkeybay-test-counting.so", RTLD_NOW | RTLD_NOLOAD),
+          let symbol = dlsym(handle, "keybay_test_counting_calls") else { return [-1, -1, -1, -1] }
+    let f = unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
+    return (0..<4).map { f(Int32($0)) }
+}
+
+/// The counting plugin's counters are process-wide, so the suites that read them run serially.
+@Suite(.serialized) struct MethodTests {
+    static func config(_ box: Sandbox) throws -> KeybayConfiguration { try box.configuration() }
+
+    @Test func enrollOpenWrongSecretAndRemove() async throws {
+        let box = Sandbox()
+        let config = try Self.config(box)
+        let s = try await KeybayStore.open(config, interaction: ScriptedInteraction(["1234", "1234"]))
+        try s.set("service/token", string: "correct horse")
+        try s.set("other", bytes: [1, 2, 3])
+        let method = try await s.auth.add(plugin: "test-counting", label: "my test key")
+        #expect(method.id.count == 32 && method.plugin == "test-counting" && method.label == "my test key")
+        #expect(try s.auth.list() == [method])
+        #expect(try s.getString("service/token") == "correct horse", "records survive the rotation")
+        s.close()
+
+        let status = try KeybayStore.status(config)
+        #expect(status.state == .protected && status.methods == [method])
+
+        // Without a method: authentication required, naming the method.
+        let e = await keybayError { _ = try await KeybayStore.open(config) }
+        #expect(e?.code == .authenticationRequired && e?.message.contains(method.id) == true)
+
+        // Wrong secret: typed error, file byte-identical.
+        let before = readBytes(box.storePath)
+        #expect(await keybayCode { _ = try await KeybayStore.open(config, method: method.id, interaction: ScriptedInteraction(["9999"])) } == .wrongSecret)
+        #expect(readBytes(box.storePath) == before)
+        // Nobody to ask: interaction required.
+        #expect(await keybayCode { _ = try await KeybayStore.open(config, method: method.id) } == .interactionRequired)
+        // An unknown method id, a malformed one.
+        #expect(await keybayCode { _ = try await KeybayStore.open(config, method: String(repeating: "0", count: 32), interaction: ScriptedInteraction(["1234"])) } == .methodNotFound)
+        #expect(await keybayCode { _ = try await KeybayStore.open(config, method: "xyz") } == .invalidArgument)
+
+        // The right secret opens it.
+        let unlocked = try await KeybayStore.open(config, method: method.id, interaction: ScriptedInteraction(["1234"]))
+        #expect(try unlocked.getString("service/token") == "correct horse")
+        #expect(try unlocked.get("other") == [1, 2, 3])
+        let oldKeys = try unlocked.snapshotForAuth().keys
+        let copyBeforeRemove = readBytes(box.storePath)!
+
+        try await unlocked.auth.remove(method.id)
+        #expect(try KeybayStore.status(config).state == .platformOnly)
+        #expect(try unlocked.getString("service/token") == "correct horse")
+        let newKeys = try unlocked.snapshotForAuth().keys
+        #expect(newKeys.epoch == oldKeys.epoch + 1 && !newKeys.storeKey.equals(oldKeys.storeKey))
+
+        // Nothing from the copy taken before removal opens the new generation: its keys do not
+        // authenticate the new manifest, and its frames are not the new frames.
+        let newFile = readBytes(box.storePath)!
+        let layout = try StoreLayout.decode(newFile, context: "t")
+        let staleKeys = StoreKeys(suite: .platform, storeId: oldKeys.storeId, epoch: newKeys.epoch, storeKey: oldKeys.storeKey)
+        let aad = StoreSuite.platform.manifestAAD(domain: try StoreLocation(config).domain,
+                                                  bootstrap: layout.bootstrap.bytes, sealedPackage: newFile[layout.sealedPackage])
+        #expect(newFile.withUnsafeBytes { XChaCha20Poly1305.open(key: staleKeys.manifestKey, sealed: UnsafeRawBufferPointer(rebasing: $0[layout.sealedManifest]), aad: aad) } == nil)
+        #expect(copyBeforeRemove != newFile)
+        // A platform-only store asked for a method is a mismatch.
+        #expect(await keybayCode { _ = try await KeybayStore.open(config, method: method.id) } == .protectionMismatch)
+    }
+
+    @Test func recordOperationsAndListNeverCallAMethodPlugin() async throws {
+        let box = Sandbox()
+        let config = try Self.config(box)
+        let s = try await KeybayStore.open(config, interaction: ScriptedInteraction(["1", "1"]))
+        let method = try await s.auth.add(plugin: "test-counting")
+        let session = try await KeybayStore.open(config, method: method.id, interaction: ScriptedInteraction(["1"]))
+        let before = countingCalls()
+        #expect(before[1] >= 1 && before[2] >= 1, "enroll and unwrap were counted: \(before)")
+        try session.set("a", string: "1")
+        _ = try session.get("a")
+        _ = try session.getMany(["a", "b"])
+        _ = try session.keys()
+        _ = try session.contains("a")
+        try session.delete("a")
+        try session.clearAll()
+        _ = try session.auth.list()
+        _ = try KeybayStore.status(config)
+        #expect(countingCalls() == before, "a record operation or auth.list() reached the method plugin")
+    }
+
+    @Test func removingAMethodReSealsTheOthersWithoutAskingForThem() async throws {
+        let box = Sandbox()
+        let config = try Self.config(box)
+        let interaction = ScriptedInteraction(["a", "a", "b", "b"])
+        let s = try await KeybayStore.open(config, interaction: interaction)
+        try s.set("k", string: "v")
+        let first = try await s.auth.add(plugin: "test-counting", label: "first")
+        let second = try await s.auth.add(plugin: "test-counting", label: "second")
+        #expect(interaction.askCount == 4)
+        try await s.auth.remove(first.id)
+        #expect(interaction.askCount == 4, "removal asked for a credential")
+        #expect(try s.auth.list() == [second])
+        let reopened = try await KeybayStore.open(config, method: second.id, interaction: ScriptedInteraction(["b"]))
+        #expect(try reopened.getString("k") == "v")
+        #expect(await keybayCode { _ = try await KeybayStore.open(config, method: first.id, interaction: ScriptedInteraction(["a"])) } == .methodNotFound)
+    }
+
+    @Test func verifyChecksTheSecretAndChangesNothing() async throws {
+        let box = Sandbox()
+        let config = try Self.config(box)
+        let s = try await KeybayStore.open(config, interaction: ScriptedInteraction(["p", "p", "p", "wrong"]))
+        let m = try await s.auth.add(plugin: "test-counting")
+        let before = readBytes(box.storePath)
+        try await s.auth.verify(m.id)
+        #expect(await keybayCode { try await s.auth.verify(m.id) } == .wrongSecret)
+        #expect(readBytes(box.storePath) == before)
+        #expect(try s.auth.describe(m.id) == "counting test method")
+    }
+
+    @Test func enrollmentChecks() async throws {
+        let box = Sandbox()
+        let config = try Self.config(box)
+        let s = try await KeybayStore.open(config, interaction: ScriptedInteraction(["x", "y"]))
+        #expect(await keybayCode { try await s.auth.add(plugin: "test-counting") } == .wrongSecret, "mismatched new-secret entries")
+        let fresh = try await KeybayStore.open(config, interaction: ScriptedInteraction(["x", "x"]))
+        #expect(await keybayCode { try await fresh.auth.add(plugin: "test-counting", options: [("bogus", "1")]) } == .invalidArgument)
+        #expect(await keybayCode { try await fresh.auth.add(plugin: "no-such-plugin") } == .pluginNotFound)
+        #expect(await keybayCode { try await fresh.auth.add(plugin: "file-root") } == .pluginRefused)
+        #expect(await keybayCode { try await fresh.auth.add(plugin: "test-counting", label: "") } == .invalidArgument)
+        #expect(try KeybayStore.status(config).state == .platformOnly, "failed enrollments change nothing")
+    }
+
+    @Test func atMostThirtyTwoMethods() async throws {
+        let box = Sandbox()
+        let config = try Self.config(box)
+        let s = try await KeybayStore.open(config, interaction: ScriptedInteraction(Array(repeating: "z", count: 66)))
+        for i in 0..<32 { try await s.auth.add(plugin: "test-counting", label: "m\(i)") }
+        #expect(try s.auth.list().count == 32)
+        #expect(await keybayCode { try await s.auth.add(plugin: "test-counting") } == .invalidArgument)
+    }
+}
