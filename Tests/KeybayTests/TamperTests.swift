@@ -99,7 +99,7 @@ import Testing
         var good = Suite1VectorTests.V.bootstrap
         let base = hex(good) + Suite1VectorTests.V.sealedPackage + hex(Suite1VectorTests.V.recordFrame) + hex(Suite1VectorTests.V.sealedManifest) + [0, 0, 0, 0x58]
         #expect(layoutCode(base) == nil)
-        good = "4b425632000200000004deadbeef00000030" // suite 2
+        good = "4b425632000300000004deadbeef00000030" // suite 3 does not exist
         #expect(layoutCode(hex(good) + Array(base.dropFirst(18))) == .unsupported)
         #expect(layoutCode(hex("4b42563200010000004100") + base) == .malformed) // provider state 65 bytes
         #expect(layoutCode(hex("4b425632000100000000") + [0, 0, 0x10, 0x01] + [UInt8](repeating: 0, count: 5000)) == .malformed) // package > 4 KiB
