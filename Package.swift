@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "KeybayPluginKit", dependencies: ["CKeybayPlugin"]),
         .target(name: "KeybayTestCounting", dependencies: ["KeybayPluginKit", "CSodium"], path: "Tests/TestPlugins/counting"),
         .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/file-root", publicHeadersPath: "."),
-        .executableTarget(name: "keybay-methods", dependencies: ["Keybay"]),
+        .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "CSodium"]),
 
         .executableTarget(name: "keybay-example-host", dependencies: ["Keybay"], path: "Examples/HostApp"),
 

@@ -2,21 +2,33 @@
 struct Arguments {
     var app: String?
     var json = false
+    var noInput = false
+    var pluginDirectories: [String] = []
+    var method: String?
+    var passphraseFD: Int32?
+    var pinFD: Int32?
     var command: String?
     var positionals: [String] = []
     /// Command options seen (`--stdin`, `--yes`), checked against the command later.
     var flags: Set<String> = []
+    var label: String?
+    var options: [(String, String)] = []
 
     struct UsageError: Error { let message: String }
 
-    static let globalsWithValue: Set<String> = ["--app"]
-    static let commandFlags: [String: Set<String>] = [
+    /// Options that take a value, global or per command.
+    static let valueOptions: Set<String> = ["--app", "--plugin-dir", "--method", "--passphrase-fd", "--pin-fd", "--label", "--opt"]
+    static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--help", "-h"]
+    /// The command options each command accepts (globals are accepted everywhere).
+    static let commandOptions: [String: Set<String>] = [
         "status": [], "init": [], "get": [], "set": ["--stdin"], "rm": [], "keys": [], "reset": ["--yes"], "help": [],
+        "list": [], "plugins": [], "enroll": ["--label", "--opt"], "remove": [], "verify": [], "benchmark": ["--opt"],
     ]
 
     init(_ argv: [String]) throws {
         var i = 0
         var optionsEnded = false
+        var commandOptionsSeen: Set<String> = []
         while i < argv.count {
             let arg = argv[i]
             i += 1
@@ -31,33 +43,55 @@ struct Arguments {
                 name = String(arg[..<eq])
                 inlineValue = String(arg[arg.index(after: eq)...])
             }
-            if Self.globalsWithValue.contains(name) {
+            if Self.valueOptions.contains(name) {
                 let value: String
                 if let inlineValue { value = inlineValue } else {
                     guard i < argv.count else { throw UsageError(message: "option \(name) needs a value") }
                     value = argv[i]
                     i += 1
                 }
-                app = value
-            } else if inlineValue == nil, ["--json", "--stdin", "--yes", "--help", "-h"].contains(name) {
+                try take(name, value)
+                if ["--label", "--opt"].contains(name) { commandOptionsSeen.insert(name) }
+            } else if inlineValue == nil, Self.flagOptions.contains(name) {
                 switch name {
                 case "--json": json = true
+                case "--no-input": noInput = true
                 case "--help", "-h": command = command ?? "help"
-                default: flags.insert(name)
+                default: flags.insert(name); commandOptionsSeen.insert(name)
                 }
             } else {
                 throw UsageError(message: "unknown option \(name)")
             }
         }
         if let command {
-            guard let allowed = Self.commandFlags[command] else { throw UsageError(message: "unknown command '\(command)'") }
-            if let stray = flags.subtracting(allowed).sorted().first {
+            guard let allowed = Self.commandOptions[command] else { throw UsageError(message: "unknown command '\(command)'") }
+            if let stray = commandOptionsSeen.subtracting(allowed).sorted().first {
                 throw UsageError(message: "option \(stray) does not apply to '\(command)'")
             }
         }
     }
 
-    /// Exactly `count` positionals, or a usage error naming what is missing or extra.
+    private mutating func take(_ name: String, _ value: String) throws {
+        switch name {
+        case "--app": app = value
+        case "--plugin-dir": pluginDirectories.append(value)
+        case "--method": method = value
+        case "--passphrase-fd", "--pin-fd":
+            guard let fd = Int32(value), fd >= 0 else { throw UsageError(message: "\(name) takes a file descriptor number") }
+            if name == "--pin-fd" { pinFD = fd } else { passphraseFD = fd }
+        case "--label": label = value
+        case "--opt":
+            guard let eq = value.firstIndex(of: "="), eq != value.startIndex else {
+                throw UsageError(message: "--opt takes name=value")
+            }
+            let key = String(value[..<eq])
+            guard !options.contains(where: { $0.0 == key }) else { throw UsageError(message: "option \(key) given twice") }
+            options.append((key, String(value[value.index(after: eq)...])))
+        default: break
+        }
+    }
+
+    /// Exactly the positionals named, the last `optional` of them optional.
     func expect(_ names: [String], optional: Int = 0) throws {
         if positionals.count < names.count - optional {
             throw UsageError(message: "'\(command!)' needs \(names[positionals.count])")
@@ -69,21 +103,35 @@ struct Arguments {
 }
 
 let usage = """
-usage: keybay-methods [--app ID] [--json] COMMAND [ARGS]
+usage: keybay-methods [global options] COMMAND [ARGS]
 
 commands:
-  status              show what is on disk (state, paths, root)
+  status              show what is on disk (state, paths, root, methods)
   init                create a new platform-only store (refuses if anything exists)
   get KEY             print the value of KEY (exit 3 if there is none)
   set KEY VALUE       store VALUE under KEY (creates the store if there is nothing yet)
   set KEY --stdin     store standard input, byte for byte, under KEY
   rm KEY              remove KEY (exit 3 if there is none)
   keys                list the keys
+  list                list the enrolled unlock methods
+  plugins             list the plugins found and whether each is usable here
+  enroll PLUGIN [--label L] [--opt NAME=VALUE ...]
+                      add an unlock method (e.g. passphrase; --opt memory-kib=N
+                      --opt iterations=N --opt lanes=N, else it calibrates)
+  remove METHOD-ID    remove an unlock method (the store returns to platform-only after the last)
+  verify [METHOD-ID]  check a method's secret without changing anything
+  benchmark [--opt target-ms=N]
+                      calibrate Argon2id for the passphrase method and show what it picks
   reset --yes         remove the store and its platform root, losing every record
 
 global options (before or after the command):
   --app ID            application id (default: $KEYBAY_APP_ID)
   --json              machine-readable output
+  --method ID         which unlock method to use for a protected store
+  --passphrase-fd N   read the passphrase from descriptor N (to EOF, one trailing newline removed)
+  --pin-fd N          read a PIN the same way
+  --no-input          never prompt (a needed secret gives exit 4)
+  --plugin-dir DIR    look for plugins in DIR first (repeatable)
 
 exit codes: 0 success; 1 authentication, integrity, state or I/O failure;
             2 usage or invalid input; 3 record not found; 4 interaction needed but not allowed

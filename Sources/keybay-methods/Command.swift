@@ -22,12 +22,13 @@ enum Command {
         case "get":
             try a.expect(["KEY"])
             let key = a.positionals[0]
-            let session = try await KeybayStore.open(try configuration(a), createIfAbsent: false)
+            try validateKey(key)
+            let session = try await unlock(a, createIfAbsent: false)
             defer { session.close() }
             guard let value = try session.get(key) else { return notFound(key, session) }
             if a.json {
                 let field: (String, JSON.Value) = String(validating: value, as: UTF8.self).map { ("value", .string($0)) }
-                    ?? ("valueHex", .string(value.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()))
+                    ?? ("valueHex", .string(value.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()))
                 Output.line(JSON.render(.object([("key", .string(key)), field])))
             } else {
                 Output.write(1, value)
@@ -38,14 +39,13 @@ enum Command {
             let fromStdin = a.flags.contains("--stdin")
             try a.expect(fromStdin ? ["KEY"] : ["KEY", "VALUE"])
             let key = a.positionals[0]
-            let value = fromStdin ? try readStandardInput(limit: 1024 * 1024) : Array(a.positionals[1].utf8)
-            guard value.count <= 1024 * 1024 else {
+            let value = fromStdin ? try readStandardInput(limit: KeybayRecordKey.maxValueBytes) : Array(a.positionals[1].utf8)
+            guard value.count <= KeybayRecordKey.maxValueBytes else {
                 throw KeybayError(.valueTooLarge, "the value for '\(key)' exceeds 1 MiB")
             }
-            let config = try configuration(a)
             // Validate before anything touches the disk.
             try validateKey(key)
-            let session = try await KeybayStore.open(config)
+            let session = try await unlock(a, createIfAbsent: true)
             defer { session.close() }
             try session.set(key, bytes: value)
             if a.json { Output.line(JSON.render(.object([("key", .string(key)), ("stored", .bool(true))]))) }
@@ -54,18 +54,84 @@ enum Command {
             try a.expect(["KEY"])
             let key = a.positionals[0]
             try validateKey(key)
-            let session = try await KeybayStore.open(try configuration(a), createIfAbsent: false)
+            let session = try await unlock(a, createIfAbsent: false)
             defer { session.close() }
             guard try session.delete(key) else { return notFound(key, session) }
             if a.json { Output.line(JSON.render(.object([("key", .string(key)), ("removed", .bool(true))]))) }
             return Exit.success
         case "keys":
             try a.expect([])
-            let session = try await KeybayStore.open(try configuration(a), createIfAbsent: false)
+            let session = try await unlock(a, createIfAbsent: false)
             defer { session.close() }
             let keys = try session.keys()
             a.json ? Output.line(JSON.render(.array(keys.map { .string($0) })))
                    : Output.out(keys.map { $0 + "\n" }.joined())
+            return Exit.success
+        case "list":
+            try a.expect([])
+            let s = try KeybayStore.status(configuration(a))
+            guard s.state == .protected || s.state == .platformOnly else {
+                throw KeybayError(.storeNotFound, "no usable store at \(s.storePath) (state \(s.state.rawValue))")
+            }
+            if a.json {
+                Output.line(JSON.render(.array(s.methods.map(methodJSON))))
+            } else if s.methods.isEmpty {
+                Output.line("no unlock methods: the store is protected by its platform root only")
+            } else {
+                for m in s.methods { Output.line("\(m.id)  \(m.plugin)  \(m.label)") }
+            }
+            return Exit.success
+        case "plugins":
+            try a.expect([])
+            let plugins = try KeybayPlugins.list(search: search(a))
+            if a.json {
+                Output.line(JSON.render(.array(plugins.map { p in
+                    var fields: [(String, JSON.Value)] = [("id", .string(p.id)), ("kind", .string(p.kind ?? "refused")),
+                                                         ("version", .string(p.version ?? "")), ("path", .string(p.path)),
+                                                         ("available", .bool(p.available))]
+                    if let reason = p.reason { fields.append(("reason", .string(reason))) }
+                    return .object(fields)
+                })))
+            } else {
+                for p in plugins {
+                    Output.line("\(p.id)  \(p.kind ?? "refused")  \(p.version ?? "-")  \(p.available ? "available" : "not available")  \(p.path)")
+                    if let reason = p.reason { Output.line("    \(reason)") }
+                    for o in p.options { Output.line("    --opt \(o.name)=…  \(o.help)") }
+                }
+            }
+            return Exit.success
+        case "enroll":
+            try a.expect(["PLUGIN"])
+            let session = try await unlock(a, createIfAbsent: true)
+            defer { session.close() }
+            let method = try await session.auth.add(plugin: a.positionals[0], options: a.options, label: a.label)
+            a.json ? Output.line(JSON.render(methodJSON(method)))
+                   : Output.line("enrolled \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method")
+            return Exit.success
+        case "remove":
+            try a.expect(["METHOD-ID"])
+            let session = try await unlock(a, createIfAbsent: false)
+            defer { session.close() }
+            try await session.auth.remove(a.positionals[0])
+            let left = try session.auth.list()
+            a.json ? Output.line(JSON.render(.object([("removed", .string(a.positionals[0])), ("methods", .array(left.map(methodJSON)))])))
+                   : Output.line("removed method \(a.positionals[0]); \(left.isEmpty ? "the store is platform-only again" : "\(left.count) method(s) left")")
+            return Exit.success
+        case "verify":
+            try a.expect(["METHOD-ID"], optional: 1)
+            var withMethod = a
+            if let id = a.positionals.first { withMethod.method = id }
+            let session = try await unlock(withMethod, createIfAbsent: false, requireMethod: true)
+            session.close()
+            a.json ? Output.line(JSON.render(.object([("verified", .bool(true))]))) : Output.line("verified: the secret unlocks the store")
+            return Exit.success
+        case "benchmark":
+            try a.expect([])
+            let interaction = TerminalInteraction(passphraseFD: nil, pinFD: nil, noInput: true)
+            let result = try KeybayPlugins.benchmarkPassphrase(options: a.options, search: search(a), interaction: interaction)
+            let ms = Int(result.unlockSeconds * 1000)
+            a.json ? Output.line(JSON.render(.object([("parameters", .string(result.parameters)), ("unlockMilliseconds", .string("\(ms)"))])))
+                   : Output.line("passphrase: \(result.parameters); one unlock takes \(ms) ms here")
             return Exit.success
         case "reset":
             try a.expect([])
@@ -82,11 +148,38 @@ enum Command {
         }
     }
 
+    static func search(_ a: Arguments) -> KeybayPluginSearch {
+        KeybayPluginSearch(directories: a.pluginDirectories)
+    }
+
     static func configuration(_ a: Arguments) throws -> KeybayConfiguration {
         guard let app = a.app ?? getenv("KEYBAY_APP_ID").map({ String(cString: $0) }), !app.isEmpty else {
             throw Arguments.UsageError(message: "no application id: pass --app ID or set KEYBAY_APP_ID")
         }
-        return try KeybayConfiguration(applicationID: app)
+        var config = try KeybayConfiguration(applicationID: app)
+        config.pluginSearch = search(a)
+        return config
+    }
+
+    /// Opens the store, unlocking a protected one with `--method`, its only method, or one the
+    /// user picks; never tries credentials in turn.
+    static func unlock(_ a: Arguments, createIfAbsent: Bool, requireMethod: Bool = false) async throws -> KeybaySession {
+        let config = try configuration(a)
+        let interaction = TerminalInteraction(passphraseFD: a.passphraseFD, pinFD: a.pinFD, noInput: a.noInput)
+        var method = a.method
+        if method == nil {
+            let status = try KeybayStore.status(config)
+            if status.state == .protected {
+                method = status.methods.count == 1 ? status.methods[0].id : try interaction.choose(status.methods).id
+            } else if requireMethod {
+                throw KeybayError(.protectionMismatch, "\(config.storePath) has no unlock methods to verify")
+            }
+        }
+        return try await KeybayStore.open(config, method: method, createIfAbsent: createIfAbsent, interaction: interaction)
+    }
+
+    static func methodJSON(_ m: KeybayMethod) -> JSON.Value {
+        .object([("id", .string(m.id)), ("plugin", .string(m.plugin)), ("label", .string(m.label))])
     }
 
     static func status(_ a: Arguments, _ config: KeybayConfiguration) throws -> Int32 {
@@ -97,15 +190,16 @@ enum Command {
                 ("storePath", .string(s.storePath)),
                 ("rootPlugin", .string(s.rootPlugin)),
                 ("rootLocation", .string(s.rootLocation)),
-                ("methods", .array([])),
+                ("methods", .array(s.methods.map(methodJSON))),
                 ("protection", .string(s.rootProtection)),
             ])))
         } else {
+            let methods = s.methods.isEmpty ? "none" : s.methods.map { "\($0.id) \($0.plugin) (\($0.label))" }.joined(separator: "\n            ")
             Output.out("""
                 state:      \(s.state.rawValue)
                 store:      \(s.storePath)
                 root:       \(s.rootPlugin) at \(s.rootLocation)
-                methods:    none
+                methods:    \(methods)
                 note:       \(s.rootProtection)
 
                 """)

@@ -15,6 +15,7 @@ enum Exit {
 
     static func code(for error: KeybayError) -> Int32 {
         if error.isInvalidInput { return usage }
+        if error.code == .interactionRequired { return interactionNeeded }
         return failure
     }
 }

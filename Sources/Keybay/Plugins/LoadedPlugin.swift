@@ -58,10 +58,11 @@ public final class LoadedPlugin: @unchecked Sendable {
     }
 
     /// The descriptor's id must be the one its file name claims, and the kind the one asked for.
-    func expect(id expected: String, kind: keybay_plugin_kind) throws {
+    func expect(id expected: String, kind: keybay_plugin_kind?) throws {
         guard id == expected else {
             throw KeybayError(.pluginRefused, "plugin \(path) calls itself '\(id)', not '\(expected)'; refusing to use it")
         }
+        guard let kind else { return }
         guard isRoot == (kind == KEYBAY_KIND_ROOT) else {
             throw KeybayError(.pluginRefused, "plugin \(path) is a \(isRoot ? "root" : "method") plugin, not a \(isRoot ? "method" : "root") plugin")
         }

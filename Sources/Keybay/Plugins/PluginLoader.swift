@@ -12,7 +12,7 @@ enum PluginLoader {
 
     /// Loads plugin `id` of `kind`, searching `search` in order; the first directory holding
     /// `libkeybay-<id>.so` decides (a refused file is an error, not a reason to look further).
-    static func load(id: String, kind: keybay_plugin_kind, search: KeybayPluginSearch) throws -> LoadedPlugin {
+    static func load(id: String, kind: keybay_plugin_kind, search: KeybayPluginSearch, anyKind: Bool = false) throws -> LoadedPlugin {
         guard KeybayPluginSearch.isValidPluginID(id) else {
             throw KeybayError(.pluginRefused, "invalid plugin id '\(id.prefix(80))': use [a-z0-9][a-z0-9._-]{0,63}")
         }
@@ -24,11 +24,11 @@ enum PluginLoader {
             guard lstat(candidate, &st) == 0 else { continue }
             let resolved = try checkedPath(candidate, directory: directory)
             if let hit = cache.withLock({ $0[resolved] }) {
-                try hit.expect(id: id, kind: kind)
+                try hit.expect(id: id, kind: anyKind ? nil : kind)
                 return hit
             }
             let plugin = try open(resolved, displayPath: candidate)
-            try plugin.expect(id: id, kind: kind)
+            try plugin.expect(id: id, kind: anyKind ? nil : kind)
             return cache.withLock { table in
                 if let raced = table[resolved] { return raced }
                 table[resolved] = plugin

@@ -50,7 +50,15 @@ struct StoreLocation: Sendable {
             }
         }
         return KeybayStatus(state: state, storePath: storePath, rootPlugin: root.id, rootLocation: root.location, methods: methods,
-                            rootProtection: root.id != "file-root" ? "root plugin \(root.id)" : "file-root keeps the platform key in a private file: it protects against copied files, backups and other users, not against other programs running as this user; enroll an unlock method for more")
+                            rootProtection: Self.protectionNote(root: root.id, methods: methods.count))
+    }
+
+    static func protectionNote(root: String, methods: Int) -> String {
+        let rootNote = root == "file-root"
+            ? "file-root keeps the platform key in a private file: it protects against copied files, backups and other users, not against other programs running as this user"
+            : "platform root: \(root)"
+        return methods == 0 ? rootNote + "; enroll an unlock method for more"
+                            : rootNote + "; opening also needs one of the \(methods) enrolled method(s)"
     }
 
     /// Opens the existing store, or creates one when there is nothing at all and `create` is set.

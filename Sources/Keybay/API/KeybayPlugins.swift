@@ -1,0 +1,61 @@
+import CKeybayPlugin
+import Glibc
+
+/// What a plugin found on the search path says about itself.
+public struct KeybayPluginInfo: Sendable {
+    public let id: String
+    public let path: String
+    /// `root` or `method`; nil if the plugin was refused.
+    public let kind: String?
+    public let name: String?
+    public let version: String?
+    /// Usable here (a method's probe said so; a root is always usable once loaded).
+    public let available: Bool
+    /// Why not, when not available or refused.
+    public let reason: String?
+    public let options: [(name: String, help: String)]
+}
+
+public enum KeybayPlugins {
+    /// Every plugin on the search path, loaded and probed. Probing never prompts.
+    public static func list(search: KeybayPluginSearch = KeybayPluginSearch()) throws -> [KeybayPluginInfo] {
+        try PluginLoader.discover(search: search).map { found in
+            do {
+                let plugin = try PluginLoader.load(id: found.id, kind: KEYBAY_KIND_METHOD, search: search, anyKind: true)
+                let reason = plugin.isRoot ? nil : plugin.probe()
+                return KeybayPluginInfo(id: plugin.id, path: found.path, kind: plugin.isRoot ? "root" : "method", name: plugin.name,
+                                        version: plugin.version, available: reason == nil, reason: reason, options: plugin.options)
+            } catch {
+                return KeybayPluginInfo(id: found.id, path: found.path, kind: nil, name: nil, version: nil, available: false,
+                                        reason: (error as? KeybayError)?.message ?? "\(error)", options: [])
+            }
+        }
+    }
+
+    /// Runs the passphrase plugin's calibration (its enrollment without a store, on a throwaway
+    /// passphrase) and times one unlock with the parameters it chose.
+    public static func benchmarkPassphrase(options: [(String, String)] = [], search: KeybayPluginSearch = KeybayPluginSearch(),
+                                           interaction: any KeybayInteraction) throws -> (parameters: String, unlockSeconds: Double) {
+        let plugin = try PluginLoader.load(id: "passphrase", kind: KEYBAY_KIND_METHOD, search: search)
+        let throwaway = ThrowawayPassphrase(forwardingTo: interaction)
+        let (params, _) = try plugin.enroll(options: options, interaction: throwaway)
+        var start = timespec(), end = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &start)
+        _ = try plugin.unwrap(params: params, interaction: throwaway)
+        clock_gettime(CLOCK_MONOTONIC, &end)
+        let seconds = Double(end.tv_sec - start.tv_sec) + Double(end.tv_nsec - start.tv_nsec) / 1e9
+        return (try plugin.describe(params: params), seconds)
+    }
+}
+
+/// Supplies a fixed, meaningless passphrase and passes messages on (for benchmarking).
+private struct ThrowawayPassphrase: KeybayInteraction {
+    let forwardingTo: any KeybayInteraction
+    func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let text = Array("keybay benchmark".utf8)
+        buffer.copyBytes(from: text)
+        return text.count
+    }
+    func message(_ text: String, level: KeybayMessageLevel) { forwardingTo.message(text, level: level) }
+    var isCancelled: Bool { forwardingTo.isCancelled }
+}

@@ -1,0 +1,124 @@
+import CSodium
+import Glibc
+import Keybay
+
+/// Secrets for the CLI: from `--passphrase-fd` / `--pin-fd` (read once, to EOF, one trailing
+/// newline removed), else from /dev/tty with echo off; never from an argument. `--no-input` or
+/// the lack of a terminal turns every question into `.interactionRequired` (exit 4).
+final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
+    let passphraseFD: Int32?
+    let pinFD: Int32?
+    let noInput: Bool
+    private var fromDescriptor: [Int32: SecureBytes] = [:]
+
+    init(passphraseFD: Int32?, pinFD: Int32?, noInput: Bool) {
+        self.passphraseFD = passphraseFD
+        self.pinFD = pinFD
+        self.noInput = noInput
+    }
+
+    func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let what = request.kind == .pin ? "PIN" : "passphrase"
+        if let fd = request.kind == .pin ? pinFD : passphraseFD {
+            let secret = try descriptorSecret(fd, what: what)
+            guard secret.count <= buffer.count else {
+                throw KeybayError(.invalidArgument, "the \(what) read from descriptor \(fd) is longer than \(buffer.count) bytes")
+            }
+            secret.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            return secret.count
+        }
+        guard !noInput else { throw KeybayError(.interactionRequired, "a \(what) is needed but --no-input was given") }
+        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard tty >= 0 else { throw KeybayError(.interactionRequired, "a \(what) is needed but there is no terminal (use --\(request.kind == .pin ? "pin" : "passphrase")-fd)") }
+        defer { close(tty) }
+        var prompt = request.isConfirmation ? "Repeat the \(what): " : (request.prompt.isEmpty ? "Enter the \(what): " : request.prompt + ": ")
+        if let retries = request.retriesLeft { prompt = "(\(retries) tries left) " + prompt }
+        writeAll(tty, prompt)
+        var saved = termios()
+        let haveTermios = tcgetattr(tty, &saved) == 0
+        if haveTermios {
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            tcsetattr(tty, TCSAFLUSH, &quiet)
+        }
+        defer {
+            if haveTermios { tcsetattr(tty, TCSAFLUSH, &saved) }
+            writeAll(tty, "\n")
+        }
+        // Byte by byte straight into the caller's guarded buffer: no stdio copies of the secret.
+        var n = 0
+        var byte: UInt8 = 0
+        while true {
+            let r = read(tty, &byte, 1)
+            if r < 0 { if errno == EINTR { continue }; throw KeybayError(.io, "cannot read from the terminal") }
+            if r == 0 || byte == 0x0a { break }
+            guard n < buffer.count else { byte = 0; throw KeybayError(.invalidArgument, "the \(what) is longer than \(buffer.count) bytes") }
+            buffer[n] = byte
+            n += 1
+        }
+        byte = 0
+        if n == 0 { throw KeybayError(.cancelled, "no \(what) was entered") }
+        return n
+    }
+
+    func message(_ text: String, level: KeybayMessageLevel) {
+        writeAll(2, (level == .progress ? "  " : "") + text + "\n")
+    }
+
+    func confirm(_ question: String) throws -> Bool {
+        guard !noInput else { throw KeybayError(.interactionRequired, "a confirmation is needed but --no-input was given") }
+        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard tty >= 0 else { throw KeybayError(.interactionRequired, "a confirmation is needed but there is no terminal") }
+        defer { close(tty) }
+        writeAll(tty, question + " [y/N] ")
+        var answer: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(tty, &byte, 1) == 1, byte != 0x0a { answer.append(byte) }
+        return answer == [0x79] || answer == Array("yes".utf8)
+    }
+
+    /// Asks the user to pick one of several methods on the terminal.
+    func choose(_ methods: [KeybayMethod]) throws -> KeybayMethod {
+        guard !noInput else {
+            throw KeybayError(.interactionRequired, "the store has several methods; choose one with --method (\(methods.map { "\($0.id) \($0.plugin) \($0.label)" }.joined(separator: "; ")))")
+        }
+        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard tty >= 0 else {
+            throw KeybayError(.interactionRequired, "the store has several methods and there is no terminal; choose one with --method")
+        }
+        defer { close(tty) }
+        for (i, m) in methods.enumerated() { writeAll(tty, "  \(i + 1)) \(m.label) (\(m.plugin), \(m.id))\n") }
+        writeAll(tty, "Unlock with which method? ")
+        var answer: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(tty, &byte, 1) == 1, byte != 0x0a { answer.append(byte) }
+        guard let n = Int(String(decoding: answer, as: UTF8.self)), (1...methods.count).contains(n) else {
+            throw KeybayError(.cancelled, "no method was chosen")
+        }
+        return methods[n - 1]
+    }
+
+    private func descriptorSecret(_ fd: Int32, what: String) throws -> SecureBytes {
+        if let cached = fromDescriptor[fd] { return cached }
+        let capacity = 64 * 1024
+        guard let raw = sodium_malloc(capacity) else { throw KeybayError(.io, "out of memory") }
+        defer { sodium_free(raw) }
+        var n = 0
+        while n < capacity {
+            let r = read(fd, raw + n, capacity - n)
+            if r < 0 { if errno == EINTR { continue }; throw KeybayError(.invalidArgument, "cannot read the \(what) from descriptor \(fd): \(String(cString: strerror(errno)))") }
+            if r == 0 { break }
+            n += r
+        }
+        let bytes = raw.assumingMemoryBound(to: UInt8.self)
+        if n > 0 && bytes[n - 1] == 0x0a { n -= 1 }
+        guard n > 0 else { throw KeybayError(.invalidArgument, "descriptor \(fd) gave an empty \(what)") }
+        let secret = SecureBytes(copying: UnsafeRawBufferPointer(start: raw, count: n))
+        fromDescriptor[fd] = secret
+        return secret
+    }
+
+    private func writeAll(_ fd: Int32, _ text: String) {
+        Output.write(fd, Array(text.utf8))
+    }
+}

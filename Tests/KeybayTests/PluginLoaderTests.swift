@@ -1,0 +1,146 @@
+import Foundation
+import Glibc
+import Testing
+@testable import Keybay
+
+/// Every loader refusal, with real shared objects compiled from C by the system compiler.
+@Suite struct PluginLoaderTests {
+    static let header = packageDirectory + "/Sources/CKeybayPlugin/include"
+
+    /// A minimal method plugin; the parameters let each test break one thing.
+    static func source(id: String = "t-plugin", abi: String = "KEYBAY_PLUGIN_ABI_VERSION", entry: String = "keybay_plugin_entry_v1",
+                       kind: String = "KEYBAY_KIND_METHOD", size: String = "sizeof(keybay_plugin)") -> String {
+        """
+        #include <stdlib.h>
+        #include "keybay_plugin.h"
+        static void fb(keybay_buffer *b) { free(b->data); b->data = 0; b->length = 0; }
+        static keybay_status probe(const keybay_host *h) { return KEYBAY_OK; }
+        static keybay_status enroll(const keybay_host *h, const keybay_option *o, size_t n, keybay_buffer *p, uint8_t s[32]) { return KEYBAY_ERR_UNSUPPORTED; }
+        static keybay_status unwrap(const keybay_host *h, const uint8_t *p, size_t n, uint8_t s[32]) { return KEYBAY_ERR_UNSUPPORTED; }
+        static keybay_status describe(const uint8_t *p, size_t n, keybay_buffer *t) { return KEYBAY_ERR_UNSUPPORTED; }
+        static const keybay_plugin d = { .abi_version = \(abi), .struct_size = \(size), .id = "\(id)", .name = "t", .version = "1",
+            .kind = \(kind), .free_buffer = fb, .probe = probe, .enroll = enroll, .unwrap = unwrap, .describe = describe };
+        const keybay_plugin *\(entry)(void) { return &d; }
+        """
+    }
+
+    /// Compiles `source` to `dir/libkeybay-<file id>.so`; returns the path.
+    @discardableResult
+    static func build(_ source: String, fileID: String = "t-plugin", in dir: String) throws -> String {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        chmod(dir, 0o755)
+        let c = dir + "/src-\(fileID).c"
+        try source.write(toFile: c, atomically: true, encoding: .utf8)
+        let out = dir + "/" + KeybayPluginSearch.fileName(for: fileID)
+        let r = try run("/usr/bin/cc", ["-shared", "-fPIC", "-I", header, "-o", out, c], environment: ["PATH": "/usr/bin:/bin"])
+        precondition(r.status == 0, "cc failed: \(r.stderr)")
+        unlink(c)
+        chmod(out, 0o755)
+        return out
+    }
+
+    static func loadError(_ id: String = "t-plugin", dir: String) -> KeybayError? {
+        do {
+            _ = try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: KeybayPluginSearch(directories: [dir], environmentPath: nil))
+            return nil
+        } catch let e as KeybayError { return e } catch { return nil }
+    }
+
+    @Test func aWellFormedPluginLoads() throws {
+        let box = Sandbox()
+        try Self.build(Self.source(), in: box.root + "/ok")
+        #expect(Self.loadError(dir: box.root + "/ok") == nil)
+    }
+
+    @Test func worldWritableDirectoryIsRefused() throws {
+        let box = Sandbox()
+        let dir = box.root + "/ww"
+        try Self.build(Self.source(), in: dir)
+        chmod(dir, 0o777)
+        let e = Self.loadError(dir: dir)
+        #expect(e?.code == .pluginRefused && e?.message.contains(dir) == true && e?.message.contains("writable") == true, "\(String(describing: e))")
+    }
+
+    @Test func groupWritableFileIsRefused() throws {
+        let box = Sandbox()
+        let path = try Self.build(Self.source(), in: box.root + "/gw")
+        chmod(path, 0o775)
+        let e = Self.loadError(dir: box.root + "/gw")
+        #expect(e?.code == .pluginRefused && e?.message.contains(path) == true)
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "changing a file's owner needs root"))
+    func fileOwnedByAnotherUserIsRefused() throws {
+        let box = Sandbox()
+        let path = try Self.build(Self.source(), in: box.root + "/owner")
+        chown(path, 65534, 65534)
+        let e = Self.loadError(dir: box.root + "/owner")
+        #expect(e?.code == .pluginRefused && e?.message.contains("owned by uid 65534") == true)
+    }
+
+    @Test func linkOutOfTheDirectoryIsRefused() throws {
+        let box = Sandbox()
+        let elsewhere = try Self.build(Self.source(), in: box.root + "/elsewhere")
+        let dir = box.root + "/links"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        chmod(dir, 0o755)
+        symlink(elsewhere, dir + "/libkeybay-t-plugin.so")
+        let e = Self.loadError(dir: dir)
+        #expect(e?.code == .pluginRefused && e?.message.contains("link leading out") == true, "\(String(describing: e))")
+    }
+
+    @Test func wrongABIVersionIsRefused() throws {
+        let box = Sandbox()
+        try Self.build(Self.source(abi: "2"), in: box.root + "/abi")
+        let e = Self.loadError(dir: box.root + "/abi")
+        #expect(e?.code == .pluginRefused && e?.message.contains("ABI version 2") == true)
+    }
+
+    @Test func shortDescriptorIsRefused() throws {
+        let box = Sandbox()
+        try Self.build(Self.source(size: "16"), in: box.root + "/short")
+        #expect(Self.loadError(dir: box.root + "/short")?.message.contains("descriptor is 16 bytes") == true)
+    }
+
+    @Test func missingEntrySymbolIsRefused() throws {
+        let box = Sandbox()
+        try Self.build(Self.source(entry: "some_other_name"), in: box.root + "/entry")
+        let e = Self.loadError(dir: box.root + "/entry")
+        #expect(e?.code == .pluginRefused && e?.message.contains("no entry symbol") == true)
+    }
+
+    @Test func anIdThatDoesNotMatchTheFileIsRefused() throws {
+        let box = Sandbox()
+        try Self.build(Self.source(id: "impostor"), in: box.root + "/id")
+        #expect(Self.loadError(dir: box.root + "/id")?.message.contains("calls itself 'impostor'") == true)
+    }
+
+    @Test(arguments: ["../evil", "Upper", "", "a/b", "-x", ".hidden", String(repeating: "a", count: 65), "a b"])
+    func invalidIdsNeverBecomeFileNames(_ id: String) throws {
+        let e = Self.loadError(id, dir: "/tmp")
+        #expect(e?.code == .pluginRefused && e?.message.contains("invalid plugin id") == true)
+    }
+
+    @Test func wrongKindIsRefused() throws {
+        let box = Sandbox()
+        try Self.build(Self.source(kind: "KEYBAY_KIND_ROOT"), in: box.root + "/kind")
+        #expect(Self.loadError(dir: box.root + "/kind")?.code == .pluginRefused, "a root plugin lacking root operations")
+    }
+
+    @Test func relativePluginPathEntriesAreRefused() throws {
+        #expect(throws: KeybayError.self) {
+            _ = try PluginLoader.load(id: "file-root", kind: KEYBAY_KIND_ROOT, search: KeybayPluginSearch(environmentPath: "relative/dir"))
+        }
+    }
+
+    @Test func externalPluginsCanBeSwitchedOff() throws {
+        let box = Sandbox()
+        try Self.build(Self.source(), in: box.root + "/ext")
+        let off = KeybayPluginSearch(directories: [box.root + "/ext"], environmentPath: box.root + "/ext", allowExternal: false)
+        #expect(throws: KeybayError.self) { _ = try PluginLoader.load(id: "t-plugin", kind: KEYBAY_KIND_METHOD, search: off) }
+        // The first-party root still loads from the installation.
+        _ = try PluginLoader.load(id: "file-root", kind: KEYBAY_KIND_ROOT, search: off)
+    }
+}
+
+import CKeybayPlugin
