@@ -23,7 +23,7 @@ let package = Package(
 
         // The passphrase method plugin (C11, Argon2id via libargon2); only the entry is exported.
         .target(name: "KeybayPassphrase", dependencies: ["CKeybayPlugin", "CArgon2", "CSodium"],
-                path: "Plugins/passphrase"),
+                path: "Plugins/passphrase", linkerSettings: [.linkedLibrary("m")]),
 
         .executableTarget(name: "keybay-methods", dependencies: ["Keybay"]),
 

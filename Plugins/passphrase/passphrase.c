@@ -28,8 +28,9 @@
  * explicitly). Whatever of memory-kib / iterations is not given is calibrated to target-ms
  * (default 1000 ms): lanes = min(4, online CPUs) unless given; start at 64 MiB, t=3; raise the
  * memory first (doubling while the measured time says at least twice as much fits, then one
- * extrapolated step) up to min(1 GiB, RAM/4, cgroup limit/4); then raise iterations (at most 16)
- * by extrapolation. Never below 64 MiB / t=3. Each trial is reported as a PROGRESS message, the
+ * extrapolated step, or one step back after an overshooting doubling) up to min(1 GiB, RAM/4,
+ * cgroup memory.max/4); then raise iterations (at most 16) by linear extrapolation. Never
+ * below 64 MiB / t=3. Each trial is reported as a PROGRESS message, the
  * choice and the measured time of the real derivation as one INFO message.
  *
  * The passphrase (1 to 1024 bytes) is read through host->ask_secret into sodium_malloc'ed
@@ -42,6 +43,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -421,6 +423,16 @@ static keybay_status pp_trial(const keybay_host *host, uint32_t memory_kib, uint
 }
 
 
+static uint32_t pp_round_mib(double kib) {
+    return (uint32_t)(((uint64_t)(kib + 512.0) / 1024u) * 1024u);
+}
+
+/* The memory at which one run would take `target` ms, given a run of `ms` at `memory_kib`
+   and time growing as memory^k. */
+static double pp_extrapolate(uint32_t memory_kib, double ms, double target, double k) {
+    return (double)memory_kib * pow(target / ms, 1.0 / k);
+}
+
 typedef struct pp_choice {
     uint32_t memory_kib;
     uint32_t iterations;
@@ -441,18 +453,21 @@ static keybay_status pp_calibrate(const keybay_host *host, const pp_options *o, 
     keybay_status status = pp_trial(host, m, t, o->lanes, &ms, &allocation_failed);
     if (status != KEYBAY_OK) return status;
 
-    /* Memory first; time grows about linearly with it. Double and measure while the
-       extrapolation says at least twice the memory fits, so no trial takes much longer than
-       the target; then one extrapolated step to the nearest MiB. */
+    /* Memory first. Double and measure while the extrapolation says at least twice the memory
+       fits, so no trial takes much longer than the target; then one extrapolated step (to the
+       nearest MiB), or one step back if the last doubling overshot. Time is modelled as
+       memory^k, with k measured between the last two trials (clamped to 1...2; 1 before there
+       are two): beyond the caches it grows faster than linearly. */
     if (!o->has_memory) {
+        double k = 1.0;
         while (ms < target && m < cap) {
-            double want = (double)m * target / ms;
+            double want = pp_extrapolate(m, ms, target, k);
             if (want < 2.0 * (double)m) {
-                uint64_t next = ((uint64_t)(want + 512.0) / 1024u) * 1024u;
+                uint32_t next = pp_round_mib(want);
                 if (next > cap) next = cap;
                 if (next > m) {
-                    ms = ms * (double)next / (double)m;
-                    m = (uint32_t)next;
+                    ms *= pow((double)next / (double)m, k);
+                    m = next;
                 }
                 break;
             }
@@ -471,6 +486,17 @@ static keybay_status pp_calibrate(const keybay_host *host, const pp_options *o, 
                 break;
             }
             if (status != KEYBAY_OK) return status;
+            k = log(next_ms / ms) / log((double)next / (double)m);
+            if (!(k >= 1.0)) k = 1.0; /* also NaN */
+            if (k > 2.0) k = 2.0;
+            if (next_ms > target * 1.05) {
+                uint32_t back = pp_round_mib(pp_extrapolate(next, next_ms, target, k));
+                if (back < m) back = m;
+                if (back > next) back = next;
+                ms = next_ms * pow((double)back / (double)next, k);
+                m = back;
+                break;
+            }
             m = next;
             ms = next_ms;
         }
@@ -616,12 +642,16 @@ static keybay_status pp_enroll(const keybay_host *host, const keybay_option *opt
 
     char mem[32];
     pp_format_memory(mem, sizeof mem, pp.memory_kib);
-    if ((o.has_memory && pp.memory_kib < PP_FLOOR_MEMORY_KIB) ||
-        (o.has_iterations && pp.iterations < PP_FLOOR_ITERATIONS)) {
+    int weak_memory = o.has_memory && pp.memory_kib < PP_FLOOR_MEMORY_KIB;
+    int weak_iterations = o.has_iterations && pp.iterations < PP_FLOOR_ITERATIONS;
+    if (weak_memory || weak_iterations) {
         status = pp_message(host, KEYBAY_MESSAGE_WARNING,
-                            "Argon2id %s, t=%" PRIu32 " is below RFC 9106's recommended 64 MiB, t=3 "
-                            "(used because it was given explicitly)",
-                            mem, pp.iterations);
+                            "Argon2id %s, t=%" PRIu32 ": %s below RFC 9106's recommended "
+                            "64 MiB, t=3 (used because given explicitly)",
+                            mem, pp.iterations,
+                            weak_memory && weak_iterations ? "memory and iterations are"
+                            : weak_memory                  ? "memory is"
+                                                           : "iterations are");
         if (status != KEYBAY_OK) goto done;
     }
     if (o.has_memory && pp.memory_kib > pp_calibration_cap_kib()) {
@@ -643,7 +673,9 @@ static keybay_status pp_enroll(const keybay_host *host, const keybay_option *opt
 
     if (calibrate) {
         char cap[64] = "";
-        if (!o.has_memory && pp.memory_kib >= choice.cap_kib) {
+        if (!o.has_iterations && pp.iterations >= PP_MAX_ITERATIONS) {
+            snprintf(cap, sizeof cap, " (iterations capped at %u)", PP_MAX_ITERATIONS);
+        } else if (!o.has_memory && pp.memory_kib >= choice.cap_kib) {
             char cap_text[32];
             pp_format_memory(cap_text, sizeof cap_text, choice.cap_kib);
             snprintf(cap, sizeof cap, " (memory capped at %s)", cap_text);
