@@ -142,6 +142,18 @@ static keybay_status pp_message(const keybay_host *host, keybay_message_level le
     return KEYBAY_OK;
 }
 
+static void pp_log(const keybay_host *host, keybay_log_level level, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+static void pp_log(const keybay_host *host, keybay_log_level level, const char *format, ...) {
+    if (!PP_HOST_HAS(host, log)) return;
+    char line[256];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(line, sizeof line, format, args);
+    va_end(args);
+    host->log(host->context, level, line);
+}
+
 static int pp_cancelled(const keybay_host *host) {
     return PP_HOST_HAS(host, is_cancelled) && host->is_cancelled(host->context) != 0;
 }
@@ -422,8 +434,10 @@ static keybay_status pp_trial(const keybay_host *host, uint32_t memory_kib, uint
                       iterations, lanes, ms);
 }
 
-
+/* Nearest whole MiB, in KiB (saturating; callers clamp to the cap afterwards). */
 static uint32_t pp_round_mib(double kib) {
+    if (!(kib < 4294443008.0)) return 4294443008u; /* the largest MiB multiple below 2^32 */
+    if (kib < 0) return 0;
     return (uint32_t)(((uint64_t)(kib + 512.0) / 1024u) * 1024u);
 }
 
@@ -670,6 +684,11 @@ static keybay_status pp_enroll(const keybay_host *host, const keybay_option *opt
     double ms = 0;
     status = pp_derive(host, &pp, secret, length, &ms);
     if (status != KEYBAY_OK) goto done;
+    if (calibrate)
+        pp_log(host, KEYBAY_LOG_DEBUG,
+               "passphrase: calibration predicted %.0f ms for %" PRIu32 " KiB, t=%" PRIu32
+               ", p=%" PRIu32 "; the derivation took %.0f ms",
+               choice.predicted_ms, pp.memory_kib, pp.iterations, pp.lanes, ms);
 
     if (calibrate) {
         char cap[64] = "";
