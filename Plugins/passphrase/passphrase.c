@@ -29,14 +29,17 @@
  * (default 1000 ms): lanes = min(4, online CPUs) unless given; start at 64 MiB, t=3; raise the
  * memory first (doubling while the measured time says at least twice as much fits, then one
  * extrapolated step, or one step back after an overshooting doubling) up to min(1 GiB, RAM/4,
- * cgroup memory.max/4); then raise iterations (at most 16) by linear extrapolation. Never
- * below 64 MiB / t=3. Each trial is reported as a PROGRESS message, the
- * choice and the measured time of the real derivation as one INFO message.
+ * cgroup memory.max/4); then raise iterations (at most 16) by linear extrapolation. A
+ * calibrated value is never below 64 MiB / t=3. Trials run on a dummy password and are timed
+ * in wall-clock time (CLOCK_MONOTONIC); is_cancelled is polled between them. Each trial is a
+ * PROGRESS message; the choice and the measured time of the real derivation, one INFO message.
  *
- * The passphrase (1 to 1024 bytes) is read through host->ask_secret into sodium_malloc'ed
- * memory, which also receives the Argon2 output; it is wiped and freed before returning.
- * secret_out is written only on success. Statuses from ask_secret are passed on unchanged and
- * nothing is retried.
+ * The passphrase (1 to 1024 bytes) is asked for first (before any calibration), through
+ * host->ask_secret into sodium_malloc'ed memory, which also receives the Argon2 output; it is
+ * wiped and freed before returning. secret_out is written only on success. Statuses from
+ * ask_secret are passed on unchanged and nothing is retried. message() answering CANCELLED
+ * stops the operation; answering INTERACTION_UNAVAILABLE (a host that cannot show messages)
+ * does not, since the messages are only informational.
  *
  * Only keybay_plugin_entry_v1 is exported; everything else is static.
  */
