@@ -6,8 +6,10 @@ let package = Package(
     products: [
         .library(name: "Keybay", targets: ["Keybay"]),
         .executable(name: "keybay-methods", targets: ["keybay-methods"]),
-        // Plugins: one dynamic library each, found at run time as libkeybay-<id>.so.
+        // Plugins: one dynamic library each, found at run time as libkeybay-<id>.so, exporting
+        // keybay_plugin_entry_v1.
         .library(name: "keybay-file-root", type: .dynamic, targets: ["KeybayFileRoot"]),
+        .library(name: "keybay-passphrase", type: .dynamic, targets: ["KeybayPassphrase"]),
         .library(name: "KeybayPluginKit", targets: ["KeybayPluginKit"]),
         // A method plugin for tests only (counts its calls); built so tests can dlopen it.
         .library(name: "keybay-test-counting", type: .dynamic, targets: ["KeybayTestCounting"]),
@@ -19,15 +21,21 @@ let package = Package(
         .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
         .systemLibrary(name: "CFido2", pkgConfig: "libfido2", providers: [.apt(["libfido2-dev"])]),
 
-        // The plugin ABI: one public C header.
+        // The plugin ABI: Sources/CKeybayPlugin/include/keybay_plugin.h.
         .target(name: "CKeybayPlugin", path: "Sources/CKeybayPlugin"),
 
         .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin"]),
+        .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "CSodium"]),
 
+        // First-party plugins (C11). file-root: the TPM-less platform root. passphrase: Argon2id
+        // via libargon2, the only piece that links it.
+        .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/file-root", publicHeadersPath: "."),
+        .target(name: "KeybayPassphrase", dependencies: ["CKeybayPlugin", "CArgon2", "CSodium"],
+                path: "Plugins/passphrase", linkerSettings: [.linkedLibrary("m")]),
+
+        // The Swift kit for plugin authors, and a test plugin written with it.
         .target(name: "KeybayPluginKit", dependencies: ["CKeybayPlugin"]),
         .target(name: "KeybayTestCounting", dependencies: ["KeybayPluginKit", "CSodium"], path: "Tests/TestPlugins/counting"),
-        .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/file-root", publicHeadersPath: "."),
-        .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "CSodium"]),
 
         .executableTarget(name: "keybay-example-host", dependencies: ["Keybay"], path: "Examples/HostApp"),
 
