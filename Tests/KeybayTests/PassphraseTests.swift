@@ -1,0 +1,95 @@
+import Foundation
+import Glibc
+import Testing
+@testable import Keybay
+
+/// The passphrase plugin through the real loader, libargon2 and the CLI.
+@Suite struct PassphraseTests {
+    /// Small explicit Argon2id parameters keep the tests fast; calibration has its own test.
+    static let fast = ["--opt", "memory-kib=8192", "--opt", "iterations=1", "--opt", "lanes=1"]
+
+    /// Runs the CLI with `secret` on descriptor 3 as `--passphrase-fd 3`.
+    static func cli(_ box: Sandbox, _ args: [String], passphrase: String? = nil) throws -> RunResult {
+        guard let passphrase else { return try run(cliPath, args, environment: box.environment) }
+        let file = box.root + "/pass-\(UUID().uuidString)"
+        try (passphrase + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        defer { unlink(file) }
+        // sh gives the child the file on descriptor 3.
+        return try run("/bin/sh", ["-c", "exec \"$0\" \"$@\" --passphrase-fd 3 3<\"\(file)\"", cliPath] + args, environment: box.environment)
+    }
+
+    @Test func enrollUnlockWrongPassphraseAndRemoveThroughTheCLI() throws {
+        let box = Sandbox()
+        #expect(try box.cli("set", "service/token", "correct horse").status == 0)
+        let enrolled = try Self.cli(box, ["enroll", "passphrase", "--label", "main", "--json"] + Self.fast, passphrase: "hunter2 is long")
+        #expect(enrolled.status == 0, "\(enrolled.stderr)")
+        #expect(enrolled.out.contains("\"plugin\":\"passphrase\"") && enrolled.out.contains("\"label\":\"main\""))
+        #expect(try box.cli("status", "--json").out.contains("\"state\":\"protected\""))
+
+        let noInput = try box.cli("get", "service/token", "--no-input")
+        #expect(noInput.status == 4 && noInput.stdout.isEmpty, "\(noInput.stderr)")
+
+        let right = try Self.cli(box, ["get", "service/token"], passphrase: "hunter2 is long")
+        #expect(right.status == 0 && right.out == "correct horse", "\(right.stderr)")
+
+        let before = readBytes(box.storePath)
+        let wrong = try Self.cli(box, ["get", "service/token"], passphrase: "hunter3 is long")
+        #expect(wrong.status == 1 && wrong.stdout.isEmpty && wrong.stderr.contains("wrong-secret"))
+        #expect(readBytes(box.storePath) == before, "a wrong passphrase changed the store")
+        #expect(!wrong.stderr.contains("hunter"), "a secret leaked into an error")
+
+        #expect(try Self.cli(box, ["verify"], passphrase: "hunter2 is long").status == 0)
+        #expect(try Self.cli(box, ["verify"], passphrase: "nope").status == 1)
+
+        // A second passphrase is refused.
+        let second = try Self.cli(box, ["enroll", "passphrase"] + Self.fast, passphrase: "hunter2 is long")
+        #expect(second.status == 2 && second.stderr.contains("already has a passphrase"))
+
+        let copyBefore = readBytes(box.storePath)!
+        let id = try box.cli("list", "--json").out.split(separator: "\"")[3]
+        let removed = try Self.cli(box, ["remove", String(id)], passphrase: "hunter2 is long")
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(try box.cli("status", "--json").out.contains("\"state\":\"platform-only\""))
+        #expect(try box.cli("get", "service/token").out == "correct horse")
+
+        // Put the old, protected copy back next to the new generation's copy: the old copy still
+        // needs the passphrase, and what it unlocks (its own generation) is not the new one.
+        let newFile = readBytes(box.storePath)!
+        writeBytes(box.storePath, copyBefore)
+        #expect(try box.cli("get", "service/token", "--no-input").status == 4)
+        writeBytes(box.storePath, newFile)
+        #expect(try box.cli("get", "service/token").status == 0)
+    }
+
+    @Test func parametersAreCheckedBeforeAnyWork() throws {
+        let box = Sandbox()
+        for bad in [["--opt", "memory-kib=99999999"], ["--opt", "iterations=17"], ["--opt", "lanes=9"], ["--opt", "bogus=1"]] {
+            let r = try Self.cli(box, ["enroll", "passphrase"] + bad, passphrase: "pw")
+            #expect(r.status == 2, "\(bad): \(r.status) \(r.stderr)")
+        }
+        #expect(try box.cli("status", "--json").out.contains("\"state\":\"platform-only\""))
+    }
+
+    @Test func emptyAndOverlongPassphrasesAreRefused() async throws {
+        let box = Sandbox()
+        let s = try await KeybayStore.open(box.configuration(), interaction: ScriptedInteraction([String(repeating: "x", count: 1025), String(repeating: "x", count: 1025)]))
+        #expect(await keybayCode { try await s.auth.add(plugin: "passphrase", options: [("memory-kib", "8192"), ("iterations", "1"), ("lanes", "1")]) } == .invalidArgument)
+    }
+
+    @Test func calibrationReportsProgressAndStaysWithinTheTarget() async throws {
+        let box = Sandbox()
+        let interaction = ScriptedInteraction(["calibrated", "calibrated"])
+        let s = try await KeybayStore.open(box.configuration(), interaction: interaction)
+        let method = try await s.auth.add(plugin: "passphrase", options: [("target-ms", "200")])
+        let messages = interaction.messages.withLock { $0 }
+        #expect(messages.contains { $0.contains("calibrating") }, "\(messages)")
+        let description = try s.auth.describe(method.id)
+        #expect(description.contains("Argon2id"), "\(description)")
+        // Never below RFC 9106's 64 MiB / t=3 when calibrating, whatever the target.
+        let mib = description.split(separator: ",").first { $0.hasSuffix("MiB") }.flatMap { Int($0.split(separator: " ").first ?? "") }
+        let t = description.split(separator: ",").first { $0.hasPrefix(" t=") }.flatMap { Int($0.dropFirst(3)) }
+        #expect((mib ?? 0) >= 64 && (t ?? 0) >= 3, "\(description)")
+        let reopened = try await KeybayStore.open(box.configuration(), method: method.id, interaction: ScriptedInteraction(["calibrated"]))
+        #expect(try reopened.keys() == [])
+    }
+}
