@@ -38,6 +38,8 @@ let package = Package(
         .target(name: "KeybayTestCounting", dependencies: ["KeybayPluginKit", "CSodium"], path: "Tests/TestPlugins/counting"),
 
         .executableTarget(name: "keybay-example-host", dependencies: ["Keybay"], path: "Examples/HostApp"),
+        // Side-by-side speed ratios (links libargon2 for the bare reference call; the core does not).
+        .executableTarget(name: "keybay-bench", dependencies: ["Keybay", "CArgon2"]),
 
         .testTarget(name: "KeybayTests", dependencies: ["Keybay"]),
     ],
