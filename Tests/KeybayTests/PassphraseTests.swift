@@ -93,3 +93,25 @@ import Testing
         #expect(try reopened.keys() == [])
     }
 }
+
+extension PassphraseTests {
+    /// Examples/HostApp: enrolls a passphrase on first run, then opens only with it.
+    @Test func theHostExampleEnrollsAndReadsBack() throws {
+        let box = Sandbox()
+        let host = buildDirectory + "/keybay-example-host"
+        let first = try run(host, ["--passphrase-stdin"], environment: box.environment, stdin: Array("pw\npw\npw\n".utf8))
+        #expect(first.status == 0 && first.out.contains("enrolled passphrase method"), "\(first.out) \(first.stderr)")
+        let again = try run(host, ["--passphrase-stdin"], environment: box.environment, stdin: Array("pw\n".utf8))
+        #expect(again.status == 0 && again.out.contains("api/token is 17 characters long"))
+        let wrong = try run(host, ["--passphrase-stdin"], environment: box.environment, stdin: Array("nope\n".utf8))
+        #expect(wrong.status == 1 && wrong.out.contains("wrong-secret"))
+    }
+
+    /// The core and the CLI link libsodium only; libargon2 comes with the passphrase plugin.
+    @Test func onlyThePluginLinksLibargon2() throws {
+        let cli = try run("/usr/bin/ldd", [cliPath], environment: ["PATH": "/usr/bin:/bin"]).out
+        #expect(cli.contains("libsodium") && !cli.contains("libargon2") && !cli.contains("libfido2") && !cli.contains("libFoundation"))
+        let plugin = try run("/usr/bin/ldd", [buildDirectory + "/libkeybay-passphrase.so"], environment: ["PATH": "/usr/bin:/bin"]).out
+        #expect(plugin.contains("libargon2"))
+    }
+}
