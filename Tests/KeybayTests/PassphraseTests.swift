@@ -115,3 +115,25 @@ extension PassphraseTests {
         #expect(plugin.contains("libargon2"))
     }
 }
+
+extension PassphraseTests {
+    /// Only the plugins a store needs are loaded: the dynamic loader's own log of a CLI `get`.
+    @Test func aCommandLoadsOnlyThePluginsItsStoreNeeds() throws {
+        func loaded(_ box: Sandbox, _ args: [String], passphrase: String? = nil) throws -> Set<String> {
+            var env = box.environment
+            env["LD_DEBUG"] = "files"
+            let file = box.root + "/pw"
+            try ((passphrase ?? "") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            let r = try run("/bin/sh", ["-c", "exec \"$0\" \"$@\" 3<\"\(file)\"", cliPath] + args, environment: env)
+            return Set(r.stderr.split(separator: "\n").compactMap { line in
+                line.range(of: "libkeybay-[a-z0-9._-]+\\.so", options: .regularExpression).map { String(line[$0]) }
+            })
+        }
+        let box = Sandbox()
+        #expect(try box.cli("set", "k", "v").status == 0)
+        #expect(try loaded(box, ["get", "k"]) == ["libkeybay-file-root.so"])
+        #expect(try Self.cli(box, ["enroll", "passphrase"] + Self.fast, passphrase: "pw").status == 0)
+        #expect(try loaded(box, ["status"]) == ["libkeybay-file-root.so"], "status never loads a method plugin")
+        #expect(try loaded(box, ["get", "k", "--passphrase-fd", "3"], passphrase: "pw") == ["libkeybay-file-root.so", "libkeybay-passphrase.so"])
+    }
+}
