@@ -1,0 +1,60 @@
+# Keybay for Linux: build and install the CLI, the first-party plugins and the plugin header.
+#
+#   make install [PREFIX=/usr/local] [DESTDIR=/staging]
+#   make uninstall [PREFIX=...] [DESTDIR=...]
+#   make install-dev [PREFIX=...]   header and keybay-plugin.pc only, no build (plugin authors)
+#   make test                       scripts/test.sh (every test)
+#   make walkthrough                scripts/walkthrough.sh (the CLI against a throwaway store)
+#
+# Layout: PREFIX/bin/keybay-methods finds its plugins in <exe dir>/../lib/keybay/plugins, that
+# is PREFIX/lib/keybay/plugins, so the two directories must stay in that relation.
+#
+# The release CLI links the Swift runtime dynamically from the toolchain (/opt/swift/usr/lib/
+# swift/linux here), so the installed binary needs that toolchain present; fine on this
+# machine. The plugins are C and link only libsodium / libargon2 from the system.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+SWIFT ?= swift
+INSTALL ?= install
+TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+
+bindir = $(PREFIX)/bin
+plugindir = $(PREFIX)/lib/keybay/plugins
+includedir = $(PREFIX)/include/keybay
+pkgconfigdir = $(PREFIX)/lib/pkgconfig
+
+PLUGINS = libkeybay-file-root.so libkeybay-passphrase.so
+HEADER = $(TOP)/Sources/CKeybayPlugin/include/keybay_plugin.h
+
+all: build
+
+build:
+	cd "$(TOP)" && $(SWIFT) build -c release
+
+install: build install-dev
+	bin="$$(cd "$(TOP)" && $(SWIFT) build -c release --show-bin-path)" && \
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(bindir)" "$(DESTDIR)$(plugindir)" && \
+	$(INSTALL) -m 0755 "$$bin/keybay-methods" "$(DESTDIR)$(bindir)/keybay-methods" && \
+	for p in $(PLUGINS); do $(INSTALL) -m 0755 "$$bin/$$p" "$(DESTDIR)$(plugindir)/$$p" || exit 1; done
+
+# The plugin header and keybay-plugin.pc (prefix substituted); builds nothing.
+install-dev:
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(includedir)" "$(DESTDIR)$(pkgconfigdir)"
+	$(INSTALL) -m 0644 $(HEADER) "$(DESTDIR)$(includedir)/keybay_plugin.h"
+	sed -e 's|@PREFIX@|$(PREFIX)|g' "$(TOP)/keybay-plugin.pc.in" > "$(DESTDIR)$(pkgconfigdir)/keybay-plugin.pc"
+	chmod 0644 "$(DESTDIR)$(pkgconfigdir)/keybay-plugin.pc"
+
+uninstall:
+	rm -f "$(DESTDIR)$(bindir)/keybay-methods" "$(DESTDIR)$(includedir)/keybay_plugin.h" \
+		"$(DESTDIR)$(pkgconfigdir)/keybay-plugin.pc"
+	for p in $(PLUGINS); do rm -f "$(DESTDIR)$(plugindir)/$$p"; done
+	rmdir "$(DESTDIR)$(plugindir)" "$(DESTDIR)$(PREFIX)/lib/keybay" "$(DESTDIR)$(includedir)" 2>/dev/null || true
+
+test:
+	"$(TOP)/scripts/test.sh"
+
+walkthrough:
+	"$(TOP)/scripts/walkthrough.sh"
+
+.PHONY: all build install install-dev uninstall test walkthrough
