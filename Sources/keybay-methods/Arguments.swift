@@ -23,6 +23,7 @@ struct Arguments {
     static let commandOptions: [String: Set<String>] = [
         "status": [], "init": [], "get": [], "set": ["--stdin"], "rm": [], "keys": [], "reset": ["--yes"], "help": [],
         "list": [], "plugins": [], "enroll": ["--label", "--opt"], "remove": [], "verify": [], "benchmark": ["--opt"],
+        "plugin-check": ["--opt"],
     ]
 
     init(_ argv: [String]) throws {
@@ -122,6 +123,9 @@ commands:
   verify [METHOD-ID]  check a method's secret without changing anything
   benchmark [--opt target-ms=N]
                       calibrate Argon2id for the passphrase method and show what it picks
+  plugin-check PATH.so [--opt NAME=VALUE ...]
+                      conformance run for a plugin: descriptor, probe, enroll/unwrap round
+                      trip, wrong and missing secrets, malformed parameters, buffers
   reset --yes         remove the store and its platform root, losing every record
 
 global options (before or after the command):

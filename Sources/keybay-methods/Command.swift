@@ -133,6 +133,17 @@ enum Command {
             a.json ? Output.line(JSON.render(.object([("parameters", .string(result.parameters)), ("unlockMilliseconds", .string("\(ms)"))])))
                    : Output.line("passphrase: \(result.parameters); one unlock takes \(ms) ms here")
             return Exit.success
+        case "plugin-check":
+            try a.expect(["PATH.so"])
+            let results = KeybayPluginCheck.run(path: a.positionals[0], options: a.options)
+            if a.json {
+                Output.line(JSON.render(.array(results.map { .object([("check", .string($0.name)), ("passed", .bool($0.passed)), ("detail", .string($0.detail))]) })))
+            } else {
+                for r in results { Output.line("\(r.passed ? "PASS" : "FAIL")  \(r.name)\(r.detail.isEmpty || r.passed ? "" : ": " + r.detail)") }
+                let failed = results.filter { !$0.passed }.count
+                Output.line("\(results.count - failed) passed, \(failed) failed")
+            }
+            return results.allSatisfy(\.passed) ? Exit.success : Exit.failure
         case "reset":
             try a.expect([])
             guard a.flags.contains("--yes") else {

@@ -36,6 +36,8 @@ import Testing
         #expect(built.status == 0, "\(built.stderr)")
         try #require(exists(dir + "/libkeybay-com.example.pin.so"))
 
+        let conformance = try run(cliPath, ["plugin-check", dir + "/libkeybay-com.example.pin.so"], environment: box.environment)
+        #expect(conformance.status == 0 && conformance.out.contains(" 0 failed"), "\(conformance.out)")
         let listed = try run(cliPath, ["plugins", "--plugin-dir", dir], environment: box.environment)
         #expect(listed.out.contains("com.example.pin  method  1.0  available  " + dir + "/libkeybay-com.example.pin.so"), "\(listed.out)\(listed.stderr)")
 

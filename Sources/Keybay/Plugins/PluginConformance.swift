@@ -1,0 +1,200 @@
+import CKeybayPlugin
+import Glibc
+import Synchronization
+
+/// `keybay-methods plugin-check PATH.so`: a conformance run for plugin authors. It loads the
+/// plugin through the real loader (every refusal applies), then drives each operation with a
+/// scripted host and checks the documented behaviour. Each check reports PASS or FAIL.
+public enum KeybayPluginCheck {
+    public struct Result: Sendable {
+        public let name: String
+        public let passed: Bool
+        public let detail: String
+    }
+
+    /// Runs every check that applies to the plugin at `path`; `options` are passed to `enroll`.
+    public static func run(path: String, options: [(String, String)] = []) -> [Result] {
+        var results: [Result] = []
+        func check(_ name: String, _ passed: Bool, _ detail: String = "") { results.append(Result(name: name, passed: passed, detail: detail)) }
+
+        let file = path.split(separator: "/").last.map(String.init) ?? path
+        guard file.hasPrefix("libkeybay-"), file.hasSuffix(".so") else {
+            check("file name is libkeybay-<id>.so", false, file)
+            return results
+        }
+        let id = String(file.dropFirst(10).dropLast(3))
+        check("id '\(id)' matches [a-z0-9][a-z0-9._-]{0,63}", KeybayPluginSearch.isValidPluginID(id))
+        let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        let absolute = directory.hasPrefix("/") ? directory : (currentDirectory() + "/" + directory)
+        let plugin: LoadedPlugin
+        do {
+            plugin = try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: KeybayPluginSearch(directories: [absolute], environmentPath: nil), anyKind: true)
+            check("loads: file and directory checks, entry symbol, ABI version \(KEYBAY_PLUGIN_ABI_VERSION), descriptor size, id, kind", true)
+        } catch {
+            check("loads: file and directory checks, entry symbol, ABI version, descriptor size, id, kind", false, "\(error)")
+            return results
+        }
+        check("name and version are set", !plugin.name.isEmpty && !plugin.version.isEmpty, "\(plugin.name) \(plugin.version)")
+        check("options have names and help", plugin.options.allSatisfy { !$0.name.isEmpty && !$0.help.isEmpty })
+        if plugin.isRoot {
+            results += rootChecks(plugin)
+        } else {
+            results += methodChecks(plugin, options: options)
+        }
+        return results
+    }
+
+    private static func currentDirectory() -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        return getcwd(&buffer, buffer.count).map { String(cString: $0) } ?? "."
+    }
+
+    /// Answers every secret request with the same bytes and records what was asked.
+    final class ScriptedHost: KeybayInteraction, @unchecked Sendable {
+        let secret: [UInt8]
+        let refuse: Bool
+        let asks = Mutex(0)
+        init(secret: String, refuse: Bool = false) { self.secret = Array(secret.utf8); self.refuse = refuse }
+        func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            asks.withLock { $0 += 1 }
+            if refuse { throw KeybayError(.interactionRequired, "plugin-check: no interaction") }
+            buffer.copyBytes(from: secret)
+            return secret.count
+        }
+        func confirm(_ question: String) throws -> Bool {
+            if refuse { throw KeybayError(.interactionRequired, "plugin-check: no interaction") }
+            return true
+        }
+    }
+
+    private static func code(_ body: () throws -> Void) -> KeybayError.Code? {
+        do { try body(); return nil } catch let e as KeybayError { return e.code } catch { return .pluginFailed }
+    }
+
+    private static func methodChecks(_ plugin: LoadedPlugin, options: [(String, String)]) -> [Result] {
+        var results: [Result] = []
+        func check(_ name: String, _ passed: Bool, _ detail: String = "") { results.append(Result(name: name, passed: passed, detail: detail)) }
+
+        let probeHost = ScriptedHost(secret: "x", refuse: true)
+        let probeError = code { try plugin.call(probeHost, "probe") { d, h in d.pointee.probe(h) } }
+        check("probe never prompts", probeHost.asks.withLock { $0 } == 0)
+        check("probe answers OK or NOT_AVAILABLE", probeError == nil || probeError == .methodUnavailable, "\(String(describing: probeError))")
+        if probeError == .methodUnavailable {
+            check("(enroll and unwrap skipped: the method is not available here)", true)
+            return results
+        }
+
+        let host = ScriptedHost(secret: "plugin-check secret 1")
+        let enrolled: (params: [UInt8], secret: SecureBytes)
+        do {
+            enrolled = try plugin.enroll(options: options, interaction: host)
+            check("enroll returns parameters (\(enrolled.params.count) bytes) and a 32-byte secret", true)
+        } catch {
+            check("enroll succeeds with a scripted host", false, "\(error)")
+            return results
+        }
+        do {
+            let again = try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: "plugin-check secret 1"))
+            check("unwrap with the same secret returns the same M", again.equals(enrolled.secret))
+            let verified = try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: "plugin-check secret 1"), forVerification: true)
+            check("verify with the same secret returns the same M", verified.equals(enrolled.secret))
+        } catch {
+            check("unwrap with the same secret succeeds", false, "\(error)")
+        }
+        do {
+            let other = try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: "plugin-check secret 2"))
+            check("a wrong secret gives a different M (or WRONG_SECRET)", !other.equals(enrolled.secret))
+        } catch let e as KeybayError {
+            check("a wrong secret gives a different M (or WRONG_SECRET)", e.code == .wrongSecret, e.description)
+        } catch {
+            check("a wrong secret gives a different M (or WRONG_SECRET)", false, "\(error)")
+        }
+        if plugin.isInteractive {
+            let refused = code { _ = try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: "", refuse: true)) }
+            check("with no interaction available, unwrap reports INTERACTION_UNAVAILABLE", refused == .interactionRequired, "\(String(describing: refused))")
+        }
+        for (name, params) in [("empty", [UInt8]()), ("truncated", Array(enrolled.params.dropLast())), ("extended", enrolled.params + [0]),
+                               ("garbage", [UInt8](repeating: 0xff, count: max(1, enrolled.params.count)))] where params != enrolled.params {
+            let e = code { _ = try plugin.unwrap(params: params, interaction: ScriptedHost(secret: "plugin-check secret 1")) }
+            check("\(name) parameters give MALFORMED_PARAMS", e == .malformed, "\(String(describing: e))")
+        }
+        let unknown = code { _ = try plugin.enroll(options: [("plugin-check-unknown-option", "1")], interaction: host) }
+        check("an unknown enroll option gives INVALID_OPTION", unknown == .invalidArgument, "\(String(describing: unknown))")
+        do {
+            let text = try plugin.describe(params: enrolled.params)
+            check("describe returns one line of text", !text.isEmpty && !text.contains("\n"), text)
+        } catch {
+            check("describe succeeds", false, "\(error)")
+        }
+        check("buffers come back through free_buffer, which clears them", freeBufferClears(plugin))
+        return results
+    }
+
+    /// free_buffer must accept its own buffer and leave it empty (data NULL, length 0).
+    private static func freeBufferClears(_ plugin: LoadedPlugin) -> Bool {
+        var text = keybay_buffer()
+        let probeParams: [UInt8] = []
+        _ = plugin.descriptor.pointee.describe(probeParams, 0, &text)
+        guard text.data != nil else { return true } // describe refused empty params; nothing handed out
+        plugin.descriptor.pointee.free_buffer(&text)
+        return text.data == nil && text.length == 0
+    }
+
+    private static func rootChecks(_ plugin: LoadedPlugin) -> [Result] {
+        var results: [Result] = []
+        func check(_ name: String, _ passed: Bool, _ detail: String = "") { results.append(Result(name: name, passed: passed, detail: detail)) }
+        var template = Array("/tmp/keybay-plugin-check-XXXXXX".utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            check("temporary state directory", false)
+            return results
+        }
+        let home = String(cString: made)
+        defer { removeTree(home) }
+        let domain = [UInt8](repeating: 0x42, count: 32)
+        let root = PluginRoot(plugin: plugin, applicationID: "plugin-check", stateHome: home, domain: domain)
+        do {
+            check("exists is false before create", try !root.exists())
+            let state = try root.create(domain: domain)
+            check("create returns a provider state of at most 64 bytes", !state.isEmpty && state.count <= 64)
+            check("exists is true after create", try root.exists())
+            check("create never overwrites", code { _ = try root.create(domain: domain) } == .stateConflict)
+            let secret = SecureBytes(copying: Array("a 57-byte package would go here, any length is fine....".utf8))
+            let aad = Array("aad".utf8)
+            let sealed = try root.seal(secret, aad: aad, providerState: state, domain: domain)
+            check("open returns what seal sealed", try root.open(sealed[...], aad: aad, providerState: state, domain: domain).equals(secret))
+            var tampered = sealed
+            tampered[tampered.count / 2] ^= 1
+            check("tampered sealed data gives INTEGRITY", code { _ = try root.open(tampered[...], aad: aad, providerState: state, domain: domain) } == .integrity)
+            check("another AAD gives INTEGRITY", code { _ = try root.open(sealed[...], aad: [1], providerState: state, domain: domain) } == .integrity)
+            var otherState = state
+            otherState[0] ^= 1
+            check("another provider state gives ROOT_MISMATCH before decrypting", code { _ = try root.open(sealed[...], aad: aad, providerState: otherState, domain: domain) } == .platformKeyInvalidated)
+            try root.reset()
+            check("reset removes the root", try !root.exists())
+            check("reset is idempotent", code { try root.reset() } == nil)
+            check("open without a root gives ROOT_MISSING", code { _ = try root.open(sealed[...], aad: aad, providerState: state, domain: domain) } == .platformKeyInvalidated)
+            check("location names where the root lives", !root.location.isEmpty && root.location != "(unknown)", root.location)
+        } catch {
+            check("root operations succeed", false, "\(error)")
+        }
+        return results
+    }
+
+    /// rm -r of the temporary state home (links are removed, never followed).
+    private static func removeTree(_ path: String) {
+        var st = stat()
+        guard lstat(path, &st) == 0 else { return }
+        if st.st_mode & S_IFMT == S_IFDIR, let dir = opendir(path) {
+            var names: [String] = []
+            while let entry = readdir(dir) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != "." && name != ".." { names.append(name) }
+            }
+            closedir(dir)
+            names.forEach { removeTree(path + "/" + $0) }
+            rmdir(path)
+        } else {
+            unlink(path)
+        }
+    }
+}
