@@ -36,6 +36,8 @@ let package = Package(
         // The Swift kit for plugin authors, and a test plugin written with it.
         .target(name: "KeybayPluginKit", dependencies: ["CKeybayPlugin"]),
         .target(name: "KeybayTestCounting", dependencies: ["KeybayPluginKit", "CSodium"], path: "Tests/TestPlugins/counting"),
+        // One API write per process, for the crash-kill harness.
+        .executableTarget(name: "keybay-test-writer", dependencies: ["Keybay"], path: "Tests/TestTools/writer"),
 
         .executableTarget(name: "keybay-example-host", dependencies: ["Keybay"], path: "Examples/HostApp"),
         // Side-by-side speed ratios (links libargon2 for the bare reference call; the core does not).

@@ -5,51 +5,89 @@ import Testing
 
 /// Crash safety and interprocess locking with real processes.
 @Suite struct ProcessTests {
-    /// Runs `keybay-methods set` in child processes and SIGKILLs them at random moments.
-    /// After every kill the store must open, hold every acknowledged write with its value, and
-    /// hold the killed write either not at all or completely. `KEYBAY_CRASH_RUNS` sets the count.
+    /// What a store holds, as far as the harness can see.
+    struct Contents: Equatable, CustomStringConvertible {
+        var records: [String: [UInt8]]
+        var methods: Int
+        var description: String { "\(records.count) records, \(methods) methods" }
+    }
+
+    static func contents(_ box: Sandbox) async throws -> Contents {
+        let config = try box.configuration()
+        let status = try KeybayStore.status(config)
+        let s = try await KeybayStore.open(config, method: status.methods.first?.id, createIfAbsent: false, interaction: ScriptedInteraction(["1"]))
+        defer { s.close() }
+        var records: [String: [UInt8]] = [:]
+        for key in try s.keys() { records[key] = try s.get(key) }
+        return Contents(records: records, methods: status.methods.count)
+    }
+
+    /// Runs writers (`set`, `rm`, `clearAll`, `enroll`, `remove`) in child processes and SIGKILLs
+    /// them at random moments. After every kill the store must open and hold either the state
+    /// before the write or the state after it (after it, if the write was acknowledged), and no
+    /// staging file may be left behind. `KEYBAY_CRASH_RUNS` sets the count (default 40).
     @Test func killedWritersNeverTearTheStore() async throws {
         let runs = ProcessInfo.processInfo.environment["KEYBAY_CRASH_RUNS"].flatMap(Int.init) ?? 40
+        let writer = buildDirectory + "/keybay-test-writer"
         let box = Sandbox()
         #expect(try box.cli("set", "base", "present").status == 0)
-        var acknowledged: [String: [UInt8]] = ["base": Array("present".utf8)]
-        var killed = 0, completed = 0
+        var model = try await Self.contents(box)
+        var killed = 0, completed = 0, byOperation: [String: Int] = [:]
         var rng = SystemRandomNumberGenerator()
-        // Kill anywhere from process start to about twice the time an uninterrupted set takes.
+        let valuePath = box.root + "/value"
+        // Kill anywhere from process start to about twice the time an uninterrupted write takes;
+        // the window adapts as the store grows.
         let clock = ContinuousClock()
-        writeBytes(box.root + "/value", [UInt8](repeating: 1, count: 200_000))
+        writeBytes(valuePath, [UInt8](repeating: 1, count: 200_000))
         let uninterrupted = clock.measure {
-            #expect(waitChild(spawnChild(cliPath, ["set", "timing", "--stdin"], environment: box.environment, stdinPath: box.root + "/value")).succeeded)
+            #expect(waitChild(spawnChild(writer, [box.app, "set", "timing"], environment: box.environment, stdinPath: valuePath)).succeeded)
         }
         var window = UInt32(uninterrupted.components.attoseconds / 1_000_000_000_000 + uninterrupted.components.seconds * 1_000_000) * 2
-        acknowledged["timing"] = [UInt8](repeating: 1, count: 200_000)
+        model.records["timing"] = [UInt8](repeating: 1, count: 200_000)
         for i in 0..<runs {
-            let key = "k\(i)"
-            let value = [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: Int.random(in: 1...200_000, using: &rng))
-            let valuePath = box.root + "/value"
-            writeBytes(valuePath, value)
-            let pid = spawnChild(cliPath, ["set", key, "--stdin"], environment: box.environment, stdinPath: valuePath)
+            var after = model
+            var arguments: [String]
+            let roll = Int.random(in: 0..<100, using: &rng)
+            if roll < 50 || model.records.isEmpty {
+                let value = [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: Int.random(in: 1...200_000, using: &rng))
+                writeBytes(valuePath, value)
+                arguments = ["set", "k\(i)"]
+                after.records["k\(i)"] = value
+            } else if roll < 65 {
+                let key = model.records.keys.sorted()[Int.random(in: 0..<model.records.count, using: &rng)]
+                arguments = ["rm", key]
+                after.records[key] = nil
+            } else if roll < 70 {
+                arguments = ["clear"]
+                after.records = [:]
+            } else if roll < 85 && model.methods < 3 || model.methods == 0 {
+                arguments = ["enroll"]
+                after.methods += 1
+            } else {
+                let id = try KeybayStore.status(box.configuration()).methods.last!.id
+                arguments = ["remove", id]
+                after.methods -= 1
+            }
+            let pid = spawnChild(writer, [box.app] + arguments, environment: box.environment, stdinPath: valuePath)
             usleep(UInt32.random(in: 0...window, using: &rng))
             kill(pid, SIGKILL)
             let outcome = waitChild(pid)
-            // The store grows, so a set takes longer as the run goes on: widen the window after a kill.
+            byOperation[arguments[0], default: 0] += 1
+            let now = try await Self.contents(box)
             if outcome.succeeded {
-                acknowledged[key] = value
                 completed += 1
                 window -= window / 16
+                #expect(now == after, "acknowledged \(arguments[0]) in run \(i): found \(now), expected \(after)")
             } else {
-                window += window / 8
-                #expect(outcome.signalled, "set \(key) failed without being killed")
+                #expect(outcome.signalled, "\(arguments[0]) failed without being killed")
                 killed += 1
+                window += window / 8
+                #expect(now == model || now == after, "killed \(arguments[0]) in run \(i) left \(now): neither \(model) nor \(after)")
             }
-            // The store opens, every acknowledged write is there, and the killed one is all or nothing.
-            let s = try await KeybayStore.open(box.configuration(), createIfAbsent: false)
-            for (k, v) in acknowledged { #expect(try s.get(k) == v, "acknowledged \(k) lost after run \(i)") }
-            if let got = try s.get(key) { #expect(got == value, "torn value for \(key)") ; acknowledged[key] = got }
-            s.close()
             #expect(!exists(box.stagingPath), "open leaves no staging file behind")
+            model = now
         }
-        print("crash-kill: window \(window) µs, \(runs) runs, \(killed) killed mid-way, \(completed) completed, 0 lost")
+        print("crash-kill: \(runs) runs (\(byOperation.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))), \(killed) killed mid-way, \(completed) completed; window \(window) µs")
         #expect(killed + completed == runs)
     }
 

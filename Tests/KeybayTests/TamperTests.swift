@@ -43,6 +43,39 @@ import Testing
         #expect(tried == original.count * 3)
     }
 
+    /// The same for a passphrase-protected (suite 2) store: the methods package, the method's
+    /// parameters and its envelope are all under the root's seal and the manifest.
+    @Test func everyByteFlipOfAPassphraseProtectedStoreIsATypedFailure() async throws {
+        let (box, _) = try await Self.smallStore()
+        let s = try await KeybayStore.open(box.configuration(), interaction: ScriptedInteraction(["pw", "pw"]))
+        let method = try await s.auth.add(plugin: "passphrase", options: [("memory-kib", "8"), ("iterations", "1"), ("lanes", "1")])
+        s.close()
+        let original = readBytes(box.storePath)!
+        func outcome() async -> KeybayError.Code? {
+            await keybayCode {
+                let s = try await KeybayStore.open(box.configuration(), method: method.id, createIfAbsent: false, interaction: ScriptedInteraction(["pw"]))
+                for key in try s.keys() { _ = try s.get(key) }
+            }
+        }
+        #expect(await outcome() == nil)
+        for i in original.indices {
+            for mask: UInt8 in [0x01, 0x80, 0xff] {
+                var bytes = original
+                bytes[i] ^= mask
+                writeBytes(box.storePath, bytes)
+                let code = await outcome()
+                #expect(code.map(Self.acceptable.contains) == true, "flip \(mask) at byte \(i) gave \(String(describing: code))")
+            }
+        }
+        for length in stride(from: 0, to: original.count, by: 7) {
+            writeBytes(box.storePath, Array(original[0..<length]))
+            let code = await outcome()
+            #expect(code.map(Self.acceptable.contains) == true, "truncation to \(length) gave \(String(describing: code))")
+        }
+        writeBytes(box.storePath, original)
+        #expect(await outcome() == nil)
+    }
+
     @Test func everyTruncationAndAppendIsATypedFailure() async throws {
         let (box, original) = try await Self.smallStore()
         for length in 0..<original.count {
