@@ -47,3 +47,13 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// libFuzzer targets (scripts/fuzz.sh). They have no main, so they exist only in fuzzing builds:
+// KEYBAY_FUZZ=1 swift build -c release --product keybay-fuzz-store --sanitize=fuzzer ...
+if Context.environment["KEYBAY_FUZZ"] != nil {
+    for (name, path) in [("keybay-fuzz-store", "Fuzz/store"), ("keybay-fuzz-methods-package", "Fuzz/methods-package"),
+                         ("keybay-fuzz-passphrase-params", "Fuzz/passphrase-params")] {
+        package.targets.append(.executableTarget(name: name, dependencies: ["Keybay"], path: path))
+        package.products.append(.executable(name: name, targets: [name]))
+    }
+}
