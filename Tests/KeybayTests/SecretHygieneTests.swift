@@ -1,0 +1,79 @@
+import Foundation
+import Glibc
+import Testing
+@testable import Keybay
+
+/// No secret in any output: every CLI command runs with known secret values, and stdout,
+/// stderr and every error are scanned for them. Only `get` may print a value, and only to stdout.
+@Suite struct SecretHygieneTests {
+    static let passphrase = "PASSPHRASE-0c5e1f"
+    static let value = "VALUE-77a9d2"
+    static let wrong = "WRONGPASS-3b8e40"
+
+    @Test func noCommandPrintsASecret() throws {
+        let box = Sandbox()
+        let fast = PassphraseTests.fast
+        var outputs: [(String, RunResult)] = []
+        func cli(_ args: [String], passphrase: String? = nil, stdin: [UInt8]? = nil) throws {
+            let r = stdin != nil ? try run(cliPath, args, environment: box.environment, stdin: stdin)
+                                 : try PassphraseTests.cli(box, args, passphrase: passphrase)
+            outputs.append((args.joined(separator: " "), r))
+        }
+        try cli(["init"])
+        try cli(["set", "from-arg", Self.value])
+        try cli(["set", "from-stdin", "--stdin"], stdin: Array(Self.value.utf8))
+        try cli(["enroll", "passphrase", "--label", "hygiene"] + fast, passphrase: Self.passphrase)
+        try cli(["enroll", "passphrase"] + fast, passphrase: Self.passphrase) // refused: a second passphrase
+        for json in [[], ["--json"]] {
+            try cli(["status"] + json)
+            try cli(["list"] + json)
+            try cli(["plugins"] + json)
+            try cli(["keys"] + json, passphrase: Self.passphrase)
+            try cli(["get", "from-arg"] + json, passphrase: Self.wrong)
+            try cli(["get", "from-arg", "--no-input"] + json)
+            try cli(["get", "missing"] + json, passphrase: Self.passphrase)
+            try cli(["verify"] + json, passphrase: Self.passphrase)
+            try cli(["verify"] + json, passphrase: Self.wrong)
+        }
+        try cli(["set", "bad key", Self.value])
+        try cli(["get", "from-arg"], passphrase: Self.passphrase)
+        let id = try box.cli("list", "--json").out.split(separator: "\"")[3]
+        try cli(["remove", String(id)], passphrase: Self.passphrase)
+        try cli(["rm", "from-arg"])
+        try cli(["reset", "--yes"])
+
+        for (command, r) in outputs {
+            let out = String(decoding: r.stdout, as: UTF8.self)
+            #expect(!r.stderr.contains(Self.passphrase) && !out.contains(Self.passphrase), "\(command) printed the passphrase")
+            #expect(!r.stderr.contains(Self.wrong) && !out.contains(Self.wrong), "\(command) printed a wrong passphrase")
+            #expect(!r.stderr.contains(Self.value), "\(command) printed a value on stderr")
+            if !command.hasPrefix("get from-arg") || r.status != 0 {
+                #expect(!out.contains(Self.value), "\(command) printed a value")
+            }
+        }
+        // The one place a value may appear: `get` with the right passphrase, on stdout.
+        #expect(outputs.contains { $0.0 == "get from-arg" && $0.1.status == 0 && $0.1.out == Self.value })
+    }
+
+    /// The CLI turns core dumps off for itself before reading any secret.
+    @Test func theCLIDisablesCoreDumps() throws {
+        let box = Sandbox()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: cliPath)
+        p.arguments = ["set", "k", "--stdin"]
+        p.environment = box.environment
+        let input = Pipe()
+        p.standardInput = input // left open: the CLI blocks reading it
+        try p.run()
+        var limits = ""
+        for _ in 0..<200 {
+            usleep(10_000)
+            limits = (try? String(contentsOfFile: "/proc/\(p.processIdentifier)/limits", encoding: .utf8)) ?? ""
+            if limits.contains("Max core file size") && p.isRunning { break }
+        }
+        p.terminate()
+        p.waitUntilExit()
+        let line = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") } ?? ""
+        #expect(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"], "\(line)")
+    }
+}
