@@ -1,20 +1,15 @@
-// keybay-bench: speed measured side by side in one run, as ratios (never timed assertions in
-// tests). Build and run: swift run -c release keybay-bench
+// keybay-bench: speed measured side by side in one run, as ratios of medians over alternating
+// runs (never timed assertions in tests). Run it through scripts/bench.sh, which installs the
+// references (age, cryptsetup-bin) and builds in release mode.
 //
-// Row so far: passphrase unlock (open a protected store with its passphrase method: load the
-// plugin, Argon2id, derive the key pair, open the HPKE envelope, authenticate the manifest) vs
-// the bare libargon2 call with the same parameters (64 MiB, t=4, p=2), alternating, median of N.
+//   keybay-bench [RUNS]          the whole table
+//   keybay-bench load-plugins    (internal) time discovery + loading of the plugins, in a fresh process
 import CArgon2
+import CSodium
 import Glibc
 import Keybay
 
-struct FixedPassphrase: KeybayInteraction {
-    let text: [UInt8]
-    func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        buffer.copyBytes(from: text)
-        return text.count
-    }
-}
+// MARK: - Measuring
 
 func now() -> Double {
     var t = timespec()
@@ -24,40 +19,280 @@ func now() -> Double {
 
 func median(_ xs: [Double]) -> Double { let s = xs.sorted(); return s[s.count / 2] }
 
-let runs = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 11
+func fixed(_ x: Double, _ digits: Int = 2) -> String {
+    var p = 1.0
+    for _ in 0..<digits { p *= 10 }
+    let r = (x * p).rounded() / p
+    var s = String(r)
+    if let dot = s.firstIndex(of: ".") {
+        let decimals = s.distance(from: dot, to: s.endIndex) - 1
+        if decimals < digits { s += String(repeating: "0", count: digits - decimals) }
+    }
+    return s
+}
+
+/// Runs a program (stdout to /dev/null, optional stdin file) and returns (seconds, peak RSS KiB, exit status).
+func spawnTimed(_ argv: [String], env: [String: String], stdin: String? = nil) -> (seconds: Double, maxRSSKiB: Int, status: Int32) {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, stdin ?? "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    let cArgs = argv.map { strdup($0) } + [nil]
+    let cEnv = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { (cArgs + cEnv).forEach { free($0) } }
+    var pid: pid_t = 0
+    let t0 = now()
+    guard posix_spawn(&pid, argv[0], &actions, nil, cArgs, cEnv) == 0 else { fatalError("cannot run \(argv[0])") }
+    var status: Int32 = 0
+    var usage = rusage()
+    while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+    return (now() - t0, usage.ru_maxrss, (status >> 8) & 0xff)
+}
+
+struct Row {
+    let name: String
+    let ours: String
+    let reference: String
+    let ratio: String
+    let target: String
+    let note: String
+}
+
+var rows: [Row] = []
+@MainActor func report(_ row: Row) {
+    rows.append(row)
+    print("  \(row.name): ours \(row.ours), reference \(row.reference), ratio \(row.ratio) (target \(row.target))")
+}
+
+struct FixedPassphrase: KeybayInteraction {
+    let text: [UInt8]
+    func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        buffer.copyBytes(from: text)
+        return text.count
+    }
+}
+
+func recordName(_ i: Int) -> String { "record/\(i < 10 ? "0" : "")\(i)" }
+
+func which(_ name: String) -> String? {
+    for dir in ["/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"] where access(dir + "/" + name, X_OK) == 0 { return dir + "/" + name }
+    return nil
+}
+
+func writeFile(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode)
+    precondition(fd >= 0, "cannot write \(path)")
+    bytes.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+}
+
+let exeDirectory: String = {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    let path = String(decoding: buffer[0..<max(0, n)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return String(path[..<path.lastIndex(of: "/")!])
+}()
+
+// MARK: - The internal plugin-loading probe
+
+if CommandLine.arguments.dropFirst().first == "load-plugins" {
+    let t0 = now()
+    let plugins = try KeybayPlugins.list()
+    let elapsed = now() - t0
+    print("\(elapsed * 1000) \(plugins.count)")
+    exit(0)
+}
+
+// MARK: - Setup
+
+let runs = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 21
 var template = Array("/tmp/keybay-bench-XXXXXX".utf8CString)
 guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { fatalError("mkdtemp") }
 let base = String(cString: made)
 defer { _ = system("rm -rf '\(base)'") }
+let env = ["XDG_DATA_HOME": base + "/data", "XDG_STATE_HOME": base + "/state", "HOME": base, "PATH": "/usr/bin:/bin"]
+let cli = exeDirectory + "/keybay-methods"
+sodium_init()
+print("keybay-bench: \(runs) alternating runs per row, medians")
 
-let passphrase = Array("correct horse battery staple".utf8)
-let interaction = FixedPassphrase(text: passphrase)
-let config = try KeybayConfiguration(applicationID: "bench", dataHome: base + "/data", stateHome: base + "/state")
-let setup = try await KeybayStore.open(config, interaction: interaction)
-try setup.set("service/token", string: "value")
-let method = try await setup.auth.add(plugin: "passphrase", options: [("memory-kib", "65536"), ("iterations", "4"), ("lanes", "2")])
-setup.close()
+func config(_ app: String) throws -> KeybayConfiguration {
+    try KeybayConfiguration(applicationID: app, dataHome: base + "/data", stateHome: base + "/state")
+}
 
-var ours: [Double] = [], bare: [Double] = []
-var salt = [UInt8](repeating: 7, count: 16)
-var out = [UInt8](repeating: 0, count: 32)
-for _ in 0..<runs {
+// 1. CLI get vs age -d of 64 KiB.
+do {
+    let s = try await KeybayStore.open(config("get64"))
+    for i in 0..<64 { try s.set(recordName(i), bytes: [UInt8](repeating: UInt8(i), count: 1024)) }
+    s.close()
+    if let age = which("age"), let keygen = which("age-keygen") {
+        _ = system("'\(keygen)' -o '\(base)/age.key' 2>/dev/null; head -c 65536 /dev/urandom > '\(base)/plain'; '\(age)' -e -i '\(base)/age.key' -o '\(base)/blob.age' '\(base)/plain' 2>/dev/null || '\(age)' -e -r \"$(grep -o 'age1[0-9a-z]*' '\(base)/age.key')\" -o '\(base)/blob.age' '\(base)/plain'")
+        var ours: [Double] = [], ref: [Double] = []
+        for _ in 0..<runs {
+            let o = spawnTimed([cli, "--app", "get64", "get", "record/42"], env: env)
+            precondition(o.status == 0, "keybay-methods get failed")
+            ours.append(o.seconds)
+            let r = spawnTimed([age, "-d", "-i", base + "/age.key", base + "/blob.age"], env: env)
+            precondition(r.status == 0, "age -d failed")
+            ref.append(r.seconds)
+        }
+        report(Row(name: "CLI get (64 x 1 KiB store) vs age -d (64 KiB)", ours: fixed(median(ours) * 1000) + " ms",
+                   reference: fixed(median(ref) * 1000) + " ms", ratio: fixed(median(ours) / median(ref)), target: "<= 1.0", note: ""))
+    } else {
+        print("  (age not installed: run scripts/bench.sh)")
+    }
+}
+
+// 2. Passphrase unlock (CLI verify) vs cryptsetup open --test-passphrase, Argon2id 64 MiB, t=4, p=2.
+do {
+    let passphrase = Array("correct horse battery staple".utf8)
+    writeFile(base + "/pass", passphrase)
+    let setup = try await KeybayStore.open(config("pass"), interaction: FixedPassphrase(text: passphrase))
+    try setup.set("service/token", string: "value")
+    _ = try await setup.auth.add(plugin: "passphrase", options: [("memory-kib", "65536"), ("iterations", "4"), ("lanes", "2")])
+    setup.close()
+    var inProcess: [Double] = [], bare: [Double] = []
+    let method = try KeybayStore.status(config("pass")).methods[0].id
+    var salt = [UInt8](repeating: 7, count: 16), out = [UInt8](repeating: 0, count: 32)
+    for _ in 0..<max(5, runs / 2) {
+        var t0 = now()
+        let session = try await KeybayStore.open(config("pass"), method: method, interaction: FixedPassphrase(text: passphrase))
+        _ = try session.get("service/token")
+        session.close()
+        inProcess.append(now() - t0)
+        t0 = now()
+        precondition(argon2id_hash_raw(4, 65536, 2, passphrase, passphrase.count, &salt, salt.count, &out, out.count) == 0)
+        bare.append(now() - t0)
+    }
+    report(Row(name: "passphrase unlock in-process vs bare argon2id_hash_raw (64 MiB, t=4, p=2)", ours: fixed(median(inProcess) * 1000) + " ms",
+               reference: fixed(median(bare) * 1000) + " ms", ratio: fixed(median(inProcess) / median(bare), 3), target: "<= 1.05", note: ""))
+
+    if let cryptsetup = which("cryptsetup") {
+        let image = base + "/luks.img"
+        _ = system("truncate -s 20M '\(image)' && '\(cryptsetup)' luksFormat -q --type luks2 --pbkdf argon2id --pbkdf-memory 65536 --pbkdf-force-iterations 4 --pbkdf-parallel 2 --key-file '\(base)/pass' '\(image)' >/dev/null 2>&1")
+        var ours: [Double] = [], ref: [Double] = []
+        for _ in 0..<max(5, runs / 2) {
+            let o = spawnTimed([cli, "--app", "pass", "verify", "--passphrase-fd", "0"], env: env, stdin: base + "/pass")
+            precondition(o.status == 0, "keybay-methods verify failed")
+            ours.append(o.seconds)
+            let r = spawnTimed([cryptsetup, "open", "--test-passphrase", "--key-file", base + "/pass", image], env: env)
+            precondition(r.status == 0, "cryptsetup open --test-passphrase failed")
+            ref.append(r.seconds)
+        }
+        report(Row(name: "CLI verify vs cryptsetup open --test-passphrase (LUKS2, same Argon2id)", ours: fixed(median(ours) * 1000) + " ms",
+                   reference: fixed(median(ref) * 1000) + " ms", ratio: fixed(median(ours) / median(ref)), target: "<= 1.05", note: ""))
+    } else {
+        print("  (cryptsetup not installed: run scripts/bench.sh)")
+    }
+}
+
+// 3. Durable set into 4096 x 1 KiB vs writing, fsyncing and renaming the same bytes + directory fsync.
+do {
+    let s = try await KeybayStore.open(config("durable"))
+    for i in 0..<4096 { try s.set("r/\(i)", bytes: [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: 1024)) }
+    let storeFile = base + "/data/keybay/durable/keybay.v2.store"
+    var st = stat()
+    stat(storeFile, &st)
+    let size = Int(st.st_size)
+    let bytes = [UInt8](repeating: 0x5a, count: size)
+    let dir = base + "/bare"
+    mkdir(dir, 0o700)
+    var ours: [Double] = [], ref: [Double] = []
+    for i in 0..<runs {
+        var t0 = now()
+        try s.set("r/\(i % 4096)", bytes: [UInt8](repeating: UInt8(truncatingIfNeeded: i + 1), count: 1024))
+        ours.append(now() - t0)
+        t0 = now()
+        let fd = open(dir + "/stage", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        bytes.withUnsafeBytes { _ = write(fd, $0.baseAddress, $0.count) }
+        fsync(fd)
+        close(fd)
+        rename(dir + "/stage", dir + "/live")
+        let d = open(dir, O_RDONLY | O_DIRECTORY)
+        fsync(d)
+        close(d)
+        ref.append(now() - t0)
+    }
+    s.close()
+    report(Row(name: "durable set (4096 x 1 KiB, \(size / 1024) KiB file) vs bare write+fsync+rename+dir fsync", ours: fixed(median(ours) * 1000) + " ms",
+               reference: fixed(median(ref) * 1000) + " ms", ratio: fixed(median(ours) / median(ref)), target: "<= 2.0", note: ""))
+}
+
+// 4. Opening a 16 MiB store (decrypt and authenticate everything) vs raw XChaCha20-Poly1305.
+do {
+    let s = try await KeybayStore.open(config("big"))
+    let value = [UInt8](repeating: 0x33, count: 1024 * 1024 - 4096)
+    for i in 0..<15 { try s.set("big/\(i)", bytes: value) }
+    let keys = try s.keys()
+    s.close()
+    let total = keys.count * value.count
+    // The reference: libsodium decrypting the same number of frames of the same size.
+    var key = [UInt8](repeating: 1, count: 32), nonce = [UInt8](repeating: 2, count: 24)
+    var sealed = [UInt8](repeating: 0, count: value.count + 16)
+    var clen: UInt64 = 0
+    crypto_aead_xchacha20poly1305_ietf_encrypt(&sealed, &clen, value, UInt64(value.count), nil, 0, nil, nonce, key)
+    var plain = [UInt8](repeating: 0, count: value.count)
+    var ours: [Double] = [], ref: [Double] = []
+    for _ in 0..<max(5, runs / 2) {
+        var t0 = now()
+        let session = try await KeybayStore.open(config("big"), createIfAbsent: false)
+        let all = try session.getMany(keys)
+        precondition(all.count == keys.count)
+        session.close()
+        ours.append(now() - t0)
+        t0 = now()
+        for _ in keys {
+            var mlen: UInt64 = 0
+            precondition(crypto_aead_xchacha20poly1305_ietf_decrypt(&plain, &mlen, nil, sealed, UInt64(sealed.count), nil, 0, nonce, key) == 0)
+        }
+        ref.append(now() - t0)
+    }
+    _ = (key, nonce)
+    let mib = Double(total) / 1048576
+    report(Row(name: "open + read all of a \(Int(mib)) MiB store vs raw libsodium decryption (throughput)",
+               ours: fixed(mib / median(ours), 0) + " MiB/s", reference: fixed(mib / median(ref), 0) + " MiB/s",
+               ratio: fixed(median(ref) / median(ours)), target: ">= 0.6", note: ""))
+
+    // 7. Peak RSS of CLI get on that store.
+    let o = spawnTimed([cli, "--app", "big", "get", "big/3"], env: env)
+    var st = stat()
+    stat(base + "/data/keybay/big/keybay.v2.store", &st)
+    let storeMiB = Double(st.st_size) / 1048576
+    report(Row(name: "peak RSS of CLI get on a \(fixed(storeMiB, 1)) MiB store", ours: "\(o.maxRSSKiB / 1024) MiB",
+               reference: "\(fixed(2 * storeMiB + 16, 0)) MiB (2 x store + 16 MiB)", ratio: fixed(Double(o.maxRSSKiB) / 1024 / (2 * storeMiB + 16)), target: "<= 1.0", note: ""))
+}
+
+// 5. In-process get and getMany.
+do {
+    let s = try await KeybayStore.open(config("inproc"))
+    var names: [String] = []
+    for i in 0..<1024 { names.append("k/\(i)"); try s.set("k/\(i)", bytes: [UInt8](repeating: 1, count: 64)) }
+    let n = 20_000
     var t0 = now()
-    let session = try await KeybayStore.open(config, method: method.id, interaction: interaction)
-    _ = try session.get("service/token")
-    session.close()
-    ours.append(now() - t0)
-
+    for i in 0..<n { _ = try s.get(names[i % 1024]) }
+    let perGet = (now() - t0) / Double(n)
     t0 = now()
-    let rc = argon2id_hash_raw(4, 65536, 2, passphrase, passphrase.count, &salt, salt.count, &out, out.count)
-    precondition(rc == 0)
-    bare.append(now() - t0)
+    for _ in 0..<20 { _ = try s.getMany(names) }
+    let perMany = (now() - t0) / 20
+    s.close()
+    report(Row(name: "in-process get (64-byte value, 1024 records)", ours: fixed(perGet * 1e9, 0) + " ns/call", reference: "-", ratio: "-", target: "-", note: ""))
+    report(Row(name: "in-process getMany of 1024 keys", ours: fixed(perMany * 1e6, 0) + " µs", reference: "-", ratio: "-", target: "-", note: ""))
 }
-let (o, b) = (median(ours), median(bare))
-print("row                                              ours        reference   ratio")
-print("passphrase unlock vs bare argon2id_hash_raw   \(format3(o * 1000)) ms   \(format3(b * 1000)) ms   \(format3(o / b))   (64 MiB, t=4, p=2; median of \(runs) alternating runs)")
 
-func format3(_ x: Double) -> String {
-    let scaled = (x * 1000).rounded() / 1000
-    return String(scaled)
+// 6. Plugin discovery + loading of the first-party plugins, in a fresh process each time.
+do {
+    var times: [Double] = []
+    for _ in 0..<max(5, runs / 2) {
+        let p = popen("'\(exeDirectory)/keybay-bench' load-plugins", "r")!
+        var line = [CChar](repeating: 0, count: 256)
+        _ = fgets(&line, 256, p)
+        pclose(p)
+        times.append(Double(String(cString: line).split(separator: " ").first ?? "0") ?? 0)
+    }
+    report(Row(name: "plugin discovery + loading + probe of every plugin found", ours: fixed(median(times)) + " ms", reference: "-", ratio: "-", target: "<= 2 ms", note: ""))
 }
+
+print("")
+print("| row | ours | reference | ratio | target |")
+print("|---|---|---|---|---|")
+for r in rows { print("| \(r.name) | \(r.ours) | \(r.reference) | \(r.ratio) | \(r.target) |") }
