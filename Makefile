@@ -37,6 +37,9 @@ install: build install-dev
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(bindir)" "$(DESTDIR)$(plugindir)" && \
 	$(INSTALL) -m 0755 "$$bin/keybay-methods" "$(DESTDIR)$(bindir)/keybay-methods" && \
 	for p in $(PLUGINS); do $(INSTALL) -m 0755 "$$bin/$$p" "$(DESTDIR)$(plugindir)/$$p" || exit 1; done
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(PREFIX)/share/man/man1" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions"
+	$(INSTALL) -m 0644 "$(TOP)/docs/keybay-methods.1" "$(DESTDIR)$(PREFIX)/share/man/man1/keybay-methods.1"
+	$(INSTALL) -m 0644 "$(TOP)/completions/keybay-methods.bash" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods"
 
 # The plugin header and keybay-plugin.pc (prefix substituted); builds nothing.
 install-dev:
@@ -48,6 +51,8 @@ install-dev:
 uninstall:
 	rm -f "$(DESTDIR)$(bindir)/keybay-methods" "$(DESTDIR)$(includedir)/keybay_plugin.h" \
 		"$(DESTDIR)$(pkgconfigdir)/keybay-plugin.pc"
+	rm -f "$(DESTDIR)$(PREFIX)/share/man/man1/keybay-methods.1" \
+		"$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods"
 	for p in $(PLUGINS); do rm -f "$(DESTDIR)$(plugindir)/$$p"; done
 	rmdir "$(DESTDIR)$(plugindir)" "$(DESTDIR)$(PREFIX)/lib/keybay" "$(DESTDIR)$(includedir)" 2>/dev/null || true
 

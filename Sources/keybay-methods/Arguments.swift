@@ -13,6 +13,8 @@ struct Arguments {
     var flags: Set<String> = []
     var label: String?
     var options: [(String, String)] = []
+    /// `--help` anywhere prints the usage and does nothing else.
+    var help = false
 
     struct UsageError: Error { let message: String }
 
@@ -57,7 +59,7 @@ struct Arguments {
                 switch name {
                 case "--json": json = true
                 case "--no-input": noInput = true
-                case "--help", "-h": command = command ?? "help"
+                case "--help", "-h": help = true
                 default: flags.insert(name); commandOptionsSeen.insert(name)
                 }
             } else {

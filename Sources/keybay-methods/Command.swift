@@ -3,9 +3,9 @@ import Keybay
 
 enum Command {
     static func run(_ a: Arguments) async throws -> Int32 {
-        guard let command = a.command, command != "help" else {
+        guard let command = a.command, command != "help", !a.help else {
             Output.out(usage + "\n")
-            return a.command == nil ? Exit.usage : Exit.success
+            return a.command == nil && !a.help ? Exit.usage : Exit.success
         }
         switch command {
         case "status":
@@ -130,7 +130,7 @@ enum Command {
             let interaction = TerminalInteraction(passphraseFD: nil, pinFD: nil, noInput: true)
             let result = try KeybayPlugins.benchmarkPassphrase(options: a.options, search: search(a), interaction: interaction)
             let ms = Int(result.unlockSeconds * 1000)
-            a.json ? Output.line(JSON.render(.object([("parameters", .string(result.parameters)), ("unlockMilliseconds", .string("\(ms)"))])))
+            a.json ? Output.line(JSON.render(.object([("parameters", .string(result.parameters)), ("unlockMilliseconds", .number(ms))])))
                    : Output.line("passphrase: \(result.parameters); one unlock takes \(ms) ms here")
             return Exit.success
         case "plugin-check":

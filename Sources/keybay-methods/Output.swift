@@ -23,6 +23,7 @@ enum JSON {
     indirect enum Value {
         case string(String)
         case bool(Bool)
+        case number(Int)
         case array([Value])
         case object([(String, Value)])
     }
@@ -31,6 +32,7 @@ enum JSON {
         switch v {
         case .string(let s): return quote(s)
         case .bool(let b): return b ? "true" : "false"
+        case .number(let n): return String(n)
         case .array(let items): return "[" + items.map(render).joined(separator: ",") + "]"
         case .object(let fields): return "{" + fields.map { quote($0.0) + ":" + render($0.1) }.joined(separator: ",") + "}"
         }

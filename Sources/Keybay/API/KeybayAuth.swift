@@ -26,7 +26,7 @@ public struct KeybayAuth: Sendable {
             throw KeybayError(.invalidArgument, "the store already has \(MethodsPackage.maxMethods) methods, the most it can hold")
         }
         if pluginID == "passphrase", current.methods.contains(where: { $0.pluginId == "passphrase" }) {
-            throw KeybayError(.invalidArgument, "the store already has a passphrase; to change it, add the new one and remove the old")
+            throw KeybayError(.invalidArgument, "the store already has a passphrase (at most one is allowed); to change it, remove the old one first (enroll another method beforehand to stay protected meanwhile)")
         }
         let plugin = try session.loadMethodPlugin(pluginID)
         let (params, secret) = try plugin.enroll(options: options, interaction: session.interaction)

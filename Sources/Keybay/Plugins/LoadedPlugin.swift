@@ -103,9 +103,18 @@ public final class LoadedPlugin: @unchecked Sendable {
         return KeybayError(code, "\(plugin) \(what): \(detail ?? fallback)")
     }
 
+    /// Runs `body` under the plugin's call lock (the ABI promises one thread at a time).
+    func locked<R>(_ body: () throws -> R) rethrows -> R {
+        try callLock.withLock { _ in try body() }
+    }
+
+    private func free(_ buffer: inout keybay_buffer) {
+        callLock.withLock { _ in descriptor.pointee.free_buffer(&buffer) }
+    }
+
     /// Copies a plugin buffer out (into guarded memory when `secret`) and frees it in the plugin.
     func take(_ buffer: inout keybay_buffer, limit: Int, what: String) throws -> [UInt8] {
-        defer { descriptor.pointee.free_buffer(&buffer) }
+        defer { free(&buffer) }
         guard buffer.length <= limit else {
             throw KeybayError(.pluginFailed, "\(id) returned \(buffer.length) bytes of \(what), limit \(limit)")
         }
@@ -115,7 +124,7 @@ public final class LoadedPlugin: @unchecked Sendable {
     }
 
     func takeSecure(_ buffer: inout keybay_buffer, exactly count: Int, what: String) throws -> SecureBytes {
-        defer { descriptor.pointee.free_buffer(&buffer) }
+        defer { free(&buffer) }
         guard buffer.length == count, let data = buffer.data else {
             throw KeybayError(.pluginFailed, "\(id) returned \(buffer.length) bytes of \(what), expected \(count)")
         }

@@ -17,6 +17,11 @@ public enum KeybayPluginCheck {
         var results: [Result] = []
         func check(_ name: String, _ passed: Bool, _ detail: String = "") { results.append(Result(name: name, passed: passed, detail: detail)) }
 
+        var st = stat()
+        guard lstat(path, &st) == 0 else {
+            check("\(path) exists", false, String(cString: strerror(errno)))
+            return results
+        }
         let file = path.split(separator: "/").last.map(String.init) ?? path
         guard file.hasPrefix("libkeybay-"), file.hasSuffix(".so") else {
             check("file name is libkeybay-<id>.so", false, file)

@@ -11,7 +11,7 @@ struct PluginRoot: RootProvider {
 
     var location: String {
         var text = keybay_buffer()
-        let status = withContext { plugin.descriptor.pointee.root_location($0, &text) }
+        let status = withContext { c in plugin.locked { plugin.descriptor.pointee.root_location(c, &text) } }
         guard status == KEYBAY_OK, let bytes = try? plugin.take(&text, limit: 4096, what: "location") else { return "(unknown)" }
         return String(decoding: bytes, as: UTF8.self)
     }
@@ -48,7 +48,7 @@ struct PluginRoot: RootProvider {
         }
         let length = plain.length
         guard length > 0, length <= sealed.count else {
-            plugin.descriptor.pointee.free_buffer(&plain)
+            _ = try? plugin.take(&plain, limit: Int.max, what: "key package")
             throw KeybayError(.pluginFailed, "\(id) returned a \(length)-byte key package for a \(sealed.count)-byte sealed one")
         }
         return try plugin.takeSecure(&plain, exactly: length, what: "key package")

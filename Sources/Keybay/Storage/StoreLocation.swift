@@ -137,6 +137,9 @@ struct StoreLocation: Sendable {
                                       sealedPackageLength: PlatformPackage.plaintextBytes + XChaCha20Poly1305.overhead)
             let sealed = try root.seal(package.encode(), aad: StoreSuite.platform.packageAAD(domain: domain, bootstrapCore: bootstrap.core),
                                        providerState: providerState, domain: domain)
+            guard sealed.count == bootstrap.sealedPackageLength else {
+                throw KeybayError(.pluginFailed, "\(root.id) sealed a \(PlatformPackage.plaintextBytes)-byte package into \(sealed.count) bytes")
+            }
             let file = try StoreEncoder.encode(bootstrap: bootstrap, sealedPackage: sealed, frames: [],
                                                keys: StoreKeys(package: package), domain: domain)
             try dir.createExclusive(Self.liveName, stagingName: Self.stagingName, with: file)
