@@ -16,6 +16,8 @@
 PREFIX ?= /usr/local
 DESTDIR ?=
 SWIFT ?= swift
+CONFIG ?= release
+BIN ?=
 INSTALL ?= install
 TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 
@@ -30,10 +32,11 @@ HEADER = $(TOP)/Sources/CKeybayPlugin/include/keybay_plugin.h
 all: build
 
 build:
-	cd "$(TOP)" && $(SWIFT) build -c release
+	cd "$(TOP)" && $(SWIFT) build -c $(CONFIG)
 
-install: build install-dev
-	bin="$$(cd "$(TOP)" && $(SWIFT) build -c release --show-bin-path)" && \
+# BIN=DIR installs what is already built in DIR (no swift invocation: the tests use it).
+install: $(if $(BIN),,build) install-dev
+	bin="$(if $(BIN),$(BIN),$$(cd "$(TOP)" && $(SWIFT) build -c $(CONFIG) --show-bin-path))" && \
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(bindir)" "$(DESTDIR)$(plugindir)" && \
 	$(INSTALL) -m 0755 "$$bin/keybay-methods" "$(DESTDIR)$(bindir)/keybay-methods" && \
 	for p in $(PLUGINS); do $(INSTALL) -m 0755 "$$bin/$$p" "$(DESTDIR)$(plugindir)/$$p" || exit 1; done
