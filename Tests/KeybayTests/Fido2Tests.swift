@@ -352,4 +352,68 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         #expect(try plugin.describe(params: params).contains("PIN and touch"))
         #expect(await keybayCode { _ = try plugin.describe(params: Array(params.prefix(50))) } == .malformed)
     }
+
+    /// The CLI in separate processes: each process gets fresh virtual keys from
+    /// KEYBAY_TEST_FIDO2, and the same seed makes the same key, so a credential made by `enroll`
+    /// is found again by `get`.
+    @Test func theCLIEnrollsAndUnlocksWithPinFd() throws {
+        let box = Sandbox()
+        func cli(_ args: [String], keys: String = "0:pin=1234;0:seed=cli", pin: String? = nil) throws -> RunResult {
+            var env = box.environment
+            env["KEYBAY_TEST_FIDO2"] = keys
+            guard let pin else { return try run(cliPath, args, environment: env) }
+            let file = box.root + "/pin-\(UUID().uuidString)"
+            try (pin + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            defer { unlink(file) }
+            return try run("/bin/sh", ["-c", "exec \"$0\" \"$@\" --pin-fd 3 3<\"\(file)\"", cliPath] + args, environment: env)
+        }
+        #expect(try cli(["set", "service/token", "correct horse"]).status == 0)
+        let enrolled = try cli(["enroll", "test-fido2", "--opt", "pin=required", "--label", "key", "--json"], pin: "1234")
+        #expect(enrolled.status == 0 && enrolled.out.contains("\"plugin\":\"test-fido2\""), "\(enrolled.stderr)")
+        #expect(enrolled.stderr.contains("Touch your security key"))
+        #expect(try cli(["status", "--json"]).out.contains("\"state\":\"protected\""))
+
+        let right = try cli(["get", "service/token"], pin: "1234")
+        #expect(right.status == 0 && right.out == "correct horse", "\(right.stderr)")
+        let noInput = try cli(["get", "service/token", "--no-input"])
+        #expect(noInput.status == 4 && noInput.stderr.contains("PIN"))
+        let wrong = try cli(["get", "service/token"], pin: "9999")
+        #expect(wrong.status == 1 && wrong.stderr.contains("[wrong-secret]") && wrong.stderr.contains("7 tries left"), "\(wrong.stderr)")
+        #expect(!wrong.stderr.contains("9999"))
+        let absent = try cli(["get", "service/token"], keys: "0:present=0", pin: "1234")
+        #expect(absent.status == 1 && absent.stderr.contains("[method-unavailable]"))
+        let otherKey = try cli(["get", "service/token"], keys: "0:pin=1234;0:seed=other", pin: "1234")
+        #expect(otherKey.status == 1 && otherKey.stderr.contains("does not hold"))
+        #expect(try cli(["verify"], pin: "1234").status == 0)
+        let badOption = try cli(["enroll", "test-fido2", "--opt", "presence=sometimes"], pin: "1234")
+        #expect(badOption.status == 2, "\(badOption.stderr)")
+
+        let id = try cli(["list", "--json"]).out.split(separator: "\"")[3]
+        let removed = try cli(["remove", String(id)], pin: "1234")
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(try cli(["get", "service/token"]).out == "correct horse")
+    }
+
+    /// The core and the CLI never link libfido2; listing plugins probes the real fido2 plugin
+    /// without prompting, quickly.
+    @Test func onlyTheFido2PluginLinksLibfido2AndProbingIsQuick() throws {
+        let env = ["PATH": "/usr/bin:/bin"]
+        let cli = try run("/usr/bin/ldd", [cliPath], environment: env).out
+        #expect(!cli.contains("libfido2") && !cli.contains("libcrypto"))
+        #expect(try run("/usr/bin/ldd", [buildDirectory + "/libkeybay-fido2.so"], environment: env).out.contains("libfido2"))
+        #expect(!(try run("/usr/bin/ldd", [buildDirectory + "/libkeybay-passphrase.so"], environment: env).out.contains("libfido2")))
+
+        let box = Sandbox()
+        let clock = ContinuousClock()
+        let start = clock.now
+        let listed = try run(cliPath, ["plugins", "--json", "--no-input"], environment: box.environment, stdin: [])
+        let took = clock.now - start
+        #expect(listed.status == 0 && took < .seconds(1), "plugins --json took \(took)")
+        let entry = listed.out.components(separatedBy: "},{").first { $0.contains("\"id\":\"fido2\"") }
+        #expect(entry != nil)
+        let hidraw = (try? FileManager.default.contentsOfDirectory(atPath: "/dev"))?.contains { $0.hasPrefix("hidraw") } ?? false
+        if !hidraw {
+            #expect(entry?.contains("\"available\":false") == true && entry?.contains("no FIDO2 security key") == true, "\(entry ?? "")")
+        }
+    }
 }
