@@ -3,7 +3,7 @@
 # Needs Swift 6.3 on PATH already (https://www.swift.org/install/linux/).
 set -euo pipefail
 
-packages=(libsodium-dev libargon2-dev libfido2-dev pkg-config python3)
+packages=(libsodium-dev libargon2-dev libfido2-dev libssl-dev pkg-config python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
