@@ -251,10 +251,13 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         VirtualKeys.set(1, "present", "0")
         #expect(try await Self.open(config, picked, RecordingInteraction([])).getString("service/token") == "correct horse")
         #expect(await keybayCode { try await s.auth.add(plugin: Self.plugin, options: [("device", "virtual:3")]) } == .methodUnavailable)
-        // No key at all: probe says unavailable (without prompting).
+        // No key at all: probe says unavailable (without prompting). (Only this plugin is
+        // probed: KeybayPlugins.list() would also probe the counting plugin other suites count.)
+        let loaded = try PluginLoader.load(id: Self.plugin, kind: KEYBAY_KIND_METHOD, search: config.pluginSearch)
+        #expect(loaded.probe() == nil)
         VirtualKeys.set(0, "present", "0")
-        let info = try KeybayPlugins.list().first { $0.id == Self.plugin }
-        #expect(info?.available == false && info?.reason?.contains("no FIDO2 security key") == true)
+        let reason = loaded.probe()
+        #expect(reason?.contains("no FIDO2 security key") == true, "\(String(describing: reason))")
     }
 
     @Test func theUnlockModeMustMatchTheEnrollment() async throws {

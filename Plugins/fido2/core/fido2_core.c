@@ -1019,11 +1019,10 @@ keybay_status keybay_fido2_describe(const uint8_t *params, size_t params_length,
     return KEYBAY_OK;
 }
 
-const keybay_option_spec keybay_fido2_option_specs[] = {
+const keybay_option_spec keybay_fido2_option_specs[KEYBAY_FIDO2_OPTION_COUNT] = {
     {"device", "the key's device path, or auto (the default: the only FIDO2 key plugged in)"},
     {"rp", "relying-party id of the credential, [a-z0-9.-] (default keybay.local)"},
     {"pin", "required|no: ask for the key's PIN at every unlock (default: required if the key has a PIN)"},
     {"presence", "required|no: the key must be touched at every unlock (default required)"},
     {"uv", "required|no: user verification at every unlock, by the PIN or the key's built-in sensor (default no)"},
 };
-const size_t keybay_fido2_option_count = sizeof keybay_fido2_option_specs / sizeof keybay_fido2_option_specs[0];

@@ -66,7 +66,8 @@ KEYBAY_FIDO2_HIDDEN keybay_status keybay_fido2_unwrap(const keybay_host *host, c
 KEYBAY_FIDO2_HIDDEN keybay_status keybay_fido2_describe(const uint8_t *params, size_t params_length,
                                                         keybay_buffer *text_out);
 
-KEYBAY_FIDO2_HIDDEN extern const keybay_option_spec keybay_fido2_option_specs[];
-KEYBAY_FIDO2_HIDDEN extern const size_t keybay_fido2_option_count;
+/* The enroll options (device, rp, pin, presence, uv), for the descriptor. */
+#define KEYBAY_FIDO2_OPTION_COUNT 5u
+KEYBAY_FIDO2_HIDDEN extern const keybay_option_spec keybay_fido2_option_specs[KEYBAY_FIDO2_OPTION_COUNT];
 
 #endif /* KEYBAY_FIDO2_CORE_H */
