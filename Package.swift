@@ -10,9 +10,12 @@ let package = Package(
         // keybay_plugin_entry_v1.
         .library(name: "keybay-file-root", type: .dynamic, targets: ["KeybayFileRoot"]),
         .library(name: "keybay-passphrase", type: .dynamic, targets: ["KeybayPassphrase"]),
+        .library(name: "keybay-fido2", type: .dynamic, targets: ["KeybayFido2"]),
         .library(name: "KeybayPluginKit", targets: ["KeybayPluginKit"]),
         // A method plugin for tests only (counts its calls); built so tests can dlopen it.
         .library(name: "keybay-test-counting", type: .dynamic, targets: ["KeybayTestCounting"]),
+        // The fido2 method on an in-process virtual CTAP2 authenticator, for tests only.
+        .library(name: "keybay-test-fido2", type: .dynamic, targets: ["KeybayTestFido2"]),
     ],
     targets: [
         // C libraries from Debian. The core links libsodium only; libargon2 and libfido2 are
@@ -20,6 +23,8 @@ let package = Package(
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
         .systemLibrary(name: "CFido2", pkgConfig: "libfido2", providers: [.apt(["libfido2-dev"])]),
+        // OpenSSL's libcrypto, for the virtual FIDO2 authenticator (test support only).
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // The plugin ABI: Sources/CKeybayPlugin/include/keybay_plugin.h.
         .target(name: "CKeybayPlugin", path: "Sources/CKeybayPlugin"),
@@ -32,12 +37,24 @@ let package = Package(
         .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/file-root", publicHeadersPath: "."),
         .target(name: "KeybayPassphrase", dependencies: ["CKeybayPlugin", "CArgon2", "CSodium"],
                 path: "Plugins/passphrase", linkerSettings: [.linkedLibrary("m")]),
+        // fido2: the method (core, with a replaceable device opener) and the shipped plugin, the
+        // only library that links libfido2.
+        .target(name: "KeybayFido2Core", dependencies: ["CKeybayPlugin", "CFido2", "CSodium"], path: "Plugins/fido2/core",
+                linkerSettings: [.linkedLibrary("pthread")]),
+        .target(name: "KeybayFido2", dependencies: ["KeybayFido2Core"], path: "Plugins/fido2", exclude: ["core"],
+                sources: ["plugin.c"], publicHeadersPath: "."),
 
         // The Swift kit for plugin authors, and a test plugin written with it.
         .target(name: "KeybayPluginKit", dependencies: ["CKeybayPlugin"]),
         .target(name: "KeybayTestCounting", dependencies: ["KeybayPluginKit", "CSodium"], path: "Tests/TestPlugins/counting"),
         // One API write per process, for the crash-kill harness.
         .executableTarget(name: "keybay-test-writer", dependencies: ["Keybay"], path: "Tests/TestTools/writer"),
+        // A virtual CTAP2 authenticator reached through libfido2's io/transport hooks, and the
+        // fido2 core wired to it (libkeybay-test-fido2.so).
+        .target(name: "KeybayVirtualAuthenticator", dependencies: ["CFido2", "CCrypto"], path: "Tests/VirtualAuthenticator",
+                linkerSettings: [.linkedLibrary("pthread")]),
+        .target(name: "KeybayTestFido2", dependencies: ["KeybayFido2Core", "KeybayVirtualAuthenticator"],
+                path: "Tests/TestPlugins/fido2-virtual", publicHeadersPath: "."),
 
         .executableTarget(name: "keybay-example-host", dependencies: ["Keybay"], path: "Examples/HostApp"),
         // Side-by-side speed ratios (links libargon2 for the bare reference call; the core does not).

@@ -14,6 +14,9 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
         case platformKeyInvalidated = "platform-key-invalidated"
         case protectionMismatch = "protection-mismatch"
         case authenticationRequired = "authentication-required"
+        /// Another process added or removed a method (a new store key) since this session
+        /// unlocked the store: open it again.
+        case keyChanged = "key-changed"
         // The bytes on disk (CLI exit 1).
         case malformed = "malformed"
         case integrity = "integrity"

@@ -2,7 +2,20 @@ import Glibc
 import Keybay
 
 enum Command {
+    /// Runs the command; if another process rotated the store key (enrolled or removed a method)
+    /// between our unlock and our write, unlocks again and retries, at most twice.
     static func run(_ a: Arguments) async throws -> Int32 {
+        var attempt = 0
+        while true {
+            do {
+                return try await runOnce(a)
+            } catch let e as KeybayError where attempt < 2 && (e.code == .keyChanged || (e.code == .authenticationRequired && a.method == nil)) {
+                attempt += 1
+            }
+        }
+    }
+
+    static func runOnce(_ a: Arguments) async throws -> Int32 {
         guard let command = a.command, command != "help", !a.help else {
             Output.out(usage + "\n")
             return a.command == nil && !a.help ? Exit.usage : Exit.success

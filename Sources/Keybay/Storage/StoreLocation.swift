@@ -158,9 +158,13 @@ struct StoreLocation: Sendable {
     /// platform-only store, or one whose package `previous` already unlocked, opens.
     func load(_ dir: PrivateDirectory, key: PackageKey = .platform, reusing previous: StoreSnapshot?) throws -> Generation? {
         guard let read = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes) else { return nil }
-        let snapshot = try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain,
-                                                      root: root, key: key, reusing: previous)
-        return Generation(snapshot: snapshot, identity: read.identity)
+        do {
+            let snapshot = try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain,
+                                                          root: root, key: key, reusing: previous)
+            return Generation(snapshot: snapshot, identity: read.identity)
+        } catch let e as KeybayError where e.code == .authenticationRequired && previous != nil {
+            throw KeybayError(.keyChanged, "another process changed the unlock methods of \(storePath) (a new store key); open it again")
+        }
     }
 
     /// Re-reads the live file under a shared lock (another process replaced it).

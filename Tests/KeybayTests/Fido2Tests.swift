@@ -1,0 +1,422 @@
+import CKeybayPlugin
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+@testable import Keybay
+
+/// The virtual security keys of libkeybay-test-fido2.so (Tests/VirtualAuthenticator), configured
+/// through the plugin's exported test functions. The library is the same one the plugin loader
+/// opens, so the settings reach the devices the plugin talks to through libfido2.
+enum VirtualKeys {
+    nonisolated(unsafe) private static let handle: UnsafeMutableRawPointer? = dlopen(buildDirectory + "/libkeybay-test-fido2.so", RTLD_NOW | RTLD_LOCAL)
+
+    private static func symbol<T>(_ name: String, as type: T.Type) -> T {
+        guard let handle, let s = dlsym(handle, name) else { fatalError("libkeybay-test-fido2.so lacks \(name)") }
+        return unsafeBitCast(s, to: type)
+    }
+
+    static func reset() {
+        symbol("keybay_test_fido2_reset", as: (@convention(c) () -> Void).self)()
+    }
+
+    static func set(_ name: String, _ value: String) { set(0, name, value) }
+    static func get(_ name: String) -> Int { get(0, name) }
+
+    static func set(_ device: Int32, _ name: String, _ value: String) {
+        let f = symbol("keybay_test_fido2_set", as: (@convention(c) (Int32, UnsafePointer<CChar>, UnsafePointer<CChar>) -> Int32).self)
+        precondition(f(device, name, value) == 0, "virtual key setting \(name)=\(value) refused")
+    }
+
+    static func get(_ device: Int32, _ name: String) -> Int {
+        let f = symbol("keybay_test_fido2_get", as: (@convention(c) (Int32, UnsafePointer<CChar>) -> Int).self)
+        return f(device, name)
+    }
+}
+
+/// Answers secret requests from a script and records what was asked (kind, retries left) and
+/// every message; can report cancellation 200 ms after a message containing `cancelOn` was shown
+/// (so the plugin is already waiting for the key when it notices).
+final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
+    private let answers: Mutex<[String]>
+    let requests = Mutex<[(kind: KeybaySecretRequest.Kind, retries: Int?)]>([])
+    let messages = Mutex<[String]>([])
+    private let cancelOn: String?
+    private let cancelAt = Mutex<ContinuousClock.Instant?>(nil)
+
+    init(_ answers: [String], cancelOn: String? = nil) {
+        self.answers = Mutex(answers)
+        self.cancelOn = cancelOn
+    }
+
+    var askCount: Int { requests.withLock { $0.count } }
+    var lastRetries: Int? { requests.withLock { $0.last?.retries } }
+
+    func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        requests.withLock { $0.append((request.kind, request.retriesLeft)) }
+        guard let next = answers.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else {
+            throw KeybayError(.interactionRequired, "script exhausted")
+        }
+        let bytes = Array(next.utf8)
+        buffer.copyBytes(from: bytes)
+        return bytes.count
+    }
+
+    func message(_ text: String, level: KeybayMessageLevel) {
+        messages.withLock { $0.append(text) }
+        if let cancelOn, text.contains(cancelOn) { cancelAt.withLock { $0 = ContinuousClock.now + .milliseconds(200) } }
+    }
+
+    var isCancelled: Bool { cancelAt.withLock { $0.map { ContinuousClock.now >= $0 } ?? false } }
+}
+
+/// The fido2 method through the whole stack: KeybayStore/auth → plugin loader → host bridge →
+/// libkeybay-test-fido2.so (the fido2 core) → the real libfido2 → a virtual CTAP2 key. The
+/// virtual keys are process-wide, hence a serialized suite that resets them in every test.
+@Suite(.serialized) struct Fido2Tests {
+    static let fastPassphrase = [("memory-kib", "8192"), ("iterations", "1"), ("lanes", "1")]
+    static let plugin = "test-fido2"
+
+    /// A store with a record and a FIDO2 method enrolled with `options` (PIN answers first).
+    static func enrolledStore(_ box: Sandbox, options: [(String, String)] = [("pin", "required")], answers: [String] = ["1234"])
+        async throws -> (config: KeybayConfiguration, method: KeybayMethod) {
+        let config = try box.configuration()
+        let s = try await KeybayStore.open(config, interaction: RecordingInteraction(answers))
+        try s.set("service/token", string: "correct horse")
+        let method = try await s.auth.add(plugin: plugin, options: options, label: "yubikey")
+        s.close()
+        return (config, method)
+    }
+
+    static func open(_ config: KeybayConfiguration, _ method: KeybayMethod, _ interaction: RecordingInteraction) async throws -> KeybaySession {
+        try await KeybayStore.open(config, method: method.id, interaction: interaction)
+    }
+
+    @Test func aPassphraseAndAKeyEachOpenTheStoreAndRemovingTheKeyAsksForNothing() async throws {
+        VirtualKeys.reset()
+        VirtualKeys.set("pin", "1234")
+        let box = Sandbox()
+        let config = try box.configuration()
+        let enroll = RecordingInteraction(["pass phrase", "pass phrase", "1234"])
+        let s = try await KeybayStore.open(config, interaction: enroll)
+        try s.set("service/token", string: "correct horse")
+        let passphrase = try await s.auth.add(plugin: "passphrase", options: Self.fastPassphrase, label: "passphrase")
+        let key = try await s.auth.add(plugin: Self.plugin, options: [("pin", "required")], label: "yubikey")
+        #expect(try s.auth.list() == [passphrase, key])
+        // The PIN was asked once, with the key's retry count; one credential, three touches
+        // (the credential and two checking assertions that must agree).
+        #expect(enroll.requests.withLock { $0.filter { $0.kind == .pin }.map(\.retries) } == [8])
+        #expect(VirtualKeys.get("credentials") == 1 && VirtualKeys.get("touches") == 3 && VirtualKeys.get("assertions") == 2)
+        #expect(enroll.messages.withLock { $0.contains { $0.contains("Touch your security key") } })
+        let description = try s.auth.describe(key.id)
+        #expect(description.hasPrefix("FIDO2 hmac-secret, rp keybay.local, PIN and touch, credential "), "\(description)")
+        s.close()
+
+        // Either method opens it.
+        let byKey = RecordingInteraction(["1234"])
+        let k = try await Self.open(config, key, byKey)
+        #expect(try k.getString("service/token") == "correct horse")
+        #expect(byKey.askCount == 1 && byKey.lastRetries == 8)
+        k.close()
+        let byPassphrase = try await Self.open(config, passphrase, RecordingInteraction(["pass phrase"]))
+        #expect(try byPassphrase.getString("service/token") == "correct horse")
+        byPassphrase.close()
+        try await KeybayStore.open(config, method: key.id, interaction: RecordingInteraction(["1234", "1234"])).auth.verify(key.id)
+
+        // Opened with the key, removing the key re-seals the passphrase without asking for it
+        // (and without talking to the key again).
+        let opener = RecordingInteraction(["1234"])
+        let session = try await Self.open(config, key, opener)
+        let assertionsAfterUnlock = VirtualKeys.get("assertions")
+        try await session.auth.remove(key.id)
+        #expect(opener.askCount == 1, "removal asked for a credential")
+        #expect(VirtualKeys.get("assertions") == assertionsAfterUnlock, "removal talked to the key")
+        #expect(try session.auth.list() == [passphrase])
+        #expect(try session.getString("service/token") == "correct horse")
+        let after = try await Self.open(config, passphrase, RecordingInteraction(["pass phrase"]))
+        #expect(try after.getString("service/token") == "correct horse")
+        #expect(await keybayCode { _ = try await Self.open(config, key, RecordingInteraction(["1234"])) } == .methodNotFound)
+    }
+
+    @Test func wrongPinsCountDownAndThreeInARowNeedTheKeyReplugged() async throws {
+        VirtualKeys.reset()
+        VirtualKeys.set("pin", "1234")
+        let box = Sandbox()
+        let (config, method) = try await Self.enrolledStore(box)
+        let before = readBytes(box.storePath)
+
+        let first = RecordingInteraction(["0000"])
+        let e1 = await keybayError { _ = try await Self.open(config, method, first) }
+        #expect(e1?.code == .wrongSecret && e1?.message.contains("7 tries left") == true, "\(String(describing: e1))")
+        #expect(first.lastRetries == 8)
+        let second = RecordingInteraction(["0000"])
+        let e2 = await keybayError { _ = try await Self.open(config, method, second) }
+        #expect(e2?.code == .wrongSecret && e2?.message.contains("6 tries left") == true, "\(String(describing: e2))")
+        #expect(second.lastRetries == 7)
+        // The third wrong PIN in a row: the key refuses PIN entry until it is re-plugged.
+        let e3 = await keybayError { _ = try await Self.open(config, method, RecordingInteraction(["0000"])) }
+        #expect(e3?.code == .locked && e3?.message.contains("re-insert") == true, "\(String(describing: e3))")
+        #expect(await keybayCode { _ = try await Self.open(config, method, RecordingInteraction(["1234"])) } == .locked)
+        #expect(VirtualKeys.get("retries") == 5)
+        #expect(readBytes(box.storePath) == before, "a failed unlock changed the store")
+
+        VirtualKeys.set("replug", "1")
+        let right = RecordingInteraction(["1234"])
+        let s = try await Self.open(config, method, right)
+        #expect(try s.getString("service/token") == "correct horse")
+        #expect(right.lastRetries == 5 && VirtualKeys.get("retries") == 8)
+    }
+
+    @Test func aBlockedPinIsLockedAndNotAskedFor() async throws {
+        VirtualKeys.reset()
+        VirtualKeys.set("pin", "1234")
+        let box = Sandbox()
+        let (config, method) = try await Self.enrolledStore(box)
+        VirtualKeys.set("retries", "1")
+        let e = await keybayError { _ = try await Self.open(config, method, RecordingInteraction(["0000"])) }
+        #expect(e?.code == .locked && e?.message.contains("blocked") == true, "\(String(describing: e))")
+        let again = RecordingInteraction(["1234"])
+        let e2 = await keybayError { _ = try await Self.open(config, method, again) }
+        #expect(e2?.code == .locked && e2?.message.contains("no tries left") == true, "\(String(describing: e2))")
+        #expect(again.askCount == 0, "the PIN of a blocked key was asked for")
+    }
+
+    @Test func aRefusedTouchCancelsATimeoutTimesOutAndTheHostCanCancel() async throws {
+        VirtualKeys.reset()
+        let box = Sandbox()
+        // No PIN on the key: the default mode is touch only.
+        let (config, method) = try await Self.enrolledStore(box, options: [], answers: [])
+        let described = try await Self.open(config, method, RecordingInteraction([])).auth.describe(method.id)
+        #expect(described.contains("rp keybay.local, touch,"), "\(described)")
+
+        VirtualKeys.set("deny", "1")
+        let denied = await keybayError { _ = try await Self.open(config, method, RecordingInteraction([])) }
+        #expect(denied?.code == .cancelled && denied?.message.contains("refused") == true, "\(String(describing: denied))")
+        VirtualKeys.set("deny", "0")
+        VirtualKeys.set("timeout", "1")
+        #expect(await keybayCode { _ = try await Self.open(config, method, RecordingInteraction([])) } == .timedOut)
+        VirtualKeys.set("timeout", "0")
+
+        // The touch takes long; the host cancels while the plugin waits for it: the plugin sends
+        // a CTAPHID_CANCEL and the key gives up.
+        VirtualKeys.set("touch-delay-ms", "5000")
+        let touchesBefore = VirtualKeys.get("touches")
+        let cancelling = RecordingInteraction([], cancelOn: "Touch your security key")
+        let clock = ContinuousClock()
+        let start = clock.now
+        #expect(await keybayCode { _ = try await Self.open(config, method, cancelling) } == .cancelled)
+        let waited = clock.now - start
+        #expect(waited >= .milliseconds(200) && waited < .seconds(3), "cancellation did not stop the wait: \(waited)")
+        #expect(VirtualKeys.get("touches") == touchesBefore)
+        VirtualKeys.set("touch-delay-ms", "0")
+
+        // An enrollment refused at the touch changes nothing.
+        let session = try await Self.open(config, method, RecordingInteraction([]))
+        VirtualKeys.set("deny", "1")
+        let before = readBytes(box.storePath)
+        #expect(await keybayCode { try await session.auth.add(plugin: Self.plugin, options: [("pin", "no")]) } == .cancelled)
+        #expect(readBytes(box.storePath) == before)
+        #expect(try session.auth.list() == [method])
+    }
+
+    @Test func aMissingKeyOrOneWithoutTheCredentialIsUnavailable() async throws {
+        VirtualKeys.reset()
+        // Enroll on key 1 (key 0 unplugged).
+        VirtualKeys.set(0, "present", "0")
+        VirtualKeys.set(1, "present", "1")
+        let box = Sandbox()
+        let (config, method) = try await Self.enrolledStore(box, options: [("pin", "no")], answers: [])
+
+        VirtualKeys.set(1, "present", "0")
+        let none = await keybayError { _ = try await Self.open(config, method, RecordingInteraction([])) }
+        #expect(none?.code == .methodUnavailable && none?.message.contains("no FIDO2 security key") == true, "\(String(describing: none))")
+
+        // Only another key (another master secret): it does not hold the credential.
+        VirtualKeys.set(0, "present", "1")
+        let other = await keybayError { _ = try await Self.open(config, method, RecordingInteraction([])) }
+        #expect(other?.code == .methodUnavailable && other?.message.contains("does not hold") == true, "\(String(describing: other))")
+        #expect(VirtualKeys.get(0, "touches") == 0, "the wrong key was asked for a touch")
+
+        // Both plugged in: the one holding the credential is found without touching the other.
+        VirtualKeys.set(1, "present", "1")
+        let s = try await Self.open(config, method, RecordingInteraction([]))
+        #expect(try s.getString("service/token") == "correct horse")
+        #expect(VirtualKeys.get(0, "touches") == 0 && VirtualKeys.get(1, "touches") == 4)
+
+        // Enrollment with two keys plugged in needs device=PATH and names them.
+        let twoKeys = await keybayError { try await s.auth.add(plugin: Self.plugin, options: [("pin", "no")]) }
+        #expect(twoKeys?.code == .invalidArgument && twoKeys?.message.contains("virtual:0, virtual:1") == true, "\(String(describing: twoKeys))")
+        let picked = try await s.auth.add(plugin: Self.plugin, options: [("pin", "no"), ("device", "virtual:0")], label: "second key")
+        #expect(VirtualKeys.get(0, "credentials") == 1)
+        VirtualKeys.set(1, "present", "0")
+        #expect(try await Self.open(config, picked, RecordingInteraction([])).getString("service/token") == "correct horse")
+        #expect(await keybayCode { try await s.auth.add(plugin: Self.plugin, options: [("device", "virtual:3")]) } == .methodUnavailable)
+        // No key at all: probe says unavailable (without prompting). (Only this plugin is
+        // probed: KeybayPlugins.list() would also probe the counting plugin other suites count.)
+        let loaded = try PluginLoader.load(id: Self.plugin, kind: KEYBAY_KIND_METHOD, search: config.pluginSearch)
+        #expect(loaded.probe() == nil)
+        VirtualKeys.set(0, "present", "0")
+        let reason = loaded.probe()
+        #expect(reason?.contains("no FIDO2 security key") == true, "\(String(describing: reason))")
+    }
+
+    @Test func theUnlockModeMustMatchTheEnrollment() async throws {
+        VirtualKeys.reset()
+        let box = Sandbox()
+        let (config, method) = try await Self.enrolledStore(box, options: [("pin", "no"), ("presence", "required")], answers: [])
+        // A key that now verifies the user on every request would derive the other hmac-secret.
+        VirtualKeys.set("force-uv", "1")
+        let e = await keybayError { _ = try await Self.open(config, method, RecordingInteraction([])) }
+        #expect(e?.code == .unsupported && e?.message.contains("performed user verification") == true, "\(String(describing: e))")
+        VirtualKeys.set("force-uv", "0")
+
+        // uv=required without a PIN uses the key's built-in verification...
+        VirtualKeys.set("uv", "1")
+        let s = try await Self.open(config, method, RecordingInteraction([]))
+        let uvMethod = try await s.auth.add(plugin: Self.plugin, options: [("uv", "required"), ("pin", "no")], label: "fingerprint")
+        #expect(try s.auth.describe(uvMethod.id).contains("built-in verification and touch"))
+        let byUV = RecordingInteraction([])
+        #expect(try await Self.open(config, uvMethod, byUV).getString("service/token") == "correct horse")
+        #expect(byUV.askCount == 0)
+        // ...and is refused once the key no longer offers it.
+        VirtualKeys.set("uv", "0")
+        let noUV = await keybayError { _ = try await Self.open(config, uvMethod, RecordingInteraction([])) }
+        #expect(noUV?.code == .unsupported && noUV?.message.contains("built-in user verification") == true, "\(String(describing: noUV))")
+        // Options the key cannot honour are refused at enrollment.
+        #expect(await keybayCode { try await s.auth.add(plugin: Self.plugin, options: [("uv", "required"), ("pin", "no")]) } == .unsupported)
+        #expect(await keybayCode { try await s.auth.add(plugin: Self.plugin, options: [("pin", "required")]) } == .unsupported)
+        for bad in [[("pin", "maybe")], [("bogus", "1")], [("rp", "Not A Domain")], [("pin", "no"), ("pin", "no")]] {
+            #expect(await keybayCode { try await s.auth.add(plugin: Self.plugin, options: bad) } == .invalidArgument, "\(bad)")
+        }
+    }
+
+    @Test func presenceNoAndBothPinProtocolsGiveTheSameSecret() async throws {
+        VirtualKeys.reset()
+        VirtualKeys.set("pin", "1234")
+        VirtualKeys.set("protocols", "1")
+        VirtualKeys.set("permissions", "0")
+        let box = Sandbox()
+        // Enrolled with PIN protocol 1 and CTAP 2.0 PIN tokens, no touch needed at unlock.
+        let (config, method) = try await Self.enrolledStore(box, options: [("pin", "required"), ("presence", "no"), ("rp", "example.org")])
+        let touches = VirtualKeys.get("touches")
+        #expect(touches == 1, "only the credential needed a touch")
+        // The same key now offering protocol 2 and permission tokens derives the same secret.
+        VirtualKeys.set("protocols", "2,1")
+        VirtualKeys.set("permissions", "1")
+        let s = try await Self.open(config, method, RecordingInteraction(["1234"]))
+        #expect(try s.getString("service/token") == "correct horse")
+        #expect(VirtualKeys.get("touches") == touches)
+        #expect(try s.auth.describe(method.id).contains("rp example.org, PIN, no touch"))
+    }
+
+    @Test func malformedOrTamperedParametersAreRefusedBeforeAnyWork() async throws {
+        VirtualKeys.reset()
+        VirtualKeys.set("pin", "1234")
+        let box = Sandbox()
+        let (config, method) = try await Self.enrolledStore(box)
+        let session = try await Self.open(config, method, RecordingInteraction(["1234"]))
+        let params = try session.snapshotForAuth().methods[0].params
+        let rpLength = Int(params[98])
+        #expect(params.count == 101 + rpLength + 32 && params[0] == 1 && params[1] == 0x03)
+        let plugin = try session.loadMethodPlugin(Self.plugin)
+
+        func tampered(_ change: (inout [UInt8]) -> Void) -> [UInt8] {
+            var p = params
+            change(&p)
+            return p
+        }
+        let malformed: [[UInt8]] = [
+            [], Array(params.dropLast()), params + [0],
+            tampered { $0[0] = 2 },                  // format
+            tampered { $0[1] |= 0x08 },              // unknown mode bit
+            tampered { $0[98] = 0 },                 // rp length
+            tampered { $0[98] = 254 },               // rp length
+            tampered { $0[99] = UInt8(ascii: "-") }, // rp id characters
+            tampered { $0[99 + rpLength] = 0xff },   // credential id length
+        ]
+        let opens = VirtualKeys.get("opens")
+        for p in malformed {
+            let interaction = RecordingInteraction(["1234"])
+            #expect(await keybayCode { _ = try plugin.unwrap(params: p, interaction: interaction) } == .malformed, "\(p.count) bytes")
+            #expect(interaction.askCount == 0)
+        }
+        #expect(VirtualKeys.get("opens") == opens, "malformed parameters reached a device")
+
+        // Well-formed but wrong: a changed credential id is not on the key; a changed public
+        // key does not verify the answer; a changed PRF input gives another secret, which the
+        // store refuses.
+        let foreignID = tampered { $0[$0.count - 1] ^= 1 }
+        #expect(await keybayCode { _ = try plugin.unwrap(params: foreignID, interaction: RecordingInteraction(["1234"])) } == .methodUnavailable)
+        let otherKey = tampered { $0[40] ^= 1 }
+        #expect(await keybayCode { _ = try plugin.unwrap(params: otherKey, interaction: RecordingInteraction(["1234"])) } == .wrongSecret)
+        let right = try plugin.unwrap(params: params, interaction: RecordingInteraction(["1234"]))
+        let otherInput = try plugin.unwrap(params: tampered { $0[2] ^= 1 }, interaction: RecordingInteraction(["1234"]))
+        #expect(!right.equals(otherInput))
+        #expect(try plugin.describe(params: params).contains("PIN and touch"))
+        #expect(await keybayCode { _ = try plugin.describe(params: Array(params.prefix(50))) } == .malformed)
+    }
+
+    /// The CLI in separate processes: each process gets fresh virtual keys from
+    /// KEYBAY_TEST_FIDO2, and the same seed makes the same key, so a credential made by `enroll`
+    /// is found again by `get`.
+    @Test func theCLIEnrollsAndUnlocksWithPinFd() throws {
+        let box = Sandbox()
+        func cli(_ args: [String], keys: String = "0:pin=1234;0:seed=cli", pin: String? = nil) throws -> RunResult {
+            var env = box.environment
+            env["KEYBAY_TEST_FIDO2"] = keys
+            guard let pin else { return try run(cliPath, args, environment: env) }
+            let file = box.root + "/pin-\(UUID().uuidString)"
+            try (pin + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            defer { unlink(file) }
+            return try run("/bin/sh", ["-c", "exec \"$0\" \"$@\" --pin-fd 3 3<\"\(file)\"", cliPath] + args, environment: env)
+        }
+        #expect(try cli(["set", "service/token", "correct horse"]).status == 0)
+        let enrolled = try cli(["enroll", "test-fido2", "--opt", "pin=required", "--label", "key", "--json"], pin: "1234")
+        #expect(enrolled.status == 0 && enrolled.out.contains("\"plugin\":\"test-fido2\""), "\(enrolled.stderr)")
+        #expect(enrolled.stderr.contains("Touch your security key"))
+        #expect(try cli(["status", "--json"]).out.contains("\"state\":\"protected\""))
+
+        let right = try cli(["get", "service/token"], pin: "1234")
+        #expect(right.status == 0 && right.out == "correct horse", "\(right.stderr)")
+        let noInput = try cli(["get", "service/token", "--no-input"])
+        #expect(noInput.status == 4 && noInput.stderr.contains("PIN"))
+        let wrong = try cli(["get", "service/token"], pin: "9999")
+        #expect(wrong.status == 1 && wrong.stderr.contains("[wrong-secret]") && wrong.stderr.contains("7 tries left"), "\(wrong.stderr)")
+        #expect(!wrong.stderr.contains("9999"))
+        let absent = try cli(["get", "service/token"], keys: "0:present=0", pin: "1234")
+        #expect(absent.status == 1 && absent.stderr.contains("[method-unavailable]"))
+        let otherKey = try cli(["get", "service/token"], keys: "0:pin=1234;0:seed=other", pin: "1234")
+        #expect(otherKey.status == 1 && otherKey.stderr.contains("does not hold"))
+        #expect(try cli(["verify"], pin: "1234").status == 0)
+        let badOption = try cli(["enroll", "test-fido2", "--opt", "presence=sometimes"], pin: "1234")
+        #expect(badOption.status == 2, "\(badOption.stderr)")
+
+        let id = try cli(["list", "--json"]).out.split(separator: "\"")[3]
+        let removed = try cli(["remove", String(id)], pin: "1234")
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(try cli(["get", "service/token"]).out == "correct horse")
+    }
+
+    /// The core and the CLI never link libfido2; listing plugins probes the real fido2 plugin
+    /// without prompting, quickly.
+    @Test func onlyTheFido2PluginLinksLibfido2AndProbingIsQuick() throws {
+        let env = ["PATH": "/usr/bin:/bin"]
+        let cli = try run("/usr/bin/ldd", [cliPath], environment: env).out
+        #expect(!cli.contains("libfido2") && !cli.contains("libcrypto"))
+        #expect(try run("/usr/bin/ldd", [buildDirectory + "/libkeybay-fido2.so"], environment: env).out.contains("libfido2"))
+        #expect(!(try run("/usr/bin/ldd", [buildDirectory + "/libkeybay-passphrase.so"], environment: env).out.contains("libfido2")))
+
+        let box = Sandbox()
+        let clock = ContinuousClock()
+        let start = clock.now
+        let listed = try run(cliPath, ["plugins", "--json", "--no-input"], environment: box.environment, stdin: [])
+        let took = clock.now - start
+        #expect(listed.status == 0 && took < .seconds(1), "plugins --json took \(took)")
+        let entry = listed.out.components(separatedBy: "},{").first { $0.contains("\"id\":\"fido2\"") }
+        #expect(entry != nil)
+        let hidraw = (try? FileManager.default.contentsOfDirectory(atPath: "/dev"))?.contains { $0.hasPrefix("hidraw") } ?? false
+        if !hidraw {
+            #expect(entry?.contains("\"available\":false") == true && entry?.contains("no FIDO2 security key") == true, "\(entry ?? "")")
+        }
+    }
+}
