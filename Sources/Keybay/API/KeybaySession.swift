@@ -144,14 +144,14 @@ public final class KeybaySession: Sendable {
             guard g.snapshot.sealedPackage.elementsEqual(expected.sealedPackage) else {
                 throw KeybayError(.stateConflict, "the methods of \(location.storePath) changed while enrolling; try again")
             }
-            generation = try location.rotate(directory, previous: g.snapshot, methods: change(g.snapshot.methods))
+            generation = try location.rotate(directory, previous: g, methods: change(g.snapshot.methods))
         }
     }
 
     private func write(_ change: (StoreSnapshot) throws -> [PendingFrame]?) throws {
         try current.withLock { generation in
             guard let g = generation else { throw KeybayError(.closed, "the session for \(location.storePath) is closed") }
-            generation = try location.commit(directory, previous: g.snapshot, change: change)
+            generation = try location.commit(directory, previous: g, change: change)
         }
     }
 }

@@ -117,16 +117,17 @@ final class PrivateDirectory: @unchecked Sendable {
         return f
     }
 
-    /// Reads a whole private file of at most `maxBytes`, or nil if there is none.
-    func read(_ name: String, maxBytes: Int) throws -> (bytes: [UInt8], identity: FileIdentity)? {
+    /// Reads a whole private file of at most `maxBytes` (or only its first `prefix` bytes), or
+    /// nil if there is none.
+    func read(_ name: String, maxBytes: Int, prefix: Int? = nil) throws -> (bytes: [UInt8], identity: FileIdentity)? {
         guard let f = try openFile(name, flags: O_RDONLY) else { return nil }
         defer { close(f) }
         var st = stat()
         guard fstat(f, &st) == 0 else { throw Self.posixError("cannot inspect", pathOf(name)) }
-        let size = Int(st.st_size)
-        guard size <= maxBytes else {
-            throw KeybayError(.malformed, "\(pathOf(name)) is \(size) bytes, larger than any valid file of its kind (\(maxBytes))")
+        guard Int(st.st_size) <= maxBytes else {
+            throw KeybayError(.malformed, "\(pathOf(name)) is \(st.st_size) bytes, larger than any valid file of its kind (\(maxBytes))")
         }
+        let size = min(Int(st.st_size), prefix ?? Int.max)
         var bytes = [UInt8](repeating: 0, count: size)
         var done = 0
         try bytes.withUnsafeMutableBytes { buf in

@@ -36,16 +36,21 @@ struct StoreLocation: Sendable {
         let rootExists = try root.exists()
         var state: KeybayStatus.State = rootExists ? .rootOnly : .absent
         var methods: [KeybayMethod] = []
-        if let dir = try directory(create: false), let live = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes) {
-            let layout = try StoreLayout.decode(live.bytes, context: storePath)
+        // Only the bootstrap and the sealed package are needed: read no more than they can take.
+        let headerBytes = 14 + Suite1.maxProviderStateBytes + StoreLayout.maxSealedPackageBytes
+        if let dir = try directory(create: false),
+           let live = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes, prefix: headerBytes) {
+            var reader = ByteReader(live.bytes, context: storePath)
+            let bootstrap = try Bootstrap.decode(&reader)
+            let sealedPackage = try reader.take(bootstrap.sealedPackageLength, "sealed package")
             if !rootExists {
                 state = .storeOnly
-            } else if layout.bootstrap.suite == .platform {
+            } else if bootstrap.suite == .platform {
                 state = .platformOnly
             } else {
                 state = .protected
-                let aad = layout.bootstrap.suite.packageAAD(domain: domain, bootstrapCore: layout.bootstrap.core)
-                let plaintext = try root.open(live.bytes[layout.sealedPackage], aad: aad, providerState: layout.bootstrap.providerState, domain: domain)
+                let aad = bootstrap.suite.packageAAD(domain: domain, bootstrapCore: bootstrap.core)
+                let plaintext = try root.open(sealedPackage, aad: aad, providerState: bootstrap.providerState, domain: domain)
                 methods = try MethodsPackage.decode(plaintext, context: storePath).envelopes.map { KeybayMethod($0.method) }
             }
         }
@@ -177,10 +182,10 @@ struct StoreLocation: Sendable {
 
     /// Read-modify-write under the exclusive lock: re-read the live file, let `change` produce
     /// the new frames, write staging, fsync, rename, fsync the directory, verify.
-    func commit(_ dir: PrivateDirectory, previous: StoreSnapshot,
+    func commit(_ dir: PrivateDirectory, previous: Generation,
                 change: (StoreSnapshot) throws -> [PendingFrame]?) throws -> Generation {
         try FileLock.withLock(in: dir, name: Self.lockName, mode: .exclusive) {
-            guard let current = try load(dir, reusing: previous) else { throw try missingStoreError() }
+            guard let current = try current(dir, previous: previous) else { throw try missingStoreError() }
             guard let frames = try change(current.snapshot) else { return current }
             let file = try StoreEncoder.encode(bootstrap: current.snapshot.layout.bootstrap,
                                                sealedPackage: current.snapshot.sealedPackage,
@@ -190,13 +195,21 @@ struct StoreLocation: Sendable {
         }
     }
 
+    /// Under the lock: the live generation. If the file is still the one `previous` came from
+    /// (same inode, size and times: every write renames a new file in), it is reused as it is;
+    /// otherwise the file is read and authenticated again.
+    private func current(_ dir: PrivateDirectory, previous: Generation) throws -> Generation? {
+        if let identity = dir.identity(of: Self.liveName), identity == previous.identity { return previous }
+        return try load(dir, reusing: previous.snapshot)
+    }
+
     /// Adding or removing a method: a fresh Kstore and the next epoch, every surviving method
     /// re-sealed from its public key alone, every record re-encrypted, all in one atomic replace.
     /// With no methods left the store returns to the platform-only suite.
-    func rotate(_ dir: PrivateDirectory, previous: StoreSnapshot, methods: [MethodEnvelope.Public]) throws -> Generation {
+    func rotate(_ dir: PrivateDirectory, previous: Generation, methods: [MethodEnvelope.Public]) throws -> Generation {
         precondition(methods.count <= MethodsPackage.maxMethods)
         return try FileLock.withLock(in: dir, name: Self.lockName, mode: .exclusive) {
-            guard let current = try load(dir, reusing: previous)?.snapshot else { throw try missingStoreError() }
+            guard let current = try current(dir, previous: previous)?.snapshot else { throw try missingStoreError() }
             guard current.keys.epoch < Suite1.maxEpoch else {
                 throw KeybayError(.storeFull, "\(storePath) has reached the last epoch; reset it to continue")
             }
@@ -231,13 +244,15 @@ struct StoreLocation: Sendable {
         }
     }
 
-    /// Reads back what was just made durable and authenticates it.
+    /// Reads back what was just made durable: it must equal, byte for byte, what was encoded
+    /// (from authenticated parts, with every digest computed or copied), and its package and
+    /// manifest must authenticate. Frame digests are not hashed a second time.
     private func verifyWritten(_ file: [UInt8], in dir: PrivateDirectory, key: PackageKey, reusing previous: StoreSnapshot? = nil) throws -> Generation {
         guard let read = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes), read.bytes == file else {
             throw KeybayError(.io, "\(storePath) does not read back as written")
         }
         let snapshot = try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain,
-                                                      root: root, key: key, reusing: previous)
+                                                      root: root, key: key, reusing: previous, checkFrameDigests: false)
         return Generation(snapshot: snapshot, identity: read.identity)
     }
 }
