@@ -126,9 +126,9 @@ func keybayError(_ body: () async throws -> Void) async -> KeybayError? {
         _ = try await KeybayStore.open(box.configuration())
         #expect(!exists(box.stagingPath))
 
-        // With a damaged live file the staging file is left as evidence.
+        // With a damaged live file (its manifest) the staging file is left as evidence.
         var live = readBytes(box.storePath)!
-        live[live.count / 2] ^= 0xff
+        live[live.count - 10] ^= 0xff
         writeBytes(box.storePath, live)
         writeBytes(box.stagingPath, [1, 2, 3])
         #expect(await keybayCode { _ = try await KeybayStore.open(box.configuration()) } == .integrity)

@@ -25,8 +25,10 @@ struct StoreSnapshot: Sendable {
     var sealedPackage: ArraySlice<UInt8> { file[layout.sealedPackage] }
     var suite: StoreSuite { layout.bootstrap.suite }
 
-    /// Decodes `file` strictly and authenticates all of it. If `previous` has the very same
-    /// bootstrap and sealed package, its keys are reused without asking the root or a method.
+    /// Decodes `file` strictly and authenticates its package and manifest (and, with
+    /// `checkFrameDigests`, every frame's digest at once; otherwise each frame is checked when it
+    /// is read). If `previous` has the very same bootstrap and sealed package, its keys are
+    /// reused without asking the root or a method.
     static func authenticate(file: [UInt8], context: String, domain: [UInt8], root: any RootProvider,
                              key: PackageKey = .platform, reusing previous: StoreSnapshot? = nil,
                              checkFrameDigests: Bool = true) throws -> StoreSnapshot {
@@ -108,7 +110,12 @@ struct StoreSnapshot: Sendable {
     }
 
     /// Decrypts record `i`.
+    /// Decrypts record `i` after checking the frame against its manifest digest (a frame is
+    /// checked when it is read, so opening a large store does not hash every frame).
     func value(at i: Int, context: String) throws -> [UInt8] {
+        guard Sodium.constantTimeEqual(SHA256.hash(frame(at: i)), entries[i].digest) else {
+            throw KeybayError(.integrity, "\(context): record frame \(i) does not match its manifest digest")
+        }
         let aad = keys.suite.recordAAD(storeId: keys.storeId, epoch: keys.epoch, key: entries[i].key)
         let value = file.withUnsafeBytes { f in
             XChaCha20Poly1305.open(key: keys.frameKey, sealed: UnsafeRawBufferPointer(rebasing: f[frameStarts[i]..<(frameStarts[i] + entries[i].frameLength)]), aad: aad)
