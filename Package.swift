@@ -56,7 +56,6 @@ let package = Package(
         .target(name: "KeybayTestFido2", dependencies: ["KeybayFido2Core", "KeybayVirtualAuthenticator"],
                 path: "Tests/TestPlugins/fido2-virtual", publicHeadersPath: "."),
 
-        .executableTarget(name: "keybay-example-host", dependencies: ["Keybay"], path: "Examples/HostApp"),
         // Side-by-side speed ratios (links libargon2 for the bare reference call; the core does not).
         .executableTarget(name: "keybay-bench", dependencies: ["Keybay", "CArgon2"]),
 

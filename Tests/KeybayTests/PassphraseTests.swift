@@ -95,15 +95,22 @@ import Testing
 }
 
 extension PassphraseTests {
-    /// Examples/HostApp: enrolls a passphrase on first run, then opens only with it.
+    /// Examples/HostApp, built out of tree against the package: enrolls a passphrase on first
+    /// run, then opens only with it.
     @Test func theHostExampleEnrollsAndReadsBack() throws {
         let box = Sandbox()
-        let host = buildDirectory + "/keybay-example-host"
-        let first = try run(host, ["--passphrase-stdin"], environment: box.environment, stdin: Array("pw\npw\npw\n".utf8))
+        let example = packageDirectory + "/Examples/HostApp"
+        let build = try run("/bin/sh", ["-c", "exec swift build --package-path \"$0\" --scratch-path \"$1\" 2>&1", example, packageDirectory + "/.build/example-host"],
+                            environment: ["PATH": "/opt/swift/usr/bin:/usr/bin:/bin", "HOME": box.root])
+        try #require(build.status == 0, "\(build.out)")
+        let host = packageDirectory + "/.build/example-host/debug/keybay-example-host"
+        var env = box.environment
+        env["KEYBAY_PLUGIN_PATH"] = buildDirectory
+        let first = try run(host, ["--passphrase-stdin"], environment: env, stdin: Array("pw\npw\npw\n".utf8))
         #expect(first.status == 0 && first.out.contains("enrolled passphrase method"), "\(first.out) \(first.stderr)")
-        let again = try run(host, ["--passphrase-stdin"], environment: box.environment, stdin: Array("pw\n".utf8))
+        let again = try run(host, ["--passphrase-stdin"], environment: env, stdin: Array("pw\n".utf8))
         #expect(again.status == 0 && again.out.contains("api/token is 17 characters long"))
-        let wrong = try run(host, ["--passphrase-stdin"], environment: box.environment, stdin: Array("nope\n".utf8))
+        let wrong = try run(host, ["--passphrase-stdin"], environment: env, stdin: Array("nope\n".utf8))
         #expect(wrong.status == 1 && wrong.out.contains("wrong-secret"))
     }
 

@@ -3,7 +3,9 @@ import Glibc
 /// Where plugins are looked for, in order (BRIEF §6):
 /// 1. the host's configured directories (the CLI's `--plugin-dir`),
 /// 2. `KEYBAY_PLUGIN_PATH` (colon-separated, absolute entries only),
-/// 3. the install directory, `<executable dir>/../lib/keybay/plugins`,
+/// 3. the install directory, `<executable dir>/../lib/keybay/plugins`, then the system ones,
+///    `/usr/local/lib/keybay/plugins` and `/usr/lib/keybay/plugins` (for host applications
+///    installed elsewhere),
 /// 4. the executable's own directory (development builds: `.build/debug`).
 /// With external plugins switched off only 3 and 4 are searched.
 public struct KeybayPluginSearch: Sendable, Equatable {
@@ -35,12 +37,15 @@ public struct KeybayPluginSearch: Sendable, Equatable {
                 }
             }
         }
-        if let exeDir = Self.executableDirectory {
-            result.append((Self.normalise(exeDir + "/../lib/keybay/plugins"), "install"))
-            result.append((exeDir, "executable"))
-        }
+        var installation: [String] = []
+        if let exeDir = Self.executableDirectory { installation.append(Self.normalise(exeDir + "/../lib/keybay/plugins")) }
+        installation += Self.systemDirectories
+        for d in installation where !result.contains(where: { $0.0 == d }) { result.append((d, "install")) }
+        if let exeDir = Self.executableDirectory { result.append((exeDir, "executable")) }
         return result
     }
+
+    static let systemDirectories = ["/usr/local/lib/keybay/plugins", "/usr/lib/keybay/plugins"]
 
     static let executableDirectory: String? = {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)

@@ -3,6 +3,7 @@
 //
 //   swift run keybay-example-host            # asks for the passphrase on the terminal
 //   echo secret | swift run keybay-example-host --passphrase-stdin
+// It is its own package (Package.swift beside Sources/), built against Keybay by path.
 import Glibc
 import Keybay
 
