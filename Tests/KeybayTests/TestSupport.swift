@@ -9,7 +9,12 @@ final class Sandbox: Sendable {
     let stateHome: String
     let app: String
 
+    /// Tests write to pipes of children that may exit early (a refused oversized value): that
+    /// must be an EPIPE for the writer, not a SIGPIPE that kills the whole test process.
+    private static let ignoreSIGPIPE: Void = { signal(SIGPIPE, SIG_IGN) }()
+
     init(app: String = "com.example.test") {
+        Self.ignoreSIGPIPE
         var template = Array("/tmp/keybay-test-XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
