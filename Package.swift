@@ -69,7 +69,7 @@ let package = Package(
 if Context.environment["KEYBAY_FUZZ"] != nil {
     for (name, path) in [("keybay-fuzz-store", "Fuzz/store"), ("keybay-fuzz-methods-package", "Fuzz/methods-package"),
                          ("keybay-fuzz-passphrase-params", "Fuzz/passphrase-params")] {
-        package.targets.append(.executableTarget(name: name, dependencies: ["Keybay"], path: path))
+        package.targets.append(.executableTarget(name: name, dependencies: ["Keybay"], path: path, exclude: ["corpus"]))
         package.products.append(.executable(name: name, targets: [name]))
     }
 }
