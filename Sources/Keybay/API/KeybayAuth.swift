@@ -29,6 +29,11 @@ public struct KeybayAuth: Sendable {
             throw KeybayError(.invalidArgument, "the store already has a passphrase (at most one is allowed); to change it, remove the old one first (enroll another method beforehand to stay protected meanwhile)")
         }
         let plugin = try session.loadMethodPlugin(pluginID)
+        // Ask the plugin first whether it can work here at all (never prompts), so an absent
+        // device fails before any ceremony.
+        if let reason = plugin.probe() {
+            throw KeybayError(.methodUnavailable, "\(pluginID) cannot be enrolled here: \(reason)")
+        }
         let (params, secret) = try plugin.enroll(options: options, interaction: session.interaction)
         let methodId = Sodium.randomBytes(MethodEnvelope.idBytes)
         let salt = Sodium.randomBytes(MethodEnvelope.saltBytes)
