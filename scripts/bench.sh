@@ -8,6 +8,7 @@ scripts/setup.sh
 missing=()
 command -v age >/dev/null || missing+=(age)
 command -v cryptsetup >/dev/null || missing+=(cryptsetup-bin)
+[ -x /usr/bin/time ] || missing+=(time)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo apt-get update -qq

@@ -32,6 +32,19 @@ public enum KeybayPlugins {
         }
     }
 
+    /// The ids and paths of every plugin on the search path, without loading any.
+    public static func discover(search: KeybayPluginSearch = KeybayPluginSearch()) throws -> [(id: String, path: String)] {
+        try PluginLoader.discover(search: search)
+    }
+
+    /// Finds, checks and loads one plugin (no probe); returns what it says about itself.
+    @discardableResult
+    public static func load(_ id: String, search: KeybayPluginSearch = KeybayPluginSearch()) throws -> KeybayPluginInfo {
+        let plugin = try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: search, anyKind: true)
+        return KeybayPluginInfo(id: plugin.id, path: plugin.path, kind: plugin.isRoot ? "root" : "method", name: plugin.name,
+                                version: plugin.version, available: true, reason: nil, options: plugin.options)
+    }
+
     /// Runs the passphrase plugin's calibration (its enrollment without a store, on a throwaway
     /// passphrase) and times one unlock with the parameters it chose.
     public static func benchmarkPassphrase(options: [(String, String)] = [], search: KeybayPluginSearch = KeybayPluginSearch(),

@@ -37,33 +37,35 @@ struct ByteReader {
         KeybayError(.malformed, "\(context): \(what)")
     }
 
-    mutating func take(_ n: Int, _ what: String) throws -> ArraySlice<UInt8> {
+    // `what` is only built when there is an error: decoding a 4096-entry manifest must not
+    // format 4096 strings.
+    mutating func take(_ n: Int, _ what: @autoclosure () -> String) throws -> ArraySlice<UInt8> {
         guard n >= 0, n <= remaining else {
-            throw malformed("truncated \(what) (need \(n) bytes, \(remaining) left)")
+            throw malformed("truncated \(what()) (need \(n) bytes, \(remaining) left)")
         }
         defer { offset += n }
         return bytes[offset..<(offset + n)]
     }
 
-    mutating func u8(_ what: String) throws -> UInt8 { try take(1, what).first! }
+    mutating func u8(_ what: @autoclosure () -> String) throws -> UInt8 { try take(1, what()).first! }
 
-    mutating func u16(_ what: String) throws -> UInt16 {
-        try take(2, what).reduce(0) { $0 << 8 | UInt16($1) }
+    mutating func u16(_ what: @autoclosure () -> String) throws -> UInt16 {
+        try take(2, what()).reduce(0) { $0 << 8 | UInt16($1) }
     }
 
-    mutating func u32(_ what: String) throws -> UInt32 {
-        try take(4, what).reduce(0) { $0 << 8 | UInt32($1) }
+    mutating func u32(_ what: @autoclosure () -> String) throws -> UInt32 {
+        try take(4, what()).reduce(0) { $0 << 8 | UInt32($1) }
     }
 
-    mutating func u64(_ what: String) throws -> UInt64 {
-        try take(8, what).reduce(0) { $0 << 8 | UInt64($1) }
+    mutating func u64(_ what: @autoclosure () -> String) throws -> UInt64 {
+        try take(8, what()).reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// `LP(x)` with the length checked against `maxLength` before anything is taken.
-    mutating func lengthPrefixed(_ what: String, maxLength: Int) throws -> ArraySlice<UInt8> {
-        let n = Int(try u32("length of \(what)"))
-        guard n <= maxLength else { throw malformed("\(what) is \(n) bytes, limit \(maxLength)") }
-        return try take(n, what)
+    mutating func lengthPrefixed(_ what: @autoclosure () -> String, maxLength: Int) throws -> ArraySlice<UInt8> {
+        let n = Int(try u32("length of \(what())"))
+        guard n <= maxLength else { throw malformed("\(what()) is \(n) bytes, limit \(maxLength)") }
+        return try take(n, what())
     }
 
     func finish() throws {

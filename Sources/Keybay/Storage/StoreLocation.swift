@@ -1,3 +1,4 @@
+import Glibc
 import CKeybayPlugin
 
 /// One application's store and root on disk, and the fail-closed lifecycle over them (BRIEF §5):
@@ -248,12 +249,19 @@ struct StoreLocation: Sendable {
     /// (from authenticated parts, with every digest computed or copied), and its package and
     /// manifest must authenticate. Frame digests are not hashed a second time.
     private func verifyWritten(_ file: [UInt8], in dir: PrivateDirectory, key: PackageKey, reusing previous: StoreSnapshot? = nil) throws -> Generation {
-        guard let read = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes), read.bytes == file else {
+        guard let read = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes), Self.sameBytes(read.bytes, file) else {
             throw KeybayError(.io, "\(storePath) does not read back as written")
         }
         let snapshot = try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain,
                                                       root: root, key: key, reusing: previous, checkFrameDigests: false)
         return Generation(snapshot: snapshot, identity: read.identity)
+    }
+}
+
+extension StoreLocation {
+    /// memcmp, not Array's element-by-element `==` (a 16 MiB store is compared on every write).
+    static func sameBytes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.count == b.count && a.withUnsafeBytes { x in b.withUnsafeBytes { y in a.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, a.count) == 0 } }
     }
 }
 
