@@ -119,7 +119,7 @@ if CommandLine.arguments.dropFirst().first == "load-plugins" {
 // MARK: - Setup
 
 let runs = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 21
-var template = Array("/tmp/keybay-bench-XXXXXX".utf8CString)
+var template = Array(("/tmp/keybay-bench-" + String(repeating: "X", count: 6)).utf8CString) // mkdtemp template
 guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { fatalError("mkdtemp") }
 let base = String(cString: made)
 defer { _ = system("rm -rf '\(base)'") }

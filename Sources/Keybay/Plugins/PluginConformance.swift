@@ -148,7 +148,7 @@ public enum KeybayPluginCheck {
     private static func rootChecks(_ plugin: LoadedPlugin) -> [Result] {
         var results: [Result] = []
         func check(_ name: String, _ passed: Bool, _ detail: String = "") { results.append(Result(name: name, passed: passed, detail: detail)) }
-        var template = Array("/tmp/keybay-plugin-check-XXXXXX".utf8CString)
+        var template = Array(("/tmp/keybay-plugin-check-" + String(repeating: "X", count: 6)).utf8CString) // mkdtemp template
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             check("temporary state directory", false)
             return results
