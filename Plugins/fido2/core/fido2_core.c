@@ -322,12 +322,19 @@ static int f2_run(const keybay_host *host, f2_job *job, int *cancelled) {
     return job->rc;
 }
 
-/* Maps a libfido2 failure of `what` to a status, with one line for the user. */
-static keybay_status f2_failure(const keybay_host *host, int rc, const char *what, const char *path) {
+/* Maps a libfido2 failure of `what` to a status, with one line for the user (after a wrong PIN,
+   with the retries the key has left). */
+static keybay_status f2_failure(const keybay_host *host, fido_dev_t *dev, int rc, const char *what, const char *path) {
     switch (rc) {
-    case FIDO_ERR_PIN_INVALID:
-        f2_error(host, "fido2: wrong PIN for the key at %s", path);
+    case FIDO_ERR_PIN_INVALID: {
+        int retries = -1;
+        if (dev != NULL && fido_dev_get_retry_count(dev, &retries) == FIDO_OK)
+            f2_error(host, "fido2: wrong PIN for the key at %s; %d tr%s left before the key blocks its PIN",
+                     path, retries, retries == 1 ? "y" : "ies");
+        else
+            f2_error(host, "fido2: wrong PIN for the key at %s", path);
         return KEYBAY_ERR_WRONG_SECRET;
+    }
     case FIDO_ERR_PIN_BLOCKED:
         f2_error(host, "fido2: the PIN of the key at %s is blocked; only a reset of the key (which "
                        "deletes its credentials) unblocks it", path);
@@ -464,13 +471,7 @@ static keybay_status f2_assert(const keybay_host *host, fido_dev_t *dev, const c
         goto done;
     }
     if (rc != FIDO_OK) {
-        status = f2_failure(host, rc, "unlock", path);
-        if (rc == FIDO_ERR_PIN_INVALID) {
-            int retries = -1;
-            if (fido_dev_get_retry_count(dev, &retries) == FIDO_OK)
-                f2_error(host, "fido2: wrong PIN for the key at %s; %d tr%s left before the key blocks its PIN",
-                         path, retries, retries == 1 ? "y" : "ies");
-        }
+        status = f2_failure(host, dev, rc, "unlock", path);
         goto done;
     }
     if (fido_assert_count(a) != 1) {
@@ -782,16 +783,7 @@ static keybay_status f2_make_credential(const keybay_host *host, fido_dev_t *dev
         f2_error(host, "fido2: cancelled while waiting for the key at %s", path);
         return KEYBAY_ERR_CANCELLED;
     }
-    if (rc != FIDO_OK) {
-        status = f2_failure(host, rc, "create a credential", path);
-        if (rc == FIDO_ERR_PIN_INVALID) {
-            int retries = -1;
-            if (fido_dev_get_retry_count(dev, &retries) == FIDO_OK)
-                f2_error(host, "fido2: wrong PIN for the key at %s; %d tr%s left before the key blocks its PIN",
-                         path, retries, retries == 1 ? "y" : "ies");
-        }
-        return status;
-    }
+    if (rc != FIDO_OK) return f2_failure(host, dev, rc, "create a credential", path);
     rc = fido_cred_x5c_len(cred) > 0 ? fido_cred_verify(cred) : fido_cred_verify_self(cred);
     if (rc != FIDO_OK) {
         f2_error(host, "fido2: the new credential's attestation does not verify (%s)", fido_strerr(rc));
