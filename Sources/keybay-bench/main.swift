@@ -56,7 +56,26 @@ struct Row {
     let reference: String
     let ratio: String
     let target: String
-    let note: String
+}
+
+/// Alternates two commands `count` times; returns the median seconds of each.
+func alternate(_ count: Int, ours: [String], reference: [String], env: [String: String], stdin: String? = nil) -> (ours: Double, reference: Double) {
+    var o: [Double] = [], r: [Double] = []
+    for _ in 0..<count {
+        let a = spawnTimed(ours, env: env, stdin: stdin)
+        precondition(a.status == 0, "\(ours.joined(separator: " ")) failed")
+        o.append(a.seconds)
+        let b = spawnTimed(reference, env: env, stdin: stdin)
+        precondition(b.status == 0, "\(reference.joined(separator: " ")) failed")
+        r.append(b.seconds)
+    }
+    return (median(o), median(r))
+}
+
+/// A row of two medians in milliseconds and their ratio.
+@MainActor func reportTimes(_ name: String, _ ours: Double, _ reference: Double, target: String, digits: Int = 2) {
+    report(Row(name: name, ours: fixed(ours * 1000) + " ms", reference: fixed(reference * 1000) + " ms",
+               ratio: fixed(ours / reference, digits), target: target))
 }
 
 var rows: [Row] = []
@@ -125,7 +144,7 @@ let base = String(cString: made)
 defer { _ = system("rm -rf '\(base)'") }
 let env = ["XDG_DATA_HOME": base + "/data", "XDG_STATE_HOME": base + "/state", "HOME": base, "PATH": "/usr/bin:/bin"]
 let cli = exeDirectory + "/keybay-methods"
-sodium_init()
+precondition(sodium_init() >= 0)
 print("keybay-bench: \(runs) alternating runs per row, medians")
 
 func config(_ app: String) throws -> KeybayConfiguration {
@@ -139,17 +158,9 @@ do {
     s.close()
     if let age = which("age"), let keygen = which("age-keygen") {
         _ = system("'\(keygen)' -o '\(base)/age.key' 2>/dev/null; head -c 65536 /dev/urandom > '\(base)/plain'; '\(age)' -e -i '\(base)/age.key' -o '\(base)/blob.age' '\(base)/plain' 2>/dev/null || '\(age)' -e -r \"$(grep -o 'age1[0-9a-z]*' '\(base)/age.key')\" -o '\(base)/blob.age' '\(base)/plain'")
-        var ours: [Double] = [], ref: [Double] = []
-        for _ in 0..<runs {
-            let o = spawnTimed([cli, "--app", "get64", "get", "record/42"], env: env)
-            precondition(o.status == 0, "keybay-methods get failed")
-            ours.append(o.seconds)
-            let r = spawnTimed([age, "-d", "-i", base + "/age.key", base + "/blob.age"], env: env)
-            precondition(r.status == 0, "age -d failed")
-            ref.append(r.seconds)
-        }
-        report(Row(name: "CLI get (64 x 1 KiB store) vs age -d (64 KiB)", ours: fixed(median(ours) * 1000) + " ms",
-                   reference: fixed(median(ref) * 1000) + " ms", ratio: fixed(median(ours) / median(ref)), target: "<= 1.0", note: ""))
+        let m = alternate(runs, ours: [cli, "--app", "get64", "get", "record/42"],
+                          reference: [age, "-d", "-i", base + "/age.key", base + "/blob.age"], env: env)
+        reportTimes("CLI get (64 x 1 KiB store) vs age -d (64 KiB)", m.ours, m.reference, target: "<= 1.0")
     } else {
         print("  (age not installed: run scripts/bench.sh)")
     }
@@ -176,23 +187,16 @@ do {
         precondition(argon2id_hash_raw(4, 65536, 2, passphrase, passphrase.count, &salt, salt.count, &out, out.count) == 0)
         bare.append(now() - t0)
     }
-    report(Row(name: "passphrase unlock in-process vs bare argon2id_hash_raw (64 MiB, t=4, p=2)", ours: fixed(median(inProcess) * 1000) + " ms",
-               reference: fixed(median(bare) * 1000) + " ms", ratio: fixed(median(inProcess) / median(bare), 3), target: "<= 1.05", note: ""))
+    reportTimes("passphrase unlock in-process vs bare argon2id_hash_raw (64 MiB, t=4, p=2)", median(inProcess), median(bare),
+                target: "<= 1.05", digits: 3)
 
     if let cryptsetup = which("cryptsetup") {
         let image = base + "/luks.img"
         _ = system("truncate -s 20M '\(image)' && '\(cryptsetup)' luksFormat -q --type luks2 --pbkdf argon2id --pbkdf-memory 65536 --pbkdf-force-iterations 4 --pbkdf-parallel 2 --key-file '\(base)/pass' '\(image)' >/dev/null 2>&1")
-        var ours: [Double] = [], ref: [Double] = []
-        for _ in 0..<max(5, runs / 2) {
-            let o = spawnTimed([cli, "--app", "pass", "verify", "--passphrase-fd", "0"], env: env, stdin: base + "/pass")
-            precondition(o.status == 0, "keybay-methods verify failed")
-            ours.append(o.seconds)
-            let r = spawnTimed([cryptsetup, "open", "--test-passphrase", "--key-file", base + "/pass", image], env: env)
-            precondition(r.status == 0, "cryptsetup open --test-passphrase failed")
-            ref.append(r.seconds)
-        }
-        report(Row(name: "CLI verify vs cryptsetup open --test-passphrase (LUKS2, same Argon2id)", ours: fixed(median(ours) * 1000) + " ms",
-                   reference: fixed(median(ref) * 1000) + " ms", ratio: fixed(median(ours) / median(ref)), target: "<= 1.05", note: ""))
+        let m = alternate(max(5, runs / 2), ours: [cli, "--app", "pass", "verify", "--passphrase-fd", "0"],
+                          reference: [cryptsetup, "open", "--test-passphrase", "--key-file", base + "/pass", image],
+                          env: env, stdin: base + "/pass")
+        reportTimes("CLI verify vs cryptsetup open --test-passphrase (LUKS2, same Argon2id)", m.ours, m.reference, target: "<= 1.05")
     } else {
         print("  (cryptsetup not installed: run scripts/bench.sh)")
     }
@@ -226,8 +230,7 @@ do {
         ref.append(now() - t0)
     }
     s.close()
-    report(Row(name: "durable set (4096 x 1 KiB, \(size / 1024) KiB file) vs bare write+fsync+rename+dir fsync", ours: fixed(median(ours) * 1000) + " ms",
-               reference: fixed(median(ref) * 1000) + " ms", ratio: fixed(median(ours) / median(ref)), target: "<= 2.0", note: ""))
+    reportTimes("durable set (4096 x 1 KiB, \(size / 1024) KiB file) vs bare write+fsync+rename+dir fsync", median(ours), median(ref), target: "<= 2.0")
 }
 
 // 4. Opening a 16 MiB store (decrypt and authenticate everything) vs raw XChaCha20-Poly1305.
@@ -239,7 +242,7 @@ do {
     s.close()
     let total = keys.count * value.count
     // The reference: libsodium decrypting the same number of frames of the same size.
-    var key = [UInt8](repeating: 1, count: 32), nonce = [UInt8](repeating: 2, count: 24)
+    let key = [UInt8](repeating: 1, count: 32), nonce = [UInt8](repeating: 2, count: 24)
     var sealed = [UInt8](repeating: 0, count: value.count + 16)
     var clen: UInt64 = 0
     crypto_aead_xchacha20poly1305_ietf_encrypt(&sealed, &clen, value, UInt64(value.count), nil, 0, nil, nonce, key)
@@ -259,11 +262,10 @@ do {
         }
         ref.append(now() - t0)
     }
-    _ = (key, nonce)
     let mib = Double(total) / 1048576
     report(Row(name: "open + read all of a \(Int(mib)) MiB store vs raw libsodium decryption (throughput)",
                ours: fixed(mib / median(ours), 0) + " MiB/s", reference: fixed(mib / median(ref), 0) + " MiB/s",
-               ratio: fixed(median(ref) / median(ours)), target: ">= 0.6", note: ""))
+               ratio: fixed(median(ref) / median(ours)), target: ">= 0.6"))
 
     // 7. Peak RSS of CLI get on that store. Measured by GNU time (it forks from a small
     // process): a child posix_spawn'ed from this large process would count our pages too.
@@ -274,7 +276,7 @@ do {
     stat(base + "/data/keybay/big/keybay.v2.store", &st)
     let storeMiB = Double(st.st_size) / 1048576
     report(Row(name: "peak RSS of CLI get on a \(fixed(storeMiB, 1)) MiB store", ours: "\(o.maxRSSKiB / 1024) MiB",
-               reference: "\(fixed(2 * storeMiB + 16, 0)) MiB (2 x store + 16 MiB)", ratio: fixed(Double(o.maxRSSKiB) / 1024 / (2 * storeMiB + 16)), target: "<= 1.0", note: ""))
+               reference: "\(fixed(2 * storeMiB + 16, 0)) MiB (2 x store + 16 MiB)", ratio: fixed(Double(o.maxRSSKiB) / 1024 / (2 * storeMiB + 16)), target: "<= 1.0"))
 }
 
 // 5. In-process get and getMany.
@@ -290,8 +292,8 @@ do {
     for _ in 0..<20 { _ = try s.getMany(names) }
     let perMany = (now() - t0) / 20
     s.close()
-    report(Row(name: "in-process get (64-byte value, 1024 records)", ours: fixed(perGet * 1e9, 0) + " ns/call", reference: "-", ratio: "-", target: "-", note: ""))
-    report(Row(name: "in-process getMany of 1024 keys", ours: fixed(perMany * 1e6, 0) + " µs", reference: "-", ratio: "-", target: "-", note: ""))
+    report(Row(name: "in-process get (64-byte value, 1024 records)", ours: fixed(perGet * 1e9, 0) + " ns/call", reference: "-", ratio: "-", target: "-"))
+    report(Row(name: "in-process getMany of 1024 keys", ours: fixed(perMany * 1e6, 0) + " µs", reference: "-", ratio: "-", target: "-"))
 }
 
 // 6. Plugin discovery + loading of the first-party plugins, in a fresh process each time.
@@ -302,9 +304,10 @@ do {
         var line = [CChar](repeating: 0, count: 256)
         _ = fgets(&line, 256, p)
         pclose(p)
-        times.append(Double(String(cString: line).split(separator: " ").first ?? "0") ?? 0)
+        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        times.append(Double(text.split(separator: " ").first ?? "0") ?? 0)
     }
-    report(Row(name: "plugin discovery + loading of file-root, passphrase, fido2 (fresh process)", ours: fixed(median(times)) + " ms", reference: "-", ratio: "-", target: "<= 2 ms", note: ""))
+    report(Row(name: "plugin discovery + loading of file-root, passphrase, fido2 (fresh process)", ours: fixed(median(times)) + " ms", reference: "-", ratio: "-", target: "<= 2 ms"))
 }
 
 print("")
