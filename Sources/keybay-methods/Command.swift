@@ -191,12 +191,8 @@ enum Command {
         let config = try configuration(a)
         let interaction = TerminalInteraction(passphraseFD: a.passphraseFD, pinFD: a.pinFD, noInput: a.noInput)
         var method = a.method
-        if method == nil && !requireMethod {
-            // Most stores are platform-only: try that first and look at the methods only if asked to.
-            do {
-                return try await KeybayStore.open(config, createIfAbsent: createIfAbsent, interaction: interaction)
-            } catch let e as KeybayError where e.code == .authenticationRequired {}
-        }
+        // `status` reads only the header (and, for a protected store, opens the package once to
+        // list the methods): cheaper than trying a platform-only open first and then this.
         if method == nil {
             let status = try KeybayStore.status(config)
             if status.state == .protected {
