@@ -1,6 +1,13 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// The C plugins are linked by swiftc, which would make each depend on libswiftCore.so and run a
+// Swift image constructor: dlopen'ing them would load the whole Swift runtime into hosts that do
+// not have it (or a second copy into the CLI, which links it statically). Without the Swift
+// start-up object and with the static runtime archive, from which a C library takes nothing,
+// they depend on the C libraries they use and libc only.
+let cPluginLinking: [LinkerSetting] = [.unsafeFlags(["-nostartfiles", "-static-stdlib"])]
+
 let package = Package(
     name: "Keybay",
     products: [
@@ -30,19 +37,23 @@ let package = Package(
         .target(name: "CKeybayPlugin", path: "Sources/CKeybayPlugin"),
 
         .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin"]),
-        .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "CSodium"]),
+        // The CLI links the Swift runtime statically: resolving the runtime's dynamic libraries
+        // was most of its start-up (docs/performance.md).
+        .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "CSodium"],
+                         linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
 
         // First-party plugins (C11). file-root: the TPM-less platform root. passphrase: Argon2id
         // via libargon2, the only piece that links it.
-        .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/file-root", publicHeadersPath: "."),
+        .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/file-root", publicHeadersPath: ".",
+                linkerSettings: cPluginLinking),
         .target(name: "KeybayPassphrase", dependencies: ["CKeybayPlugin", "CArgon2", "CSodium"],
-                path: "Plugins/passphrase", linkerSettings: [.linkedLibrary("m")]),
+                path: "Plugins/passphrase", linkerSettings: [.linkedLibrary("m")] + cPluginLinking),
         // fido2: the method (core, with a replaceable device opener) and the shipped plugin, the
         // only library that links libfido2.
         .target(name: "KeybayFido2Core", dependencies: ["CKeybayPlugin", "CFido2", "CSodium"], path: "Plugins/fido2/core",
                 linkerSettings: [.linkedLibrary("pthread")]),
         .target(name: "KeybayFido2", dependencies: ["KeybayFido2Core"], path: "Plugins/fido2", exclude: ["core"],
-                sources: ["plugin.c"], publicHeadersPath: "."),
+                sources: ["plugin.c"], publicHeadersPath: ".", linkerSettings: cPluginLinking),
 
         // The Swift kit for plugin authors, and a test plugin written with it.
         .target(name: "KeybayPluginKit", dependencies: ["CKeybayPlugin"]),
@@ -54,7 +65,7 @@ let package = Package(
         .target(name: "KeybayVirtualAuthenticator", dependencies: ["CFido2", "CCrypto"], path: "Tests/VirtualAuthenticator",
                 linkerSettings: [.linkedLibrary("pthread")]),
         .target(name: "KeybayTestFido2", dependencies: ["KeybayFido2Core", "KeybayVirtualAuthenticator"],
-                path: "Tests/TestPlugins/fido2-virtual", publicHeadersPath: "."),
+                path: "Tests/TestPlugins/fido2-virtual", publicHeadersPath: ".", linkerSettings: cPluginLinking),
 
         // Side-by-side speed ratios (links libargon2 for the bare reference call; the core does not).
         .executableTarget(name: "keybay-bench", dependencies: ["Keybay", "CArgon2"]),

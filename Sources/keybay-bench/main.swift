@@ -3,6 +3,7 @@
 // references (age, cryptsetup-bin) and builds in release mode.
 //
 //   keybay-bench [RUNS]          the whole table
+//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins
 //   keybay-bench load-plugins    (internal) time discovery + loading of the plugins, in a fresh process
 import CArgon2
 import CSodium
@@ -138,6 +139,8 @@ if CommandLine.arguments.dropFirst().first == "load-plugins" {
 // MARK: - Setup
 
 let runs = CommandLine.arguments.dropFirst().first.flatMap(Int.init) ?? 21
+let onlyRows = Set(CommandLine.arguments.dropFirst(2))
+func wanted(_ row: String) -> Bool { onlyRows.isEmpty || onlyRows.contains(row) }
 var template = Array(("/tmp/keybay-bench-" + String(repeating: "X", count: 6)).utf8CString) // mkdtemp template
 guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { fatalError("mkdtemp") }
 let base = String(cString: made)
@@ -152,8 +155,8 @@ func config(_ app: String) throws -> KeybayConfiguration {
 }
 
 // 1. CLI get vs age -d of 64 KiB.
-do {
-    let s = try await KeybayStore.open(config("get64"))
+if wanted("get") {
+    let s = try KeybayStore.open(config("get64"))
     for i in 0..<64 { try s.set(recordName(i), bytes: [UInt8](repeating: UInt8(i), count: 1024)) }
     s.close()
     if let age = which("age"), let keygen = which("age-keygen") {
@@ -167,19 +170,19 @@ do {
 }
 
 // 2. Passphrase unlock (CLI verify) vs cryptsetup open --test-passphrase, Argon2id 64 MiB, t=4, p=2.
-do {
+if wanted("verify") {
     let passphrase = Array("correct horse battery staple".utf8)
     writeFile(base + "/pass", passphrase)
-    let setup = try await KeybayStore.open(config("pass"), interaction: FixedPassphrase(text: passphrase))
+    let setup = try KeybayStore.open(config("pass"), interaction: FixedPassphrase(text: passphrase))
     try setup.set("service/token", string: "value")
-    _ = try await setup.auth.add(plugin: "passphrase", options: [("memory-kib", "65536"), ("iterations", "4"), ("lanes", "2")])
+    _ = try setup.auth.add(plugin: "passphrase", options: [("memory-kib", "65536"), ("iterations", "4"), ("lanes", "2")])
     setup.close()
     var inProcess: [Double] = [], bare: [Double] = []
     let method = try KeybayStore.status(config("pass")).methods[0].id
     var salt = [UInt8](repeating: 7, count: 16), out = [UInt8](repeating: 0, count: 32)
     for _ in 0..<max(5, runs / 2) {
         var t0 = now()
-        let session = try await KeybayStore.open(config("pass"), method: method, interaction: FixedPassphrase(text: passphrase))
+        let session = try KeybayStore.open(config("pass"), method: method, interaction: FixedPassphrase(text: passphrase))
         _ = try session.get("service/token")
         session.close()
         inProcess.append(now() - t0)
@@ -203,8 +206,8 @@ do {
 }
 
 // 3. Durable set into 4096 x 1 KiB vs writing, fsyncing and renaming the same bytes + directory fsync.
-do {
-    let s = try await KeybayStore.open(config("durable"))
+if wanted("set") {
+    let s = try KeybayStore.open(config("durable"))
     for i in 0..<4096 { try s.set("r/\(i)", bytes: [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: 1024)) }
     let storeFile = base + "/data/keybay/durable/keybay.v2.store"
     var st = stat()
@@ -234,8 +237,8 @@ do {
 }
 
 // 4. Opening a 16 MiB store (decrypt and authenticate everything) vs raw XChaCha20-Poly1305.
-do {
-    let s = try await KeybayStore.open(config("big"))
+if wanted("open") {
+    let s = try KeybayStore.open(config("big"))
     let value = [UInt8](repeating: 0x33, count: 1024 * 1024 - 4096)
     for i in 0..<15 { try s.set("big/\(i)", bytes: value) }
     let keys = try s.keys()
@@ -250,7 +253,7 @@ do {
     var ours: [Double] = [], ref: [Double] = []
     for _ in 0..<max(5, runs / 2) {
         var t0 = now()
-        let session = try await KeybayStore.open(config("big"), createIfAbsent: false)
+        let session = try KeybayStore.open(config("big"), createIfAbsent: false)
         let all = try session.getMany(keys)
         precondition(all.count == keys.count)
         session.close()
@@ -280,8 +283,8 @@ do {
 }
 
 // 5. In-process get and getMany.
-do {
-    let s = try await KeybayStore.open(config("inproc"))
+if wanted("inproc") {
+    let s = try KeybayStore.open(config("inproc"))
     var names: [String] = []
     for i in 0..<1024 { names.append("k/\(i)"); try s.set("k/\(i)", bytes: [UInt8](repeating: 1, count: 64)) }
     let n = 20_000
@@ -297,7 +300,7 @@ do {
 }
 
 // 6. Plugin discovery + loading of the first-party plugins, in a fresh process each time.
-do {
+if wanted("plugins") {
     var times: [Double] = []
     for _ in 0..<max(5, runs / 2) {
         let p = popen("'\(exeDirectory)/keybay-bench' load-plugins", "r")!

@@ -4,18 +4,18 @@ import Keybay
 enum Command {
     /// Runs the command; if another process rotated the store key (enrolled or removed a method)
     /// between our unlock and our write, unlocks again and retries, at most twice.
-    static func run(_ a: Arguments) async throws -> Int32 {
+    static func run(_ a: Arguments) throws -> Int32 {
         var attempt = 0
         while true {
             do {
-                return try await runOnce(a)
+                return try runOnce(a)
             } catch let e as KeybayError where attempt < 2 && (e.code == .keyChanged || (e.code == .authenticationRequired && a.method == nil)) {
                 attempt += 1
             }
         }
     }
 
-    static func runOnce(_ a: Arguments) async throws -> Int32 {
+    static func runOnce(_ a: Arguments) throws -> Int32 {
         guard let command = a.command, command != "help", !a.help else {
             Output.out(usage + "\n")
             return a.command == nil && !a.help ? Exit.usage : Exit.success
@@ -27,7 +27,7 @@ enum Command {
         case "init":
             try a.expect([])
             let config = try configuration(a)
-            let session = try await KeybayStore.initialize(config)
+            let session = try KeybayStore.initialize(config)
             session.close()
             a.json ? Output.line(JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath))])))
                    : Output.line("initialized a platform-only store at \(config.storePath)")
@@ -36,7 +36,7 @@ enum Command {
             try a.expect(["KEY"])
             let key = a.positionals[0]
             try validateKey(key)
-            let session = try await unlock(a, createIfAbsent: false)
+            let session = try unlock(a, createIfAbsent: false)
             defer { session.close() }
             guard let value = try session.get(key) else { return notFound(key, session) }
             if a.json {
@@ -58,7 +58,7 @@ enum Command {
             }
             // Validate before anything touches the disk.
             try validateKey(key)
-            let session = try await unlock(a, createIfAbsent: true)
+            let session = try unlock(a, createIfAbsent: true)
             defer { session.close() }
             try session.set(key, bytes: value)
             if a.json { Output.line(JSON.render(.object([("key", .string(key)), ("stored", .bool(true))]))) }
@@ -67,14 +67,14 @@ enum Command {
             try a.expect(["KEY"])
             let key = a.positionals[0]
             try validateKey(key)
-            let session = try await unlock(a, createIfAbsent: false)
+            let session = try unlock(a, createIfAbsent: false)
             defer { session.close() }
             guard try session.delete(key) else { return notFound(key, session) }
             if a.json { Output.line(JSON.render(.object([("key", .string(key)), ("removed", .bool(true))]))) }
             return Exit.success
         case "keys":
             try a.expect([])
-            let session = try await unlock(a, createIfAbsent: false)
+            let session = try unlock(a, createIfAbsent: false)
             defer { session.close() }
             let keys = try session.keys()
             a.json ? Output.line(JSON.render(.array(keys.map { .string($0) })))
@@ -115,17 +115,17 @@ enum Command {
             return Exit.success
         case "enroll":
             try a.expect(["PLUGIN"])
-            let session = try await unlock(a, createIfAbsent: true)
+            let session = try unlock(a, createIfAbsent: true)
             defer { session.close() }
-            let method = try await session.auth.add(plugin: a.positionals[0], options: a.options, label: a.label)
+            let method = try session.auth.add(plugin: a.positionals[0], options: a.options, label: a.label)
             a.json ? Output.line(JSON.render(methodJSON(method)))
                    : Output.line("enrolled \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method")
             return Exit.success
         case "remove":
             try a.expect(["METHOD-ID"])
-            let session = try await unlock(a, createIfAbsent: false)
+            let session = try unlock(a, createIfAbsent: false)
             defer { session.close() }
-            try await session.auth.remove(a.positionals[0])
+            try session.auth.remove(a.positionals[0])
             let left = try session.auth.list()
             a.json ? Output.line(JSON.render(.object([("removed", .string(a.positionals[0])), ("methods", .array(left.map(methodJSON)))])))
                    : Output.line("removed method \(a.positionals[0]); \(left.isEmpty ? "the store is platform-only again" : "\(left.count) method(s) left")")
@@ -134,7 +134,7 @@ enum Command {
             try a.expect(["METHOD-ID"], optional: 1)
             var withMethod = a
             if let id = a.positionals.first { withMethod.method = id }
-            let session = try await unlock(withMethod, createIfAbsent: false, requireMethod: true)
+            let session = try unlock(withMethod, createIfAbsent: false, requireMethod: true)
             session.close()
             a.json ? Output.line(JSON.render(.object([("verified", .bool(true))]))) : Output.line("verified: the secret unlocks the store")
             return Exit.success
@@ -187,7 +187,7 @@ enum Command {
 
     /// Opens the store, unlocking a protected one with `--method`, its only method, or one the
     /// user picks; never tries credentials in turn.
-    static func unlock(_ a: Arguments, createIfAbsent: Bool, requireMethod: Bool = false) async throws -> KeybaySession {
+    static func unlock(_ a: Arguments, createIfAbsent: Bool, requireMethod: Bool = false) throws -> KeybaySession {
         let config = try configuration(a)
         let interaction = TerminalInteraction(passphraseFD: a.passphraseFD, pinFD: a.pinFD, noInput: a.noInput)
         var method = a.method
@@ -201,7 +201,7 @@ enum Command {
                 throw KeybayError(.protectionMismatch, "\(config.storePath) has no unlock methods to verify")
             }
         }
-        return try await KeybayStore.open(config, method: method, createIfAbsent: createIfAbsent, interaction: interaction)
+        return try KeybayStore.open(config, method: method, createIfAbsent: createIfAbsent, interaction: interaction)
     }
 
     static func methodJSON(_ m: KeybayMethod) -> JSON.Value {

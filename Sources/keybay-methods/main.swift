@@ -5,6 +5,11 @@ import Keybay
 var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
 setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
 signal(SIGPIPE, SIG_IGN)
+// A parent may have started us with signals blocked (they are inherited): Ctrl-C and SIGTERM
+// must still end a prompt or a wait for a touch.
+var unblocked = sigset_t()
+sigemptyset(&unblocked)
+sigprocmask(SIG_SETMASK, &unblocked, nil)
 
 enum Exit {
     static let success: Int32 = 0
@@ -23,7 +28,7 @@ enum Exit {
 let status: Int32
 do {
     let arguments = try Arguments(Array(CommandLine.arguments.dropFirst()))
-    status = try await Command.run(arguments)
+    status = try Command.run(arguments)
 } catch let e as Arguments.UsageError {
     Output.error(e.message + " (see 'keybay-methods --help')")
     status = Exit.usage

@@ -1,6 +1,8 @@
 /// The unlock methods of an open store. `list` never calls a plugin; `add`, `remove` and
 /// `verify` involve the user only through the session's interaction handler, and only `add` and
 /// `verify` run a plugin ceremony: `remove` re-seals the survivors from their public keys.
+/// Like `KeybayStore.open`, each comes synchronous (blocking while the user is involved) and
+/// `async`; both forms do the same work.
 public struct KeybayAuth: Sendable {
     let session: KeybaySession
 
@@ -12,7 +14,17 @@ public struct KeybayAuth: Sendable {
     /// Enrolls a method with `plugin` (e.g. `passphrase`) and returns it. The store gets a fresh
     /// Kstore and epoch; every record is re-encrypted in one atomic replace.
     @discardableResult
+    public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) throws -> KeybayMethod {
+        try addMethod(plugin: pluginID, options: options, label: label)
+    }
+
+    /// `add`, from async code.
+    @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
+        try addMethod(plugin: pluginID, options: options, label: label)
+    }
+
+    func addMethod(plugin pluginID: String, options: [(String, String)], label: String?) throws -> KeybayMethod {
         let label = label ?? pluginID
         guard KeybayMethod.isValidLabel(label) else {
             throw KeybayError(.invalidArgument, "invalid label: use 1–64 bytes of text without control characters")
@@ -45,7 +57,16 @@ public struct KeybayAuth: Sendable {
     }
 
     /// Removes a method; with none left the store is platform-only again. Needs no credential.
+    public func remove(_ id: String) throws {
+        try removeMethod(id)
+    }
+
+    /// `remove`, from async code.
     public func remove(_ id: String) async throws {
+        try removeMethod(id)
+    }
+
+    func removeMethod(_ id: String) throws {
         let current = try session.snapshotForAuth()
         let bytes = try KeybayMethod.parseID(id)
         guard current.methods.contains(where: { $0.methodId == bytes }) else {
@@ -56,7 +77,16 @@ public struct KeybayAuth: Sendable {
 
     /// Runs a method's ceremony and checks the secret against its stored public key, without
     /// changing anything.
+    public func verify(_ id: String) throws {
+        try verifyMethod(id)
+    }
+
+    /// `verify`, from async code.
     public func verify(_ id: String) async throws {
+        try verifyMethod(id)
+    }
+
+    func verifyMethod(_ id: String) throws {
         let current = try session.snapshotForAuth()
         let bytes = try KeybayMethod.parseID(id)
         guard let method = current.methods.first(where: { $0.methodId == bytes }) else {

@@ -1,7 +1,10 @@
 import CKeybayPlugin
 
-/// Entry points. `open` and `initialize` are `async` because later they may involve the user
-/// (unlock methods); record operations on the session are synchronous and never prompt.
+/// Entry points. `open` and `initialize` come in two forms: synchronous ones, for programs with
+/// their own threads (the CLI: no concurrency runtime, no worker threads at start-up), and
+/// `async` ones, which run the same work; both may block while a plugin involves the user (an
+/// unlock method's prompt or touch). Record operations on the session are synchronous and never
+/// prompt.
 public enum KeybayStore {
     /// Opens the application's store. With nothing on disk and `createIfAbsent`, creates the
     /// platform root and an empty store, verifies it and opens it. Any other state is never
@@ -13,7 +16,18 @@ public enum KeybayStore {
     /// a store throws `.authenticationRequired`; with `method` a platform-only store throws
     /// `.protectionMismatch`, and nothing at all is `.storeNotFound` (nothing is created).
     public static func open(_ configuration: KeybayConfiguration, method: String? = nil, createIfAbsent: Bool = true,
+                            interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
+        try openStore(configuration, method: method, createIfAbsent: createIfAbsent, interaction: interaction)
+    }
+
+    /// `open`, from async code.
+    public static func open(_ configuration: KeybayConfiguration, method: String? = nil, createIfAbsent: Bool = true,
                             interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
+        try openStore(configuration, method: method, createIfAbsent: createIfAbsent, interaction: interaction)
+    }
+
+    static func openStore(_ configuration: KeybayConfiguration, method: String?, createIfAbsent: Bool,
+                          interaction: any KeybayInteraction) throws -> KeybaySession {
         let location = try StoreLocation(configuration)
         var key = PackageKey.platform
         if let method {
@@ -32,7 +46,16 @@ public enum KeybayStore {
     }
 
     /// Creates a new store; fails with `.alreadyInitialized` or `.stateConflict` if anything exists.
+    public static func initialize(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
+        try initializeStore(configuration, interaction: interaction)
+    }
+
+    /// `initialize`, from async code.
     public static func initialize(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
+        try initializeStore(configuration, interaction: interaction)
+    }
+
+    static func initializeStore(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction) throws -> KeybaySession {
         let location = try StoreLocation(configuration)
         let (dir, generation) = try location.initialize()
         return KeybaySession(location: location, directory: dir, generation: generation, interaction: interaction)

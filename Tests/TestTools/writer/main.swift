@@ -27,13 +27,13 @@ let args = Array(CommandLine.arguments.dropFirst())
 do {
     let config = try KeybayConfiguration(applicationID: args[0])
     let status = try KeybayStore.status(config)
-    let session = try await KeybayStore.open(config, method: status.methods.first?.id, interaction: TestPIN())
+    let session = try KeybayStore.open(config, method: status.methods.first?.id, interaction: TestPIN())
     switch args[1] {
     case "set": try session.set(args[2], bytes: readStdin())
     case "rm": try session.delete(args[2])
     case "clear": try session.clearAll()
-    case "enroll": try await session.auth.add(plugin: "test-counting")
-    case "remove": try await session.auth.remove(args[2])
+    case "enroll": try session.auth.add(plugin: "test-counting")
+    case "remove": try session.auth.remove(args[2])
     default: exit(2)
     }
     exit(0)
