@@ -6,7 +6,13 @@ import PackageDescription
 // not have it (or a second copy into the CLI, which links it statically). Without the Swift
 // start-up object and with the static runtime archive, from which a C library takes nothing,
 // they depend on the C libraries they use and libc only.
-let cPluginLinking: [LinkerSetting] = [.unsafeFlags(["-nostartfiles", "-static-stdlib"])]
+//
+// Static linking hides the archives' symbols (--exclude-libs ALL), the sanitizer runtimes'
+// interceptors included, which breaks sanitized builds: scripts/sanitizers.sh sets
+// KEYBAY_SANITIZE and gets the ordinary dynamic linking.
+let sanitizing = Context.environment["KEYBAY_SANITIZE"] != nil
+let cPluginLinking: [LinkerSetting] = sanitizing ? [] : [.unsafeFlags(["-nostartfiles", "-static-stdlib"])]
+let cliLinking: [LinkerSetting] = sanitizing ? [] : [.unsafeFlags(["-static-stdlib"])]
 
 let package = Package(
     name: "Keybay",
@@ -36,11 +42,15 @@ let package = Package(
         // The plugin ABI: Sources/CKeybayPlugin/include/keybay_plugin.h.
         .target(name: "CKeybayPlugin", path: "Sources/CKeybayPlugin"),
 
-        .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin"]),
+        // SHA-256 with the x86 SHA extensions when the CPU has them (libsodium 1.0.18's portable
+        // SHA-256 bounds the speed of reading a store: every frame is committed by its digest).
+        .target(name: "CKeybaySHA256", path: "Sources/CKeybaySHA256"),
+
+        .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256"]),
         // The CLI links the Swift runtime statically: resolving the runtime's dynamic libraries
         // was most of its start-up (docs/performance.md).
         .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "CSodium"],
-                         linkerSettings: [.unsafeFlags(["-static-stdlib"])]),
+                         linkerSettings: cliLinking),
 
         // First-party plugins (C11). file-root: the TPM-less platform root. passphrase: Argon2id
         // via libargon2, the only piece that links it.
@@ -70,7 +80,7 @@ let package = Package(
         // Side-by-side speed ratios (links libargon2 for the bare reference call; the core does not).
         .executableTarget(name: "keybay-bench", dependencies: ["Keybay", "CArgon2"]),
 
-        .testTarget(name: "KeybayTests", dependencies: ["Keybay"]),
+        .testTarget(name: "KeybayTests", dependencies: ["Keybay", "CKeybaySHA256"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -58,8 +58,12 @@ enum XChaCha20Poly1305 {
     /// Opens into an ordinary array (record values, which are handed to the caller anyway).
     static func open(key: SecureBytes, sealed: UnsafeRawBufferPointer, aad: [UInt8]) -> [UInt8]? {
         guard sealed.count >= overhead else { return nil }
-        var out = [UInt8](repeating: 0, count: sealed.count - overhead)
-        let ok = out.withUnsafeMutableBytes { open(key: key, sealed: sealed, aad: aad, into: $0) }
+        // Not zero-filled first: a value is written whole or the array is dropped unseen.
+        var ok = false
+        let out = [UInt8](unsafeUninitializedCapacity: sealed.count - overhead) { buf, initialized in
+            ok = open(key: key, sealed: sealed, aad: aad, into: UnsafeMutableRawBufferPointer(buf))
+            initialized = buf.count
+        }
         return ok ? out : nil
     }
 

@@ -128,15 +128,16 @@ final class PrivateDirectory: @unchecked Sendable {
             throw KeybayError(.malformed, "\(pathOf(name)) is \(st.st_size) bytes, larger than any valid file of its kind (\(maxBytes))")
         }
         let size = min(Int(st.st_size), prefix ?? Int.max)
-        var bytes = [UInt8](repeating: 0, count: size)
-        var done = 0
-        try bytes.withUnsafeMutableBytes { buf in
+        // Not zero-filled first: every byte is read into (a short read throws and drops the array).
+        let bytes = try [UInt8](unsafeUninitializedCapacity: size) { buf, initialized in
+            var done = 0
             while done < size {
                 let n = pread(f, buf.baseAddress! + done, size - done, off_t(done))
                 if n < 0 { if errno == EINTR { continue }; throw Self.posixError("cannot read", pathOf(name)) }
                 if n == 0 { throw KeybayError(.io, "\(pathOf(name)) shrank while it was read") }
                 done += n
             }
+            initialized = size
         }
         return (bytes, FileIdentity(st))
     }
