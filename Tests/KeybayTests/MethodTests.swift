@@ -29,7 +29,7 @@ final class ScriptedInteraction: KeybayInteraction, @unchecked Sendable {
 
 /// Reads the counting plugin's call counters (probe, enroll, unwrap, describe).
 func countingCalls() -> [Int32] {
-    guard let handle = dlopen(buildDirectory + "/libkeybay-test-counting.so", RTLD_NOW | RTLD_NOLOAD),
+    guard let handle = dlopen(pluginDirectory + "/libkeybay-test-counting.so", RTLD_NOW | RTLD_NOLOAD),
           let symbol = dlsym(handle, "keybay_test_counting_calls") else { return [-1, -1, -1, -1] }
     let f = unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
     return (0..<4).map { f(Int32($0)) }

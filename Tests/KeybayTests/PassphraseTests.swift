@@ -46,7 +46,9 @@ import Testing
         #expect(second.status == 2 && second.stderr.contains("already has a passphrase"))
 
         let copyBefore = readBytes(box.storePath)!
-        let id = try box.cli("list", "--json").out.split(separator: "\"")[3]
+        let fields = try box.cli("list", "--json").out.split(separator: "\"")
+        try #require(fields.count > 3, "list shows no method")
+        let id = fields[3]
         let removed = try Self.cli(box, ["remove", String(id)], passphrase: "hunter2 is long")
         #expect(removed.status == 0, "\(removed.stderr)")
         #expect(try box.cli("status", "--json").out.contains("\"state\":\"platform-only\""))
@@ -105,7 +107,7 @@ extension PassphraseTests {
         try #require(build.status == 0, "\(build.out)")
         let host = packageDirectory + "/.build/example-host/debug/keybay-example-host"
         var env = box.environment
-        env["KEYBAY_PLUGIN_PATH"] = buildDirectory
+        env["KEYBAY_PLUGIN_PATH"] = pluginDirectory
         let first = try run(host, ["--passphrase-stdin"], environment: env, stdin: Array("pw\npw\npw\n".utf8))
         #expect(first.status == 0 && first.out.contains("enrolled passphrase method"), "\(first.out) \(first.stderr)")
         let again = try run(host, ["--passphrase-stdin"], environment: env, stdin: Array("pw\n".utf8))

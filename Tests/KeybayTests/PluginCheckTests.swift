@@ -11,7 +11,7 @@ import Testing
     ])
     func firstPartyPluginsPass(_ file: String, _ options: [String]) throws {
         let box = Sandbox()
-        let r = try run(cliPath, ["plugin-check", buildDirectory + "/" + file] + options, environment: box.environment)
+        let r = try run(cliPath, ["plugin-check", pluginDirectory + "/" + file] + options, environment: box.environment)
         #expect(r.status == 0 && r.out.contains(" 0 failed") && !r.out.contains("FAIL"), "\(r.out)\(r.stderr)")
     }
 

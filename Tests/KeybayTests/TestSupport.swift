@@ -37,8 +37,10 @@ final class Sandbox: Sendable {
     var rootPath: String { stateHome + "/keybay/" + app + "/file-root.key" }
 
     var environment: [String: String] {
-        ["XDG_DATA_HOME": dataHome, "XDG_STATE_HOME": stateHome, "KEYBAY_APP_ID": app,
-         "PATH": "/usr/bin:/bin", "HOME": root]
+        var env = ["XDG_DATA_HOME": dataHome, "XDG_STATE_HOME": stateHome, "KEYBAY_APP_ID": app,
+                   "PATH": "/usr/bin:/bin", "HOME": root]
+        if let plugins = sanitizerPluginDirectory { env["KEYBAY_PLUGIN_PATH"] = plugins }
+        return env
     }
 }
 
@@ -91,6 +93,16 @@ let buildDirectory: String = {
 }()
 
 let cliPath = buildDirectory + "/keybay-methods"
+
+/// Under a sanitizer, scripts/sanitizers.sh builds the plugins once more without one and names
+/// that directory here: a sanitized plugin cannot be loaded by a host built without the same
+/// sanitizer runtime (the example host, or Swift plugins needing symbols the runner does not
+/// export). Tests and their child processes then find every plugin there through
+/// KEYBAY_PLUGIN_PATH, which the plugin search puts before the executable's directory.
+let sanitizerPluginDirectory: String? = ProcessInfo.processInfo.environment["KEYBAY_TEST_PLUGIN_DIRECTORY"]
+
+/// Where the plugins the tests load come from.
+let pluginDirectory = sanitizerPluginDirectory ?? buildDirectory
 
 /// The package's root directory, for scripts under Tests/.
 let packageDirectory: String = {
