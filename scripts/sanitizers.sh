@@ -14,14 +14,15 @@ export KEYBAY_SANITIZE=1
 status=0
 for k in "${kinds[@]}"; do
   echo "== swift test --sanitize=$k"
+  # Plugins built without a sanitizer, for hosts built without one (the example host cannot
+  # load sanitized plugins) and, under ThreadSanitizer, for every host: a TSan-built plugin
+  # needs runtime symbols that only a TSan-built host exports (TestSupport.swift).
+  plugins="$PWD/.build/sanitize-plugins"
+  for product in keybay-file-root keybay-passphrase keybay-fido2 keybay-test-counting keybay-test-fido2; do
+    env -u KEYBAY_SANITIZE swift build --build-path "$plugins" --product "$product" >/dev/null
+  done
+  export KEYBAY_TEST_SANITIZER="$k" KEYBAY_TEST_HOST_PLUGIN_DIRECTORY="$plugins/debug"
   if [ "$k" = thread ]; then
-    # A ThreadSanitizer-built plugin needs runtime symbols that only a TSan-built host exports
-    # (the test runner does not export them all; the example host has none), so the plugins the
-    # tests load come from a build without a sanitizer (TestSupport.swift: pluginDirectory).
-    plugins="$PWD/.build/sanitize-plugins"
-    for product in keybay-file-root keybay-passphrase keybay-fido2 keybay-test-counting keybay-test-fido2; do
-      env -u KEYBAY_SANITIZE swift build --build-path "$plugins" --product "$product" >/dev/null
-    done
     export KEYBAY_TEST_PLUGIN_DIRECTORY="$plugins/debug" KEYBAY_PLUGIN_PATH="$plugins/debug"
   else
     unset KEYBAY_TEST_PLUGIN_DIRECTORY KEYBAY_PLUGIN_PATH

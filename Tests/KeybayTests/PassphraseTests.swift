@@ -107,7 +107,7 @@ extension PassphraseTests {
         try #require(build.status == 0, "\(build.out)")
         let host = packageDirectory + "/.build/example-host/debug/keybay-example-host"
         var env = box.environment
-        env["KEYBAY_PLUGIN_PATH"] = pluginDirectory
+        env["KEYBAY_PLUGIN_PATH"] = unsanitizedPluginDirectory
         let first = try run(host, ["--passphrase-stdin"], environment: env, stdin: Array("pw\npw\npw\n".utf8))
         #expect(first.status == 0 && first.out.contains("enrolled passphrase method"), "\(first.out) \(first.stderr)")
         let again = try run(host, ["--passphrase-stdin"], environment: env, stdin: Array("pw\n".utf8))

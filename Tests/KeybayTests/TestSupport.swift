@@ -107,6 +107,12 @@ let sanitizerPluginDirectory: String? = ProcessInfo.processInfo.environment["KEY
 /// Where the plugins the tests load come from.
 let pluginDirectory = sanitizerPluginDirectory ?? buildDirectory
 
+/// The sanitizer the suite runs under (scripts/sanitizers.sh), if any.
+let sanitizer: String? = ProcessInfo.processInfo.environment["KEYBAY_TEST_SANITIZER"]
+
+/// Plugins for hosts built without a sanitizer (the example host), which cannot load sanitized ones.
+let unsanitizedPluginDirectory = ProcessInfo.processInfo.environment["KEYBAY_TEST_HOST_PLUGIN_DIRECTORY"] ?? pluginDirectory
+
 /// The package's root directory, for scripts under Tests/.
 let packageDirectory: String = {
     var url = URL(fileURLWithPath: #filePath)
