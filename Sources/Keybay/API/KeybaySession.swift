@@ -23,16 +23,17 @@ public final class KeybaySession: Sendable {
     public var storePath: String { location.storePath }
     /// The unlock methods: list, add, remove, verify.
     public var auth: KeybayAuth { KeybayAuth(session: self) }
-    /// Whether the open generation is protected by methods.
+    /// Whether the open generation is protected by methods (false, too, when the session is
+    /// closed or the store can no longer be read: the next operation reports why).
     public var isProtected: Bool { (try? freshSnapshot().suite == .methods) ?? false }
 
     // MARK: Reading
 
     /// The value of `key`, or nil if there is no such record.
     public func get(_ key: String) throws -> [UInt8]? {
-        _ = try RecordKey.validated(key)
+        let keyBytes = try RecordKey.validated(key)
         let snapshot = try freshSnapshot()
-        guard let i = snapshot.index[key] else { return nil }
+        guard let i = snapshot.index(of: keyBytes) else { return nil }
         return try snapshot.value(at: i, context: storePath)
     }
 
@@ -46,8 +47,8 @@ public final class KeybaySession: Sendable {
     }
 
     public func contains(_ key: String) throws -> Bool {
-        _ = try RecordKey.validated(key)
-        return try freshSnapshot().index[key] != nil
+        let keyBytes = try RecordKey.validated(key)
+        return try freshSnapshot().index(of: keyBytes) != nil
     }
 
     /// All keys in ascending byte order.
@@ -57,11 +58,11 @@ public final class KeybaySession: Sendable {
 
     /// The values of those `keys` that exist, all from one generation of the store.
     public func getMany(_ keys: [String]) throws -> [String: [UInt8]] {
-        for key in keys { _ = try RecordKey.validated(key) }
+        let keyBytes = try keys.map(RecordKey.validated)
         let snapshot = try freshSnapshot()
         var result: [String: [UInt8]] = [:]
-        for key in keys {
-            if let i = snapshot.index[key] { result[key] = try snapshot.value(at: i, context: storePath) }
+        for (key, bytes) in zip(keys, keyBytes) {
+            if let i = snapshot.index(of: bytes) { result[key] = try snapshot.value(at: i, context: storePath) }
         }
         return result
     }
@@ -92,7 +93,7 @@ public final class KeybaySession: Sendable {
         let keyBytes = try RecordKey.validated(key)
         var found = false
         try write { snapshot in
-            guard snapshot.index[key] != nil else { return nil }
+            guard snapshot.index(of: keyBytes) != nil else { return nil }
             found = true
             return Self.frames(of: snapshot, excluding: keyBytes)
         }
@@ -136,15 +137,12 @@ public final class KeybaySession: Sendable {
         try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: location.configuration.pluginSearch)
     }
 
-    /// Replaces the method list (see StoreLocation.rotate); fails if another process changed
-    /// the methods since `expected` was read.
+    /// Replaces the method list (see StoreLocation.rotate); fails if the methods on disk are no
+    /// longer those of `expected` (another session or process changed them meanwhile).
     func rotate(expecting expected: StoreSnapshot, _ change: ([MethodEnvelope.Public]) -> [MethodEnvelope.Public]) throws {
         try current.withLock { generation in
             guard let g = generation else { throw KeybayError(.closed, "the session for \(location.storePath) is closed") }
-            guard g.snapshot.sealedPackage.elementsEqual(expected.sealedPackage) else {
-                throw KeybayError(.stateConflict, "the methods of \(location.storePath) changed while enrolling; try again")
-            }
-            generation = try location.rotate(directory, previous: g, methods: change(g.snapshot.methods))
+            generation = try location.rotate(directory, previous: g, expecting: expected, change: change)
         }
     }
 

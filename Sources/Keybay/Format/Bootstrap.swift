@@ -20,7 +20,9 @@ struct Bootstrap: Equatable {
         return w.bytes
     }
 
-    var byteCount: Int { 4 + 2 + 4 + providerState.count + 4 }
+    /// The longest bootstrap: magic, suite, the longest provider state with its length, and the
+    /// sealed package's length.
+    static let maxBytes = 4 + 2 + 4 + Suite1.maxProviderStateBytes + 4
 
     /// Reads and checks the bootstrap; leaves `reader` at the sealed package.
     static func decode(_ reader: inout ByteReader) throws -> Bootstrap {

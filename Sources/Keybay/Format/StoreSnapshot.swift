@@ -19,19 +19,18 @@ struct StoreSnapshot: Sendable {
     let methods: [MethodEnvelope.Public]
     let entries: [ManifestEntry]
     let frameStarts: [Int]
-    let index: [String: Int]
 
     var bootstrapBytes: [UInt8] { layout.bootstrap.bytes }
     var sealedPackage: ArraySlice<UInt8> { file[layout.sealedPackage] }
     var suite: StoreSuite { layout.bootstrap.suite }
 
-    /// Decodes `file` strictly and authenticates its package and manifest (and, with
-    /// `checkFrameDigests`, every frame's digest at once; otherwise each frame is checked when it
-    /// is read). If `previous` has the very same bootstrap and sealed package, its keys are
+    /// Decodes `file` strictly and authenticates its package and manifest. Each frame's digest is
+    /// checked when the frame is read (`value(at:)`); `checkFrameDigests` checks them all now
+    /// (the vector tests), which a store never needs. If `previous` has the very same bootstrap and sealed package, its keys are
     /// reused without asking the root or a method.
     static func authenticate(file: [UInt8], context: String, domain: [UInt8], root: any RootProvider,
                              key: PackageKey = .platform, reusing previous: StoreSnapshot? = nil,
-                             checkFrameDigests: Bool = true) throws -> StoreSnapshot {
+                             checkFrameDigests: Bool = false) throws -> StoreSnapshot {
         let layout = try StoreLayout.decode(file, context: context)
         let keys: StoreKeys
         let methods: [MethodEnvelope.Public]
@@ -56,8 +55,6 @@ struct StoreSnapshot: Sendable {
         // Frame offsets are derived by checked prefix sums that must cover the frame region exactly.
         var starts: [Int] = []
         starts.reserveCapacity(entries.count)
-        var index: [String: Int] = [:]
-        index.reserveCapacity(entries.count)
         var offset = layout.frames.lowerBound
         for (i, e) in entries.enumerated() {
             guard e.frameLength <= layout.frames.upperBound - offset else {
@@ -68,12 +65,11 @@ struct StoreSnapshot: Sendable {
                 throw KeybayError(.integrity, "\(context): record frame \(i) does not match its manifest digest")
             }
             offset += e.frameLength
-            index[String(decoding: e.key, as: UTF8.self)] = i
         }
         guard offset == layout.frames.upperBound else {
             throw KeybayError(.integrity, "\(context): \(layout.frames.upperBound - offset) bytes in the frame region belong to no record")
         }
-        return StoreSnapshot(file: file, layout: layout, keys: keys, methods: methods, entries: entries, frameStarts: starts, index: index)
+        return StoreSnapshot(file: file, layout: layout, keys: keys, methods: methods, entries: entries, frameStarts: starts)
     }
 
     /// Opens the sealed package with the root, then gets Kstore as `key` says.
@@ -105,11 +101,21 @@ struct StoreSnapshot: Sendable {
         }
     }
 
+    /// The entry of `key`, by binary search: manifest keys are unique and in ascending byte order
+    /// (checked when the manifest is decoded), so no lookup table is built per generation.
+    func index(of key: [UInt8]) -> Int? {
+        var low = 0, high = entries.count
+        while low < high {
+            let mid = (low + high) / 2
+            if entries[mid].key.lexicographicallyPrecedes(key) { low = mid + 1 } else { high = mid }
+        }
+        return low < entries.count && entries[low].key == key ? low : nil
+    }
+
     func frame(at i: Int) -> ArraySlice<UInt8> {
         file[frameStarts[i]..<(frameStarts[i] + entries[i].frameLength)]
     }
 
-    /// Decrypts record `i`.
     /// Decrypts record `i` after checking the frame against its manifest digest (a frame is
     /// checked when it is read, so opening a large store does not hash every frame).
     func value(at i: Int, context: String) throws -> [UInt8] {
@@ -117,9 +123,7 @@ struct StoreSnapshot: Sendable {
             throw KeybayError(.integrity, "\(context): record frame \(i) does not match its manifest digest")
         }
         let aad = keys.suite.recordAAD(storeId: keys.storeId, epoch: keys.epoch, key: entries[i].key)
-        let value = file.withUnsafeBytes { f in
-            XChaCha20Poly1305.open(key: keys.frameKey, sealed: UnsafeRawBufferPointer(rebasing: f[frameStarts[i]..<(frameStarts[i] + entries[i].frameLength)]), aad: aad)
-        }
+        let value = frame(at: i).withUnsafeBytes { XChaCha20Poly1305.open(key: keys.frameKey, sealed: $0, aad: aad) }
         guard let value else {
             throw KeybayError(.integrity, "\(context): record frame \(i) failed authentication")
         }

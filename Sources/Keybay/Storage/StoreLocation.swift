@@ -38,7 +38,7 @@ struct StoreLocation: Sendable {
         var state: KeybayStatus.State = rootExists ? .rootOnly : .absent
         var methods: [KeybayMethod] = []
         // Only the bootstrap and the sealed package are needed: read no more than they can take.
-        let headerBytes = 14 + Suite1.maxProviderStateBytes + StoreLayout.maxSealedPackageBytes
+        let headerBytes = Bootstrap.maxBytes + StoreLayout.maxSealedPackageBytes
         if let dir = try directory(create: false),
            let live = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes, prefix: headerBytes) {
             var reader = ByteReader(live.bytes, context: storePath)
@@ -76,15 +76,19 @@ struct StoreLocation: Sendable {
         guard let dir = try directory(create: create && !withMethod) else {
             throw withMethod ? KeybayError(.storeNotFound, "no store at \(storePath)") : try missingStoreError()
         }
-        var unlocked: StoreSnapshot?
+        var unlocked: Generation?
         if withMethod {
             guard let read = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes) else {
                 throw KeybayError(.storeNotFound, "no store at \(storePath)")
             }
-            unlocked = try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain, root: root, key: key)
+            unlocked = Generation(snapshot: try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain,
+                                                                           root: root, key: key),
+                                  identity: read.identity)
         }
         let generation = try FileLock.withLock(in: dir, name: Self.lockName, mode: .exclusive) { () throws -> Generation in
-            if let generation = try load(dir, reusing: unlocked) {
+            // The generation the ceremony unlocked is taken as it is if the file did not change.
+            let live = try unlocked.map { try current(dir, previous: $0) } ?? load(dir, reusing: nil)
+            if let generation = live {
                 // A leftover staging file is only removed once the live file has authenticated.
                 if try dir.contains(Self.stagingName) {
                     try dir.removeIfPresent(Self.stagingName)
@@ -166,7 +170,7 @@ struct StoreLocation: Sendable {
         guard let read = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes) else { return nil }
         do {
             let snapshot = try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain,
-                                                          root: root, key: key, reusing: previous, checkFrameDigests: false)
+                                                          root: root, key: key, reusing: previous)
             return Generation(snapshot: snapshot, identity: read.identity)
         } catch let e as KeybayError where e.code == .authenticationRequired && previous != nil {
             throw KeybayError(.keyChanged, "another process changed the unlock methods of \(storePath) (a new store key); open it again")
@@ -206,11 +210,19 @@ struct StoreLocation: Sendable {
 
     /// Adding or removing a method: a fresh Kstore and the next epoch, every surviving method
     /// re-sealed from its public key alone, every record re-encrypted, all in one atomic replace.
-    /// With no methods left the store returns to the platform-only suite.
-    func rotate(_ dir: PrivateDirectory, previous: Generation, methods: [MethodEnvelope.Public]) throws -> Generation {
-        precondition(methods.count <= MethodsPackage.maxMethods)
-        return try FileLock.withLock(in: dir, name: Self.lockName, mode: .exclusive) {
+    /// With no methods left the store returns to the platform-only suite. The new list is made
+    /// under the lock from the live methods, and only while they are still those of `expected`
+    /// (what the caller decided on, possibly before a long ceremony): a list computed earlier
+    /// could bring back a method another process removed meanwhile.
+    func rotate(_ dir: PrivateDirectory, previous: Generation, expecting expected: StoreSnapshot,
+                change: ([MethodEnvelope.Public]) -> [MethodEnvelope.Public]) throws -> Generation {
+        try FileLock.withLock(in: dir, name: Self.lockName, mode: .exclusive) {
             guard let current = try current(dir, previous: previous)?.snapshot else { throw try missingStoreError() }
+            guard current.sealedPackage.elementsEqual(expected.sealedPackage) else {
+                throw KeybayError(.stateConflict, "the unlock methods of \(storePath) changed meanwhile (another session or process); try again")
+            }
+            let methods = change(current.methods)
+            precondition(methods.count <= MethodsPackage.maxMethods)
             guard current.keys.epoch < Suite1.maxEpoch else {
                 throw KeybayError(.storeFull, "\(storePath) has reached the last epoch; reset it to continue")
             }
@@ -253,7 +265,7 @@ struct StoreLocation: Sendable {
             throw KeybayError(.io, "\(storePath) does not read back as written")
         }
         let snapshot = try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain,
-                                                      root: root, key: key, reusing: previous, checkFrameDigests: false)
+                                                      root: root, key: key, reusing: previous)
         return Generation(snapshot: snapshot, identity: read.identity)
     }
 }
