@@ -108,13 +108,14 @@ public final class LoadedPlugin: @unchecked Sendable {
         try callLock.withLock { _ in try body() }
     }
 
-    private func free(_ buffer: inout keybay_buffer) {
+    /// Hands a buffer back to the plugin unread (it wipes what it frees).
+    func discard(_ buffer: inout keybay_buffer) {
         callLock.withLock { _ in descriptor.pointee.free_buffer(&buffer) }
     }
 
     /// Copies a plugin buffer out (into guarded memory when `secret`) and frees it in the plugin.
     func take(_ buffer: inout keybay_buffer, limit: Int, what: String) throws -> [UInt8] {
-        defer { free(&buffer) }
+        defer { discard(&buffer) }
         guard buffer.length <= limit else {
             throw KeybayError(.pluginFailed, "\(id) returned \(buffer.length) bytes of \(what), limit \(limit)")
         }
@@ -124,7 +125,7 @@ public final class LoadedPlugin: @unchecked Sendable {
     }
 
     func takeSecure(_ buffer: inout keybay_buffer, exactly count: Int, what: String) throws -> SecureBytes {
-        defer { free(&buffer) }
+        defer { discard(&buffer) }
         guard buffer.length == count, let data = buffer.data else {
             throw KeybayError(.pluginFailed, "\(id) returned \(buffer.length) bytes of \(what), expected \(count)")
         }

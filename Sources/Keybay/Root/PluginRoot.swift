@@ -48,7 +48,7 @@ struct PluginRoot: RootProvider {
         }
         let length = plain.length
         guard length > 0, length <= sealed.count else {
-            _ = try? plugin.take(&plain, limit: Int.max, what: "key package")
+            plugin.discard(&plain) // never copied: it may hold key material
             throw KeybayError(.pluginFailed, "\(id) returned a \(length)-byte key package for a \(sealed.count)-byte sealed one")
         }
         return try plugin.takeSecure(&plain, exactly: length, what: "key package")
