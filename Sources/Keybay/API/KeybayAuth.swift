@@ -68,11 +68,8 @@ public struct KeybayAuth: Sendable {
 
     func removeMethod(_ id: String) throws {
         let current = try session.snapshotForAuth()
-        let bytes = try KeybayMethod.parseID(id)
-        guard current.methods.contains(where: { $0.methodId == bytes }) else {
-            throw KeybayError(.methodNotFound, "no method \(id) in \(session.storePath)")
-        }
-        try session.rotate(expecting: current) { $0.filter { $0.methodId != bytes } }
+        let gone = try method(id, in: current).methodId
+        try session.rotate(expecting: current) { $0.filter { $0.methodId != gone } }
     }
 
     /// Runs a method's ceremony and checks the secret against its stored public key, without
@@ -88,25 +85,26 @@ public struct KeybayAuth: Sendable {
 
     func verifyMethod(_ id: String) throws {
         let current = try session.snapshotForAuth()
-        let bytes = try KeybayMethod.parseID(id)
-        guard let method = current.methods.first(where: { $0.methodId == bytes }) else {
-            throw KeybayError(.methodNotFound, "no method \(id) in \(session.storePath)")
-        }
+        let method = try method(id, in: current)
         let secret = try session.loadMethodPlugin(method.pluginId).unwrap(params: method.params, interaction: session.interaction, forVerification: true)
-        let derived = MethodEnvelope.keyPair(secret: secret, storeId: current.keys.storeId, methodId: method.methodId,
-                                             pluginId: method.pluginId, salt: method.salt).publicKey
-        guard Sodium.constantTimeEqual(derived, method.publicKey) else {
-            throw KeybayError(.wrongSecret, "the \(method.pluginId) secret for method \(id) (\(method.label)) is wrong")
-        }
+        _ = try method.privateKey(secret: secret, storeId: current.keys.storeId)
     }
 
     /// A plugin's one-line description of a method's parameters (this loads the plugin).
     public func describe(_ id: String) throws -> String {
+        let method = try method(id, in: session.snapshotForAuth())
+        return try session.loadMethodPlugin(method.pluginId).describe(params: method.params)
+    }
+}
+
+extension KeybayAuth {
+    /// The enrolled method with `id`, or `.methodNotFound`.
+    private func method(_ id: String, in snapshot: StoreSnapshot) throws -> MethodEnvelope.Public {
         let bytes = try KeybayMethod.parseID(id)
-        guard let method = try session.snapshotForAuth().methods.first(where: { $0.methodId == bytes }) else {
+        guard let method = snapshot.methods.first(where: { $0.methodId == bytes }) else {
             throw KeybayError(.methodNotFound, "no method \(id) in \(session.storePath)")
         }
-        return try session.loadMethodPlugin(method.pluginId).describe(params: method.params)
+        return method
     }
 }
 

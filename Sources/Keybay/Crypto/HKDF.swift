@@ -60,8 +60,4 @@ enum HKDF {
         let prk = extract(salt: salt, ikm: ikm)
         return expand(prk: prk, info: info, count: count)
     }
-
-    static func derive(ikm: SecureBytes, salt: [UInt8], info: String, count: Int = 32) -> SecureBytes {
-        ikm.withUnsafeBytes { derive(ikm: $0, salt: salt, info: Array(info.utf8), count: count) }
-    }
 }

@@ -66,13 +66,4 @@ enum XChaCha20Poly1305 {
         }
         return ok ? out : nil
     }
-
-    /// Opens key material straight into guarded memory.
-    static func openSecure(key: SecureBytes, sealed: UnsafeRawBufferPointer, aad: [UInt8]) -> SecureBytes? {
-        guard sealed.count > overhead else { return nil }
-        struct Failed: Error {}
-        return try? SecureBytes(count: sealed.count - overhead) { out in
-            if !open(key: key, sealed: sealed, aad: aad, into: out) { throw Failed() }
-        }
-    }
 }

@@ -61,13 +61,9 @@ struct MethodEnvelope: Sendable, Equatable {
         return MethodEnvelope(method: method, enc: enc, sealedKey: ct)
     }
 
-    /// Opens the envelope with the method's secret. The derived public key must equal the stored
-    /// one (constant time) before anything is decrypted: a mismatch is a wrong secret.
+    /// Opens the envelope with the method's secret (checked first: see Public.privateKey).
     func open(secret: SecureBytes, storeId: [UInt8], epoch: UInt64) throws -> SecureBytes {
-        let (sk, pk) = Self.keyPair(secret: secret, storeId: storeId, methodId: method.methodId, pluginId: method.pluginId, salt: method.salt)
-        guard Sodium.constantTimeEqual(pk, method.publicKey) else {
-            throw KeybayError(.wrongSecret, "the \(method.pluginId) secret for method \(hexString(method.methodId)) (\(method.label)) is wrong")
-        }
+        let sk = try method.privateKey(secret: secret, storeId: storeId)
         let key = sealedKey.withUnsafeBytes {
             HPKE.open(enc: enc, recipientPrivateKey: sk, info: Self.hpkeInfo(storeId: storeId, method: method),
                       aad: Self.aad(storeId: storeId, epoch: epoch, methodId: method.methodId), ciphertext: $0)
@@ -76,6 +72,18 @@ struct MethodEnvelope: Sendable, Equatable {
             throw KeybayError(.integrity, "the envelope of method \(hexString(method.methodId)) failed authentication")
         }
         return key
+    }
+}
+
+extension MethodEnvelope.Public {
+    /// The method's private key from its secret. The derived public key must equal the stored
+    /// one (constant time) before the key is used for anything: a mismatch is a wrong secret.
+    func privateKey(secret: SecureBytes, storeId: [UInt8]) throws -> SecureBytes {
+        let (sk, pk) = MethodEnvelope.keyPair(secret: secret, storeId: storeId, methodId: methodId, pluginId: pluginId, salt: salt)
+        guard Sodium.constantTimeEqual(pk, publicKey) else {
+            throw KeybayError(.wrongSecret, "the \(pluginId) secret for method \(hexString(methodId)) (\(label)) is wrong")
+        }
+        return sk
     }
 }
 

@@ -55,8 +55,10 @@ struct StoreKeys: Sendable {
         self.storeId = storeId
         self.epoch = epoch
         self.storeKey = storeKey
-        manifestKey = HKDF.derive(ikm: storeKey, salt: storeId, info: suite.manifestKeyInfo)
-        frameKey = HKDF.derive(ikm: storeKey, salt: storeId, info: suite.frameKeyInfo)
+        // Both keys expand the same PRK (docs/format.md §5.2): extract it once.
+        let prk = storeKey.withUnsafeBytes { HKDF.extract(salt: storeId, ikm: $0) }
+        manifestKey = HKDF.expand(prk: prk, info: Array(suite.manifestKeyInfo.utf8), count: 32)
+        frameKey = HKDF.expand(prk: prk, info: Array(suite.frameKeyInfo.utf8), count: 32)
     }
 
     init(package: PlatformPackage) {

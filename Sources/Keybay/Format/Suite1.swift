@@ -2,7 +2,6 @@
 /// platform-only format of the published vectors; suite 2 (ours) holds method envelopes.
 enum Suite1 {
     static let magic: [UInt8] = Array("KBV2".utf8)
-    static let suite: UInt16 = 1
 
     static let maxFileBytes = 16 * 1024 * 1024
     static let maxProviderStateBytes = 64
