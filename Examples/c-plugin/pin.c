@@ -142,22 +142,18 @@ static void hmac_sha256(const uint8_t *key, size_t key_length, const uint8_t *ms
     explicit_bzero(inner, sizeof inner);
 }
 
-/* ---- host services (each checked against struct_size, so an older host is fine) ---- */
-
-#define HOST_HAS(host, field)                                                                 \
-    ((host) != NULL &&                                                                       \
-     (size_t)(host)->struct_size >= offsetof(keybay_host, field) + sizeof((host)->field) &&  \
-     (host)->field != NULL)
+/* ---- host services (each checked with KEYBAY_HOST_HAS: struct_size and NULL, so an older
+   host is fine) ---- */
 
 static void pin_error(const keybay_host *host, const char *text) {
-    if (HOST_HAS(host, set_error)) host->set_error(host->context, text);
+    if (KEYBAY_HOST_HAS(host, set_error)) host->set_error(host->context, text);
 }
 
 /* Asks for the PIN into `pin` (PIN_MAX + 1 bytes: one spare byte detects an overlong answer).
    Statuses from the host (CANCELLED, INTERACTION_UNAVAILABLE, ...) are returned unchanged. */
 static keybay_status pin_ask(const keybay_host *host, uint32_t flags, const char *prompt,
                              uint8_t pin[PIN_MAX + 1], size_t *length) {
-    if (!HOST_HAS(host, ask_secret)) {
+    if (!KEYBAY_HOST_HAS(host, ask_secret)) {
         pin_error(host, PIN_ID ": the host offers no way to ask for a PIN");
         return KEYBAY_ERR_INTERACTION_UNAVAILABLE;
     }

@@ -9,23 +9,7 @@
 #include "keybay_fido2_core.h"
 #include "keybay_plugin.h"
 
-static const keybay_plugin f2_plugin = {
-    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(keybay_plugin),
-    .id = "fido2",
-    .name = "FIDO2 security key (hmac-secret)",
-    .version = "1.0",
-    .kind = KEYBAY_KIND_METHOD,
-    .flags = KEYBAY_FLAG_INTERACTIVE | KEYBAY_FLAG_NEEDS_DEVICE,
-    .options = keybay_fido2_option_specs,
-    .option_count = KEYBAY_FIDO2_OPTION_COUNT,
-    .free_buffer = keybay_fido2_free_buffer,
-    .probe = keybay_fido2_probe,
-    .enroll = keybay_fido2_enroll,
-    .unwrap = keybay_fido2_unwrap,
-    .verify = keybay_fido2_unwrap,
-    .describe = keybay_fido2_describe,
-};
+static const keybay_plugin f2_plugin = KEYBAY_FIDO2_DESCRIPTOR("fido2", "FIDO2 security key (hmac-secret)");
 
 __attribute__((visibility("default"))) const keybay_plugin *keybay_plugin_entry_v1(void) {
     return &f2_plugin;

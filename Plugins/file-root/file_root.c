@@ -13,8 +13,11 @@
  * Directories below state_home ("keybay", the app) are 0700, the file 0600, all owned by the
  * effective user and opened without following links; anything else is refused, never repaired.
  */
+#define _POSIX_C_SOURCE 200809L /* openat and friends under -std=c11 */
+
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,18 +37,23 @@ static const char provider_state_label[] = "keybay:v2:s1:provider-state:file-roo
 
 /* ---- errors ---- */
 
-static keybay_status fail(const keybay_host *host, keybay_status status, const char *format, const char *path, const char *reason) {
+static keybay_status fail(const keybay_host *host, keybay_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static keybay_status fail(const keybay_host *host, keybay_status status, const char *fmt, ...) {
+    if (!KEYBAY_HOST_HAS(host, set_error)) return status;
     char line[1024];
-    snprintf(line, sizeof line, format, path ? path : "", reason ? reason : "");
-    if (host && host->set_error) host->set_error(host->context, line);
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(line, sizeof line, fmt, args);
+    va_end(args);
+    host->set_error(host->context, line);
     return status;
 }
 
 static keybay_status fail_errno(const keybay_host *host, const char *what, const char *path) {
     int code = errno;
-    char format[256];
-    snprintf(format, sizeof format, "%s %%s: %%s", what);
-    return fail(host, (code == EACCES || code == EPERM) ? KEYBAY_ERR_INSECURE : KEYBAY_ERR_IO, format, path, strerror(code));
+    keybay_status s = (code == EACCES || code == EPERM) ? KEYBAY_ERR_INSECURE : KEYBAY_ERR_IO;
+    return fail(host, s, "%s %s: %s", what, path, strerror(code));
 }
 
 /* ---- private directories ---- */
@@ -56,7 +64,7 @@ static keybay_status check_private(const keybay_host *host, int fd, const char *
     if (directory ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
         return fail(host, KEYBAY_ERR_INSECURE, "%s is not a %s; refusing to use it", path, directory ? "directory" : "regular file");
     if (st.st_uid != geteuid())
-        return fail(host, KEYBAY_ERR_INSECURE, "%s is owned by another user; refusing to use it%s", path, "");
+        return fail(host, KEYBAY_ERR_INSECURE, "%s is owned by another user; refusing to use it", path);
     if (st.st_mode & 077) {
         return fail(host, KEYBAY_ERR_INSECURE, "%s is open to group or others; refusing to use it (expected %s)", path, directory ? "0700" : "0600");
     }
@@ -69,7 +77,7 @@ static keybay_status make_base(const keybay_host *host, const char *base) {
     if (stat(base, &st) == 0) return KEYBAY_OK;
     char prefix[4096];
     size_t n = strlen(base);
-    if (n >= sizeof prefix) return fail(host, KEYBAY_ERR_IO, "path too long: %s%s", base, "");
+    if (n >= sizeof prefix) return fail(host, KEYBAY_ERR_IO, "path too long: %s", base);
     for (size_t i = 1; i <= n; i++) {
         if (i == n || base[i] == '/') {
             memcpy(prefix, base, i);
@@ -111,7 +119,7 @@ static keybay_status open_root_dir(const keybay_host *host, const keybay_root_co
         if (next < 0) {
             if (open_errno == ENOENT && !create) return KEYBAY_OK;
             if (open_errno == ELOOP || open_errno == ENOTDIR)
-                return fail(host, KEYBAY_ERR_INSECURE, "%s is a symbolic link or not a directory; refusing to use it%s", path, "");
+                return fail(host, KEYBAY_ERR_INSECURE, "%s is a symbolic link or not a directory; refusing to use it", path);
             errno = open_errno;
             return fail_errno(host, "cannot open directory", path);
         }
@@ -125,6 +133,13 @@ static keybay_status open_root_dir(const keybay_host *host, const keybay_root_co
 
 static void file_path(const char *dir_path, char *out, size_t size) {
     snprintf(out, size, "%s/%s", dir_path, FILE_NAME);
+}
+
+/* <state_home>/keybay/<app>/file-root.key; its length, or -1 if it does not fit in `size`
+   (`out` then holds a truncated path, still good for a message). */
+static int root_file_path(const keybay_root_context *c, char *out, size_t size) {
+    int n = snprintf(out, size, "%s/keybay/%s/%s", c->state_home, c->application_id, FILE_NAME);
+    return n < 0 || (size_t)n >= size ? -1 : n;
 }
 
 /* ---- the root ---- */
@@ -148,19 +163,19 @@ static keybay_status load_matching_root(const keybay_host *host, const keybay_ro
     int dir;
     keybay_status s = open_root_dir(host, c, 0, &dir, dir_path, sizeof dir_path);
     if (s != KEYBAY_OK) return s;
-    snprintf(path, sizeof path, "%s/keybay/%s/%s", c->state_home, c->application_id, FILE_NAME);
-    if (dir < 0) return fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: the root file %s is missing%s", path, "");
+    root_file_path(c, path, sizeof path); /* for messages: truncation is harmless */
+    if (dir < 0) return fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: the root file %s is missing", path);
     int fd = openat(dir, FILE_NAME, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     close(dir);
     if (fd < 0) {
-        if (errno == ENOENT) return fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: the root file %s is missing%s", path, "");
-        if (errno == ELOOP) return fail(host, KEYBAY_ERR_INSECURE, "%s is a symbolic link; refusing to use it%s", path, "");
+        if (errno == ENOENT) return fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: the root file %s is missing", path);
+        if (errno == ELOOP) return fail(host, KEYBAY_ERR_INSECURE, "%s is a symbolic link; refusing to use it", path);
         return fail_errno(host, "cannot open", path);
     }
     s = check_private(host, fd, path, 0);
     if (s != KEYBAY_OK) { close(fd); return s; }
     uint8_t *file = sodium_malloc(ROOT_FILE_BYTES + 1);
-    if (!file) { close(fd); return fail(host, KEYBAY_ERR_INTERNAL, "out of memory reading %s%s", path, ""); }
+    if (!file) { close(fd); return fail(host, KEYBAY_ERR_INTERNAL, "out of memory reading %s", path); }
     ssize_t total = 0, n;
     while (total < ROOT_FILE_BYTES + 1 && (n = read(fd, file + total, ROOT_FILE_BYTES + 1 - total)) != 0) {
         if (n < 0) { if (errno == EINTR) continue; s = fail_errno(host, "cannot read", path); break; }
@@ -168,12 +183,12 @@ static keybay_status load_matching_root(const keybay_host *host, const keybay_ro
     }
     close(fd);
     if (s == KEYBAY_OK && (total != ROOT_FILE_BYTES || memcmp(file, "KBFR", 4) != 0 || file[4] != 0 || file[5] != 1))
-        s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the root file %s is not a version-1 file-root key%s", path, "");
+        s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the root file %s is not a version-1 file-root key", path);
     if (s == KEYBAY_OK) {
         uint8_t expected[STATE_BYTES];
         provider_state(file + 6, c->storage_domain, expected);
         if (state_length != STATE_BYTES || sodium_memcmp(expected, state, STATE_BYTES) != 0)
-            s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the root file %s does not belong to this store%s", path, "");
+            s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the root file %s does not belong to this store", path);
     }
     if (s != KEYBAY_OK) { sodium_free(file); return s; }
     memmove(file, file + 6, ROOT_BYTES);
@@ -226,7 +241,7 @@ static keybay_status root_create(const keybay_host *host, const keybay_root_cont
     if (!file || !buffer_alloc(state_out, STATE_BYTES)) {
         if (file) sodium_free(file);
         close(dir);
-        return fail(host, KEYBAY_ERR_INTERNAL, "out of memory creating %s%s", path, "");
+        return fail(host, KEYBAY_ERR_INTERNAL, "out of memory creating %s", path);
     }
     memcpy(file, "KBFR\0\1", 6);
     randombytes_buf(file + 6, ROOT_BYTES);
@@ -240,7 +255,7 @@ static keybay_status root_create(const keybay_host *host, const keybay_root_cont
         if (close(fd) != 0 && s == KEYBAY_OK) s = KEYBAY_ERR_IO;
         if (s != KEYBAY_OK) s = fail_errno(host, "cannot write", path);
         else if (linkat(dir, STAGING_NAME, dir, FILE_NAME, 0) != 0) {
-            s = errno == EEXIST ? fail(host, KEYBAY_ERR_ROOT_EXISTS, "%s already exists; refusing to overwrite it%s", path, "")
+            s = errno == EEXIST ? fail(host, KEYBAY_ERR_ROOT_EXISTS, "%s already exists; refusing to overwrite it", path)
                                 : fail_errno(host, "cannot create", path);
         }
         unlinkat(dir, STAGING_NAME, 0);
@@ -260,6 +275,11 @@ static keybay_status root_seal(const keybay_host *host, const keybay_root_contex
     uint8_t *root;
     keybay_status s = load_matching_root(host, c, state, state_length, &root);
     if (s != KEYBAY_OK) return s;
+    /* The core never seals an empty package and refuses an empty one from root_open. */
+    if (plaintext_length == 0) {
+        sodium_free(root);
+        return fail(host, KEYBAY_ERR_INTERNAL, "refusing to seal an empty key package");
+    }
     size_t length = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + plaintext_length + crypto_aead_xchacha20poly1305_ietf_ABYTES;
     if (!buffer_alloc(sealed_out, length)) { sodium_free(root); return KEYBAY_ERR_INTERNAL; }
     uint8_t *nonce = sealed_out->data;
@@ -280,10 +300,14 @@ static keybay_status root_open(const keybay_host *host, const keybay_root_contex
     keybay_status s = load_matching_root(host, c, state, state_length, &root);
     if (s != KEYBAY_OK) return s;
     char path[4200];
-    snprintf(path, sizeof path, "%s/keybay/%s/%s", c->state_home, c->application_id, FILE_NAME);
-    if (sealed_length <= overhead || !buffer_alloc(plaintext_out, sealed_length - overhead)) {
+    root_file_path(c, path, sizeof path); /* for messages: truncation is harmless */
+    if (sealed_length <= overhead) {
         sodium_free(root);
-        return fail(host, KEYBAY_ERR_INTEGRITY, "the sealed key package is too short for the platform root %s%s", path, "");
+        return fail(host, KEYBAY_ERR_INTEGRITY, "the sealed key package is too short for the platform root %s", path);
+    }
+    if (!buffer_alloc(plaintext_out, sealed_length - overhead)) {
+        sodium_free(root);
+        return fail(host, KEYBAY_ERR_INTERNAL, "out of memory opening the key package with %s", path);
     }
     unsigned long long written = 0;
     int rc = crypto_aead_xchacha20poly1305_ietf_decrypt(plaintext_out->data, &written, NULL,
@@ -293,14 +317,14 @@ static keybay_status root_open(const keybay_host *host, const keybay_root_contex
     sodium_free(root);
     if (rc != 0) {
         free_buffer(plaintext_out);
-        return fail(host, KEYBAY_ERR_INTEGRITY, "the store's key package failed authentication with the platform root %s (the store file was modified)%s", path, "");
+        return fail(host, KEYBAY_ERR_INTEGRITY, "the store's key package failed authentication with the platform root %s (the store file was modified)", path);
     }
     return KEYBAY_OK;
 }
 
 static keybay_status root_location(const keybay_root_context *c, keybay_buffer *text_out) {
     char path[4200];
-    int n = snprintf(path, sizeof path, "%s/keybay/%s/%s", c->state_home, c->application_id, FILE_NAME);
+    int n = root_file_path(c, path, sizeof path); /* too long is beyond PATH_MAX anyway */
     if (n < 0 || !buffer_alloc(text_out, (size_t)n)) return KEYBAY_ERR_INTERNAL;
     memcpy(text_out->data, path, (size_t)n);
     return KEYBAY_OK;

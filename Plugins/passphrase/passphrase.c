@@ -108,12 +108,7 @@ typedef struct pp_options {
     uint32_t memory_kib, iterations, lanes, target_ms;
 } pp_options;
 
-/* ---- host services (each checked against struct_size and for NULL) ---- */
-
-#define PP_HOST_HAS(host, field)                                                              \
-    ((host) != NULL &&                                                                       \
-     (size_t)(host)->struct_size >= offsetof(keybay_host, field) + sizeof((host)->field) &&  \
-     (host)->field != NULL)
+/* ---- host services (each checked with KEYBAY_HOST_HAS: struct_size and NULL) ---- */
 
 static void pp_error(const keybay_host *host, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
@@ -121,7 +116,7 @@ static keybay_status pp_message(const keybay_host *host, keybay_message_level le
                                 const char *format, ...) __attribute__((format(printf, 3, 4)));
 
 static void pp_error(const keybay_host *host, const char *format, ...) {
-    if (!PP_HOST_HAS(host, set_error)) return;
+    if (!KEYBAY_HOST_HAS(host, set_error)) return;
     char line[256];
     va_list args;
     va_start(args, format);
@@ -134,7 +129,7 @@ static void pp_error(const keybay_host *host, const char *format, ...) {
    does not stop the operation; CANCELLED does. */
 static keybay_status pp_message(const keybay_host *host, keybay_message_level level,
                                 const char *format, ...) {
-    if (!PP_HOST_HAS(host, message)) return KEYBAY_OK;
+    if (!KEYBAY_HOST_HAS(host, message)) return KEYBAY_OK;
     char line[256];
     va_list args;
     va_start(args, format);
@@ -148,7 +143,7 @@ static keybay_status pp_message(const keybay_host *host, keybay_message_level le
 static void pp_log(const keybay_host *host, keybay_log_level level, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
 static void pp_log(const keybay_host *host, keybay_log_level level, const char *format, ...) {
-    if (!PP_HOST_HAS(host, log)) return;
+    if (!KEYBAY_HOST_HAS(host, log)) return;
     char line[256];
     va_list args;
     va_start(args, format);
@@ -158,7 +153,7 @@ static void pp_log(const keybay_host *host, keybay_log_level level, const char *
 }
 
 static int pp_cancelled(const keybay_host *host) {
-    return PP_HOST_HAS(host, is_cancelled) && host->is_cancelled(host->context) != 0;
+    return KEYBAY_HOST_HAS(host, is_cancelled) && host->is_cancelled(host->context) != 0;
 }
 
 /* ---- small helpers ---- */
@@ -411,8 +406,8 @@ static const uint8_t pp_trial_password[] = "keybay calibration trial";
 static const uint8_t pp_trial_salt[PP_SALT_BYTES] = {'k', 'e', 'y', 'b', 'a', 'y', '-', 'c',
                                                      'a', 'l', 'i', 'b', 'r', 'a', 't', 'e'};
 
-/* One timed Argon2id run on a dummy password. *allocation_failed is set when libargon2 could not
-   get the memory (the caller may then settle for less). */
+/* One timed Argon2id run on a dummy password. When libargon2 could not get the memory it sets
+   *allocation_failed and no error line: the caller may settle for less, or report it. */
 static keybay_status pp_trial(const keybay_host *host, uint32_t memory_kib, uint32_t iterations,
                               uint32_t lanes, double *ms_out, int *allocation_failed) {
     pp_params pp = {.memory_kib = memory_kib, .iterations = iterations, .lanes = lanes};
@@ -423,10 +418,11 @@ static keybay_status pp_trial(const keybay_host *host, uint32_t memory_kib, uint
     int rc = pp_argon2id(&pp, pp_trial_password, sizeof pp_trial_password - 1, out);
     uint64_t end = pp_now_ns();
     sodium_memzero(out, sizeof out);
-    if (rc != ARGON2_OK) {
-        if (rc == ARGON2_MEMORY_ALLOCATION_ERROR) *allocation_failed = 1;
-        return pp_argon2_failed(host, rc, memory_kib);
+    if (rc == ARGON2_MEMORY_ALLOCATION_ERROR) {
+        *allocation_failed = 1;
+        return KEYBAY_ERR_INTERNAL;
     }
+    if (rc != ARGON2_OK) return pp_argon2_failed(host, rc, memory_kib);
     double ms = (double)(end - start) / 1e6;
     if (ms < 1.0) ms = 1.0;
     *ms_out = ms;
@@ -457,10 +453,11 @@ typedef struct pp_choice {
     double predicted_ms; /* expected time of one derivation at the choice */
 } pp_choice;
 
-/* Chooses whatever of memory / iterations was not given (see the top of the file). */
-static keybay_status pp_calibrate(const keybay_host *host, const pp_options *o, pp_choice *c) {
+/* Chooses whatever of memory / iterations was not given (see the top of the file), with memory
+   at most `cap` (pp_calibration_cap_kib). */
+static keybay_status pp_calibrate(const keybay_host *host, const pp_options *o, uint32_t cap,
+                                  pp_choice *c) {
     const double target = (double)o->target_ms;
-    uint32_t cap = pp_calibration_cap_kib();
     uint32_t m = o->has_memory ? o->memory_kib : PP_FLOOR_MEMORY_KIB;
     uint32_t t = o->has_iterations ? o->iterations : PP_FLOOR_ITERATIONS;
     double ms = 0; /* measured (or, after an extrapolated step, predicted) time at (m, t) */
@@ -468,6 +465,8 @@ static keybay_status pp_calibrate(const keybay_host *host, const pp_options *o, 
 
     if (pp_cancelled(host)) goto cancelled;
     keybay_status status = pp_trial(host, m, t, o->lanes, &ms, &allocation_failed);
+    if (allocation_failed) /* the first trial: there is nothing smaller to fall back to */
+        return pp_argon2_failed(host, ARGON2_MEMORY_ALLOCATION_ERROR, m);
     if (status != KEYBAY_OK) return status;
 
     /* Memory first. Double and measure while the extrapolation says at least twice the memory
@@ -547,7 +546,7 @@ cancelled:
 static keybay_status pp_ask_passphrase(const keybay_host *host, uint32_t flags,
                                        const char *prompt, pp_secret *secret,
                                        size_t *length_out) {
-    if (!PP_HOST_HAS(host, ask_secret)) {
+    if (!KEYBAY_HOST_HAS(host, ask_secret)) {
         pp_error(host, "passphrase: the host offers no way to ask for a passphrase");
         return KEYBAY_ERR_INTERACTION_UNAVAILABLE;
     }
@@ -573,13 +572,19 @@ static keybay_status pp_ask_passphrase(const keybay_host *host, uint32_t flags,
     return KEYBAY_OK;
 }
 
-static keybay_status pp_derive(const keybay_host *host, const pp_params *pp, pp_secret *secret,
-                               size_t length, double *ms_out) {
+/* The real derivation into secret->output, after a last check for a cancel ("passphrase: <what>
+   cancelled"). `ms_out`, if not NULL, receives the time it took. */
+static keybay_status pp_derive(const keybay_host *host, const char *what, const pp_params *pp,
+                               pp_secret *secret, size_t length, double *ms_out) {
+    if (pp_cancelled(host)) {
+        pp_error(host, "passphrase: %s cancelled", what);
+        return KEYBAY_ERR_CANCELLED;
+    }
     uint64_t start = pp_now_ns();
     int rc = pp_argon2id(pp, secret->passphrase, length, secret->output);
     uint64_t end = pp_now_ns();
     if (rc != ARGON2_OK) return pp_argon2_failed(host, rc, pp->memory_kib);
-    *ms_out = (double)(end - start) / 1e6;
+    if (ms_out != NULL) *ms_out = (double)(end - start) / 1e6;
     return KEYBAY_OK;
 }
 
@@ -649,9 +654,10 @@ static keybay_status pp_enroll(const keybay_host *host, const keybay_option *opt
     if (status != KEYBAY_OK) goto done;
 
     int calibrate = !(o.has_memory && o.has_iterations);
+    const uint32_t cap_kib = pp_calibration_cap_kib(); /* reads sysfs: once per enrollment */
     pp_choice choice = {.memory_kib = o.memory_kib, .iterations = o.iterations};
     if (calibrate) {
-        status = pp_calibrate(host, &o, &choice);
+        status = pp_calibrate(host, &o, cap_kib, &choice);
         if (status != KEYBAY_OK) goto done;
     }
     pp.memory_kib = choice.memory_kib;
@@ -671,29 +677,22 @@ static keybay_status pp_enroll(const keybay_host *host, const keybay_option *opt
                                                            : "iterations are");
         if (status != KEYBAY_OK) goto done;
     }
-    if (o.has_memory && pp.memory_kib > pp_calibration_cap_kib()) {
+    if (o.has_memory && pp.memory_kib > cap_kib) {
         status = pp_message(host, KEYBAY_MESSAGE_WARNING,
                             "Argon2id memory %s is above what calibration would allow here; "
                             "every unlock will need that much",
                             mem);
         if (status != KEYBAY_OK) goto done;
     }
-    if (pp_cancelled(host)) {
-        pp_error(host, "passphrase: enrollment cancelled");
-        status = KEYBAY_ERR_CANCELLED;
-        goto done;
-    }
 
     double ms = 0;
-    status = pp_derive(host, &pp, secret, length, &ms);
+    status = pp_derive(host, "enrollment", &pp, secret, length, &ms);
     if (status != KEYBAY_OK) goto done;
-    if (calibrate)
+    if (calibrate) {
         pp_log(host, KEYBAY_LOG_DEBUG,
                "passphrase: calibration predicted %.0f ms for %" PRIu32 " KiB, t=%" PRIu32
                ", p=%" PRIu32 "; the derivation took %.0f ms",
                choice.predicted_ms, pp.memory_kib, pp.iterations, pp.lanes, ms);
-
-    if (calibrate) {
         char cap[64] = "";
         if (!o.has_iterations && pp.iterations >= PP_MAX_ITERATIONS) {
             snprintf(cap, sizeof cap, " (iterations capped at %u)", PP_MAX_ITERATIONS);
@@ -742,13 +741,7 @@ static keybay_status pp_unwrap(const keybay_host *host, const uint8_t *params, s
     size_t length = 0;
     status = pp_ask_passphrase(host, 0, "Passphrase", secret, &length);
     if (status != KEYBAY_OK) goto done;
-    if (pp_cancelled(host)) {
-        pp_error(host, "passphrase: unlock cancelled");
-        status = KEYBAY_ERR_CANCELLED;
-        goto done;
-    }
-    double ms = 0;
-    status = pp_derive(host, &pp, secret, length, &ms);
+    status = pp_derive(host, "unlock", &pp, secret, length, NULL);
     if (status != KEYBAY_OK) goto done;
     memcpy(secret_out, secret->output, KEYBAY_METHOD_SECRET_BYTES);
 

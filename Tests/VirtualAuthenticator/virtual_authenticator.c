@@ -285,6 +285,17 @@ static void va_derive(const va_device *d, const char *label, const uint8_t nonce
     va_hmac(d->master, sizeof d->master, msg, l + 1 + VA_NONCE_BYTES, out);
 }
 
+/* A credential id is nonce | tag, tag = HMAC(master, nonce | rp_hash) cut to VA_TAG_BYTES: only
+   this device, for this rp, recognises its ids. */
+static void va_tag(const va_device *d, const uint8_t nonce[VA_NONCE_BYTES], const uint8_t rp_hash[32],
+                   uint8_t tag[VA_TAG_BYTES]) {
+    uint8_t msg[VA_NONCE_BYTES + 32], mac[32];
+    memcpy(msg, nonce, VA_NONCE_BYTES);
+    memcpy(msg + VA_NONCE_BYTES, rp_hash, 32);
+    va_hmac(d->master, sizeof d->master, msg, sizeof msg, mac);
+    memcpy(tag, mac, VA_TAG_BYTES);
+}
+
 static EC_KEY *va_new_random_key(void) {
     EC_KEY *k = EC_KEY_new_by_curve_name(NID_X9_62_prime256v1);
     if (k != NULL && EC_KEY_generate_key(k) != 1) {
@@ -673,12 +684,9 @@ static uint8_t va_make_credential(va_device *d, const cbi *req, cbw *w) {
     st = va_presence(d);
     if (st != ST_OK) return st;
 
-    uint8_t id[VA_CRED_ID_BYTES], tag_in[VA_NONCE_BYTES + 32], tag[32];
+    uint8_t id[VA_CRED_ID_BYTES];
     if (RAND_bytes(id, VA_NONCE_BYTES) != 1) return ST_OTHER;
-    memcpy(tag_in, id, VA_NONCE_BYTES);
-    memcpy(tag_in + VA_NONCE_BYTES, rp_hash, 32);
-    va_hmac(d->master, sizeof d->master, tag_in, sizeof tag_in, tag);
-    memcpy(id + VA_NONCE_BYTES, tag, VA_TAG_BYTES);
+    va_tag(d, id, rp_hash, id + VA_NONCE_BYTES);
     EC_KEY *k = va_credential_key(d, id);
     if (k == NULL) return ST_OTHER;
 
@@ -723,10 +731,8 @@ static uint8_t va_make_credential(va_device *d, const cbi *req, cbw *w) {
 /* Is `id` one of this device's credentials for rp_hash? */
 static int va_owns(const va_device *d, const cbi *id, const uint8_t rp_hash[32]) {
     if (id->major != 2 || id->val != VA_CRED_ID_BYTES) return 0;
-    uint8_t tag_in[VA_NONCE_BYTES + 32], tag[32];
-    memcpy(tag_in, id->data, VA_NONCE_BYTES);
-    memcpy(tag_in + VA_NONCE_BYTES, rp_hash, 32);
-    va_hmac(d->master, sizeof d->master, tag_in, sizeof tag_in, tag);
+    uint8_t tag[VA_TAG_BYTES];
+    va_tag(d, id->data, rp_hash, tag);
     return CRYPTO_memcmp(tag, id->data + VA_NONCE_BYTES, VA_TAG_BYTES) == 0;
 }
 

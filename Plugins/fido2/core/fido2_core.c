@@ -93,14 +93,9 @@ typedef struct f2_secret {
 
 /* ---------------------------------------------------------------- host services */
 
-#define F2_HOST_HAS(host, field)                                                             \
-    ((host) != NULL &&                                                                      \
-     (size_t)(host)->struct_size >= offsetof(keybay_host, field) + sizeof((host)->field) && \
-     (host)->field != NULL)
-
 static void f2_error(const keybay_host *host, const char *format, ...) __attribute__((format(printf, 2, 3)));
 static void f2_error(const keybay_host *host, const char *format, ...) {
-    if (!F2_HOST_HAS(host, set_error)) return;
+    if (!KEYBAY_HOST_HAS(host, set_error)) return;
     char line[320];
     va_list args;
     va_start(args, format);
@@ -112,7 +107,7 @@ static void f2_error(const keybay_host *host, const char *format, ...) {
 /* Informational: only CANCELLED stops the operation. */
 static keybay_status f2_message(const keybay_host *host, const char *format, ...) __attribute__((format(printf, 2, 3)));
 static keybay_status f2_message(const keybay_host *host, const char *format, ...) {
-    if (!F2_HOST_HAS(host, message)) return KEYBAY_OK;
+    if (!KEYBAY_HOST_HAS(host, message)) return KEYBAY_OK;
     char line[256];
     va_list args;
     va_start(args, format);
@@ -124,7 +119,7 @@ static keybay_status f2_message(const keybay_host *host, const char *format, ...
 
 static void f2_log(const keybay_host *host, const char *format, ...) __attribute__((format(printf, 2, 3)));
 static void f2_log(const keybay_host *host, const char *format, ...) {
-    if (!F2_HOST_HAS(host, log)) return;
+    if (!KEYBAY_HOST_HAS(host, log)) return;
     char line[256];
     va_list args;
     va_start(args, format);
@@ -134,7 +129,7 @@ static void f2_log(const keybay_host *host, const char *format, ...) {
 }
 
 static int f2_cancelled(const keybay_host *host) {
-    return F2_HOST_HAS(host, is_cancelled) && host->is_cancelled(host->context) != 0;
+    return KEYBAY_HOST_HAS(host, is_cancelled) && host->is_cancelled(host->context) != 0;
 }
 
 /* ---------------------------------------------------------------- devices */
@@ -276,17 +271,15 @@ static void *f2_worker(void *arg) {
     return NULL;
 }
 
-/* Returns the libfido2 result; *cancelled is 1 if the host cancelled (the key was told). */
-static int f2_run(const keybay_host *host, f2_job *job, int *cancelled) {
-    *cancelled = 0;
-    if (!F2_HOST_HAS(host, is_cancelled)) {
+/* Returns the libfido2 result, or FIDO_ERR_KEEPALIVE_CANCEL whenever the host cancelled (the
+   key was told), even if the key finished anyway. */
+static int f2_run(const keybay_host *host, f2_job *job) {
+    if (!KEYBAY_HOST_HAS(host, is_cancelled)) {
         f2_job_run(job);
         return job->rc;
     }
-    if (f2_cancelled(host)) {
-        *cancelled = 1;
-        return FIDO_ERR_KEEPALIVE_CANCEL;
-    }
+    if (f2_cancelled(host)) return FIDO_ERR_KEEPALIVE_CANCEL;
+    int cancelled = 0;
     pthread_t thread;
     pthread_mutex_init(&job->lock, NULL);
     pthread_cond_init(&job->cond, NULL);
@@ -307,10 +300,10 @@ static int f2_run(const keybay_host *host, f2_job *job, int *cancelled) {
             until.tv_nsec -= 1000000000L;
         }
         int w = pthread_cond_timedwait(&job->cond, &job->lock, &until);
-        if (job->done || w != ETIMEDOUT || *cancelled) continue;
+        if (job->done || w != ETIMEDOUT || cancelled) continue;
         pthread_mutex_unlock(&job->lock);
         if (f2_cancelled(host)) {
-            *cancelled = 1;
+            cancelled = 1;
             fido_dev_cancel(job->dev);
         }
         pthread_mutex_lock(&job->lock);
@@ -319,7 +312,7 @@ static int f2_run(const keybay_host *host, f2_job *job, int *cancelled) {
     pthread_join(thread, NULL);
     pthread_mutex_destroy(&job->lock);
     pthread_cond_destroy(&job->cond);
-    return job->rc;
+    return cancelled ? FIDO_ERR_KEEPALIVE_CANCEL : job->rc;
 }
 
 /* Maps a libfido2 failure of `what` to a status, with one line for the user (after a wrong PIN,
@@ -394,7 +387,7 @@ static keybay_status f2_ask_pin(const keybay_host *host, fido_dev_t *dev, const 
         f2_error(host, "fido2: the PIN of the key at %s is blocked (no tries left); only a reset of the key unblocks it", path);
         return KEYBAY_ERR_LOCKED;
     }
-    if (!F2_HOST_HAS(host, ask_secret)) {
+    if (!KEYBAY_HOST_HAS(host, ask_secret)) {
         f2_error(host, "fido2: the key's PIN is needed but the host cannot ask for one");
         return KEYBAY_ERR_INTERACTION_UNAVAILABLE;
     }
@@ -435,9 +428,10 @@ static const char *f2_mode_text(uint8_t modes) {
 }
 
 /* One hmac-secret assertion in `modes`; writes the 32-byte output. The UV and UP flags of the
-   answer and its signature are checked against the modes and the public key. */
+   answer and its signature are checked against the modes and the public key. `what` names the
+   purpose in failure lines ("unlock"). */
 static keybay_status f2_assert(const keybay_host *host, fido_dev_t *dev, const char *path,
-                               const f2_params *p, const char *pin, const char *touch_prompt,
+                               const f2_params *p, const char *pin, const char *what, const char *touch_prompt,
                                uint8_t out[KEYBAY_METHOD_SECRET_BYTES]) {
     uint8_t cdh[F2_CDH_BYTES], salt[32];
     randombytes_buf(cdh, sizeof cdh);
@@ -463,15 +457,9 @@ static keybay_status f2_assert(const keybay_host *host, fido_dev_t *dev, const c
         if (status != KEYBAY_OK) goto done;
     }
     f2_job job = {.dev = dev, .assert = a, .pin = use_pin ? pin : NULL};
-    int cancelled = 0;
-    int rc = f2_run(host, &job, &cancelled);
-    if (cancelled) {
-        f2_error(host, "fido2: cancelled while waiting for the key at %s", path);
-        status = KEYBAY_ERR_CANCELLED;
-        goto done;
-    }
+    int rc = f2_run(host, &job);
     if (rc != FIDO_OK) {
-        status = f2_failure(host, dev, rc, "unlock", path);
+        status = f2_failure(host, dev, rc, what, path);
         goto done;
     }
     if (fido_assert_count(a) != 1) {
@@ -593,7 +581,7 @@ static keybay_status f2_decode(const keybay_host *host, const uint8_t *params, s
     return KEYBAY_OK;
 }
 
-static uint8_t *f2_encode(const f2_params *p, const uint8_t *cred_id, size_t *length_out) {
+static uint8_t *f2_encode(const f2_params *p, size_t *length_out) {
     size_t rp_length = strlen(p->rp);
     size_t length = KEYBAY_FIDO2_FIXED_BYTES + rp_length + p->cred_id_length;
     uint8_t *out = malloc(length);
@@ -606,7 +594,7 @@ static uint8_t *f2_encode(const f2_params *p, const uint8_t *cred_id, size_t *le
     memcpy(out + KEYBAY_FIDO2_OFFSET_RP, p->rp, rp_length);
     out[KEYBAY_FIDO2_OFFSET_RP + rp_length] = (uint8_t)(p->cred_id_length >> 8);
     out[KEYBAY_FIDO2_OFFSET_RP + rp_length + 1] = (uint8_t)p->cred_id_length;
-    memcpy(out + KEYBAY_FIDO2_FIXED_BYTES + rp_length, cred_id, p->cred_id_length);
+    memcpy(out + KEYBAY_FIDO2_FIXED_BYTES + rp_length, p->cred_id, p->cred_id_length);
     *length_out = length;
     return out;
 }
@@ -777,12 +765,7 @@ static keybay_status f2_make_credential(const keybay_host *host, fido_dev_t *dev
     keybay_status status = f2_message(host, "Touch your security key to create the Keybay credential");
     if (status != KEYBAY_OK) return status;
     f2_job job = {.dev = dev, .cred = cred, .pin = pin};
-    int cancelled = 0;
-    int rc = f2_run(host, &job, &cancelled);
-    if (cancelled) {
-        f2_error(host, "fido2: cancelled while waiting for the key at %s", path);
-        return KEYBAY_ERR_CANCELLED;
-    }
+    int rc = f2_run(host, &job);
     if (rc != FIDO_OK) return f2_failure(host, dev, rc, "create a credential", path);
     rc = fido_cred_x5c_len(cred) > 0 ? fido_cred_verify(cred) : fido_cred_verify_self(cred);
     if (rc != FIDO_OK) {
@@ -868,10 +851,11 @@ keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *
     randombytes_buf(p.prf_input, sizeof p.prf_input);
 
     /* Two assertions in the recorded mode must give the same secret. */
-    status = f2_assert(host, dev, path, &p, secret->pin, "Touch your security key again (1 of 2) to check the credential",
-                       secret->output[0]);
+    status = f2_assert(host, dev, path, &p, secret->pin, "check the credential",
+                       "Touch your security key again (1 of 2) to check the credential", secret->output[0]);
     if (status != KEYBAY_OK) goto done;
-    status = f2_assert(host, dev, path, &p, secret->pin, "Touch your security key once more (2 of 2)", secret->output[1]);
+    status = f2_assert(host, dev, path, &p, secret->pin, "check the credential", "Touch your security key once more (2 of 2)",
+                       secret->output[1]);
     if (status != KEYBAY_OK) goto done;
     if (sodium_memcmp(secret->output[0], secret->output[1], KEYBAY_METHOD_SECRET_BYTES) != 0) {
         f2_error(host, "fido2: the key at %s gave two different hmac-secret outputs for the same input; it cannot be used",
@@ -880,7 +864,7 @@ keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *
         goto done;
     }
     size_t length = 0;
-    uint8_t *encoded = f2_encode(&p, p.cred_id, &length);
+    uint8_t *encoded = f2_encode(&p, &length);
     if (encoded == NULL) {
         f2_error(host, "fido2: out of memory");
         status = KEYBAY_ERR_INTERNAL;
@@ -984,7 +968,7 @@ keybay_status keybay_fido2_unwrap(const keybay_host *host, const uint8_t *params
         goto done;
     }
     if (pin && (status = f2_ask_pin(host, dev, path, secret)) != KEYBAY_OK) goto done;
-    status = f2_assert(host, dev, path, &p, secret->pin, "Touch your security key to unlock", secret->output[0]);
+    status = f2_assert(host, dev, path, &p, secret->pin, "unlock", "Touch your security key to unlock", secret->output[0]);
     if (status == KEYBAY_OK) memcpy(secret_out, secret->output[0], KEYBAY_METHOD_SECRET_BYTES);
 done:
     f2_secret_free(secret);

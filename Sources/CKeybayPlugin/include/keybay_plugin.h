@@ -4,7 +4,8 @@
  * A plugin is a shared library named libkeybay-<id>.so that exports one symbol,
  * KEYBAY_PLUGIN_ENTRY_SYMBOL, returning a pointer to a static descriptor. The descriptor and
  * the host-services struct both begin with abi_version and struct_size, so either side can
- * grow later: a reader only touches fields that lie within struct_size.
+ * grow later: a reader only touches fields that lie within struct_size. A plugin tests a host
+ * service with KEYBAY_HOST_HAS(host, field) before calling it.
  *
  * Ownership: every buffer a plugin hands out (keybay_buffer) was allocated by the plugin and is
  * given back to the plugin's free_buffer, which wipes and frees it. Secrets are written into
@@ -129,6 +130,13 @@ typedef struct keybay_host {
     /* Records one line explaining the error about to be returned. */
     void (*set_error)(void *context, const char *text);
 } keybay_host;
+
+/* True if `host` is non-NULL, its struct_size covers `field` (an older host may lack the newer
+   services) and the service is set. */
+#define KEYBAY_HOST_HAS(host, field)                                                         \
+    ((host) != NULL &&                                                                       \
+     (size_t)(host)->struct_size >= offsetof(keybay_host, field) + sizeof((host)->field) &&  \
+     (host)->field != NULL)
 
 /* What a root plugin is told about the store it serves. */
 typedef struct keybay_root_context {

@@ -55,23 +55,7 @@ static void tf_configure_from_environment(void) {
     }
 }
 
-static const keybay_plugin tf_plugin = {
-    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(keybay_plugin),
-    .id = "test-fido2",
-    .name = "FIDO2 on a virtual authenticator (tests only)",
-    .version = "1.0",
-    .kind = KEYBAY_KIND_METHOD,
-    .flags = KEYBAY_FLAG_INTERACTIVE | KEYBAY_FLAG_NEEDS_DEVICE,
-    .options = keybay_fido2_option_specs,
-    .option_count = KEYBAY_FIDO2_OPTION_COUNT,
-    .free_buffer = keybay_fido2_free_buffer,
-    .probe = keybay_fido2_probe,
-    .enroll = keybay_fido2_enroll,
-    .unwrap = keybay_fido2_unwrap,
-    .verify = keybay_fido2_unwrap,
-    .describe = keybay_fido2_describe,
-};
+static const keybay_plugin tf_plugin = KEYBAY_FIDO2_DESCRIPTOR("test-fido2", "FIDO2 on a virtual authenticator (tests only)");
 
 static int tf_ready;
 

@@ -70,4 +70,25 @@ KEYBAY_FIDO2_HIDDEN keybay_status keybay_fido2_describe(const uint8_t *params, s
 #define KEYBAY_FIDO2_OPTION_COUNT 5u
 KEYBAY_FIDO2_HIDDEN extern const keybay_option_spec keybay_fido2_option_specs[KEYBAY_FIDO2_OPTION_COUNT];
 
+/* The descriptor of a plugin built on this core, so that the test plugin cannot drift from the
+   shipped one: only the id and the display name differ. */
+#define KEYBAY_FIDO2_DESCRIPTOR(id_, name_)                          \
+    {                                                                \
+        .abi_version = KEYBAY_PLUGIN_ABI_VERSION,                    \
+        .struct_size = sizeof(keybay_plugin),                        \
+        .id = (id_),                                                 \
+        .name = (name_),                                             \
+        .version = "1.0",                                            \
+        .kind = KEYBAY_KIND_METHOD,                                  \
+        .flags = KEYBAY_FLAG_INTERACTIVE | KEYBAY_FLAG_NEEDS_DEVICE, \
+        .options = keybay_fido2_option_specs,                        \
+        .option_count = KEYBAY_FIDO2_OPTION_COUNT,                   \
+        .free_buffer = keybay_fido2_free_buffer,                     \
+        .probe = keybay_fido2_probe,                                 \
+        .enroll = keybay_fido2_enroll,                               \
+        .unwrap = keybay_fido2_unwrap,                               \
+        .verify = keybay_fido2_unwrap,                               \
+        .describe = keybay_fido2_describe,                           \
+    }
+
 #endif /* KEYBAY_FIDO2_CORE_H */
