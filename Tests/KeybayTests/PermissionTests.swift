@@ -1,3 +1,4 @@
+import CKeybayPlugin
 import Foundation
 import Glibc
 import Testing
@@ -15,24 +16,26 @@ import Testing
         return box
     }
 
+    /// Loosens the mode of `path` in a prepared store: the open is refused naming that path, and
+    /// the mode is left as it was.
+    private func looseModeIsRefused(_ path: (Sandbox) -> String, _ m: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let box = try await Self.prepared()
+        let target = path(box)
+        chmod(target, mode_t(m))
+        let e = await Self.openError(box)
+        #expect(e?.code == .insecurePermissions, sourceLocation: sourceLocation)
+        #expect(e?.message.contains(target) == true, "\(e?.message ?? "no error")", sourceLocation: sourceLocation)
+        #expect(mode(target) == mode_t(m), "never repaired", sourceLocation: sourceLocation)
+    }
+
     @Test(arguments: [0o750, 0o705, 0o777])
     func looseStoreDirectoryIsRefused(_ m: Int) async throws {
-        let box = try await Self.prepared()
-        chmod(box.storeDirectory, mode_t(m))
-        let e = await Self.openError(box)
-        #expect(e?.code == .insecurePermissions)
-        #expect(e?.message.contains(box.storeDirectory) == true)
-        #expect(mode(box.storeDirectory) == mode_t(m), "never repaired")
+        try await looseModeIsRefused({ $0.storeDirectory }, m)
     }
 
     @Test(arguments: [0o640, 0o604, 0o666])
     func looseStoreFileIsRefused(_ m: Int) async throws {
-        let box = try await Self.prepared()
-        chmod(box.storePath, mode_t(m))
-        let e = await Self.openError(box)
-        #expect(e?.code == .insecurePermissions)
-        #expect(e?.message.contains(box.storePath) == true)
-        #expect(mode(box.storePath) == mode_t(m))
+        try await looseModeIsRefused({ $0.storePath }, m)
     }
 
     @Test func looseRootFileAndDirectoryAreRefused() async throws {
@@ -89,5 +92,27 @@ import Testing
         #expect(await Self.openError(box)?.code == .insecurePermissions)
         chown(box.rootPath, 0, 0)
         #expect(await Self.openError(box) == nil)
+    }
+}
+
+/// Paths beyond PATH_MAX: the configuration refuses such a base directory, and file-root, asked
+/// directly (as another host might), reports an error instead of returning bytes past its buffer.
+@Suite struct OverlongPathTests {
+    @Test func anOverlongBaseDirectoryIsRefusedAndFileRootNeverReadsPastItsBuffer() throws {
+        let box = Sandbox()
+        let long = box.root + "/" + String(repeating: "d", count: 4300)
+        let e = keybayError { _ = try KeybayConfiguration(applicationID: "com.example.test", dataHome: box.dataHome, stateHome: long) }
+        #expect(e?.code == .invalidArgument && e?.message.contains("PATH_MAX") == true, "\(String(describing: e))")
+
+        let location = try StoreLocation(box.configuration())
+        let root = try #require(location.root as? PluginRoot)
+        #expect(root.location == box.rootPath, "an ordinary path comes back exactly")
+        // Called directly: the core's own length limit on what it takes would hide an over-read.
+        let overlong = PluginRoot(plugin: root.plugin, applicationID: root.applicationID, stateHome: long, domain: root.domain)
+        var text = keybay_buffer()
+        let status = overlong.withContext { c in root.plugin.locked { root.plugin.descriptor.pointee.root_location(c, &text) } }
+        let returned = text.length
+        root.plugin.discard(&text)
+        #expect(status != KEYBAY_OK, "file-root returned \(returned) bytes for a path it cannot hold")
     }
 }

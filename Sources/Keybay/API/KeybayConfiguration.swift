@@ -35,7 +35,19 @@ public struct KeybayConfiguration: Sendable, Equatable {
         return alnum(bytes[0]) && bytes.dropFirst().allSatisfy { alnum($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d }
     }
 
+    /// The longest base directory: with "/keybay/", a 120-byte application id and the longest
+    /// file name under it ("file-root.key.stage"), every path stays below PATH_MAX (4096).
+    static let maxBaseDirectoryBytes = 4095 - 8 - 120 - 20
+
     private static func baseDirectory(explicit: String?, variable: String, fallback: String) throws -> String {
+        let directory = try resolvedDirectory(explicit: explicit, variable: variable, fallback: fallback)
+        guard directory.utf8.count <= maxBaseDirectoryBytes else {
+            throw KeybayError(.invalidArgument, "base directory \(directory.prefix(64))… is \(directory.utf8.count) bytes long, limit \(maxBaseDirectoryBytes): paths under it would exceed PATH_MAX")
+        }
+        return directory
+    }
+
+    private static func resolvedDirectory(explicit: String?, variable: String, fallback: String) throws -> String {
         if let explicit {
             guard explicit.hasPrefix("/") else {
                 throw KeybayError(.invalidArgument, "base directory \(explicit) is not an absolute path")

@@ -58,7 +58,7 @@ struct PluginRoot: RootProvider {
         try call("could not remove its root") { d, h, c in d.pointee.root_reset(h, c) }
     }
 
-    private func withContext<R>(_ body: (UnsafePointer<keybay_root_context>) throws -> R) rethrows -> R {
+    func withContext<R>(_ body: (UnsafePointer<keybay_root_context>) throws -> R) rethrows -> R {
         try applicationID.withCString { app in
             try stateHome.withCString { home in
                 try domain.withUnsafeBufferPointer { dom in
