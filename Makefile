@@ -9,9 +9,10 @@
 # Layout: PREFIX/bin/keybay-methods finds its plugins in <exe dir>/../lib/keybay/plugins, that
 # is PREFIX/lib/keybay/plugins, so the two directories must stay in that relation.
 #
-# The release CLI links the Swift runtime dynamically from the toolchain (/opt/swift/usr/lib/
-# swift/linux here), so the installed binary needs that toolchain present; fine on this
-# machine. The plugins are C and link only libsodium / libargon2 from the system.
+# The CLI links the Swift runtime statically (-static-stdlib, see Package.swift), so the
+# installed binary needs no Swift toolchain; only sanitizer builds (KEYBAY_SANITIZE, not
+# installed) link it dynamically. The plugins are C and link only libsodium / libargon2 from
+# the system.
 
 PREFIX ?= /usr/local
 DESTDIR ?=

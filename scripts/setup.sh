@@ -3,7 +3,8 @@
 # Needs Swift 6.3 on PATH already (https://www.swift.org/install/linux/).
 set -euo pipefail
 
-packages=(libsodium-dev libargon2-dev libfido2-dev libssl-dev pkg-config python3 make gcc)
+packages=(libsodium-dev libargon2-dev libfido2-dev libssl-dev pkg-config python3 make gcc
+          groff-base) # groff-base: /usr/bin/groff, for the man page check in InstallTests
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

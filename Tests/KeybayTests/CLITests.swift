@@ -119,9 +119,7 @@ import Testing
         #expect(try box.cli("set", "service/token", "correct horse").status == 0)
         #expect(try box.cli("set", "bin/blob", "--stdin", stdin: [0, 1, 2, 0xff]).status == 0)
         #expect(try box.cli("set", "a", "").status == 0)
-        let reader = packageDirectory + "/Tests/independent-reader/keybay_read.py"
-        let r = try run("/usr/bin/python3", [reader, "--app", box.app, "--root", box.rootPath, "--store", box.storePath],
-                        environment: box.environment)
+        let r = try IndependentReaderTests.read(box)
         #expect(r.status == 0, "reader failed: \(r.stderr)")
         #expect(r.out.contains("\"service/token\": \"\(hexString(Array("correct horse".utf8)))\""), "\(r.out)")
         #expect(r.out.contains("\"bin/blob\": \"000102ff\""))
@@ -130,8 +128,7 @@ import Testing
         var bytes = readBytes(box.storePath)!
         bytes[bytes.count - 10] ^= 1
         writeBytes(box.storePath, bytes)
-        let bad = try run("/usr/bin/python3", [reader, "--app", box.app, "--root", box.rootPath, "--store", box.storePath],
-                          environment: box.environment)
+        let bad = try IndependentReaderTests.read(box)
         #expect(bad.status == 1)
     }
 }
@@ -140,11 +137,12 @@ extension CLITests {
     /// The independent reader also opens the worked example of docs/format.md §9.2.
     @Test func independentReaderOpensTheWorkedExample() throws {
         let box = Sandbox(app: FileRootVectorTests.V.app)
-        try FileManager.default.createDirectory(atPath: box.root + "/x", withIntermediateDirectories: true)
-        writeBytes(box.root + "/x/root", Array("KBFR".utf8) + [0, 1] + FileRootVectorTests.V.root)
-        writeBytes(box.root + "/x/store", hex(FileRootVectorTests.V.file))
-        let r = try run("/usr/bin/python3", [packageDirectory + "/Tests/independent-reader/keybay_read.py", "--app", "demo",
-                                             "--root", box.root + "/x/root", "--store", box.root + "/x/store"], environment: box.environment)
+        for path in [box.rootPath, box.storePath] {
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        }
+        writeBytes(box.rootPath, Array("KBFR".utf8) + [0, 1] + FileRootVectorTests.V.root)
+        writeBytes(box.storePath, hex(FileRootVectorTests.V.file))
+        let r = try IndependentReaderTests.read(box)
         #expect(r.status == 0 && r.out.trimmingCharacters(in: .whitespacesAndNewlines) == "{}", "\(r.stderr)")
     }
 }

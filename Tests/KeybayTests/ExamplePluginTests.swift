@@ -7,10 +7,7 @@ import Testing
 @Suite struct ExamplePluginTests {
     /// Runs the CLI with `pin` on descriptor 3 as `--pin-fd 3`.
     static func cli(_ box: Sandbox, _ args: [String], pin: String) throws -> RunResult {
-        let file = box.root + "/pin-\(UUID().uuidString)"
-        try (pin + "\n").write(toFile: file, atomically: true, encoding: .utf8)
-        defer { unlink(file) }
-        return try run("/bin/sh", ["-c", "exec \"$0\" \"$@\" --pin-fd 3 3<\"\(file)\"", cliPath] + args, environment: box.environment)
+        try box.cli(args, secret: pin, option: "--pin-fd")
     }
 
     @Test func cPluginBuiltFromTheInstalledHeaderEnrollsAndUnlocks() throws {

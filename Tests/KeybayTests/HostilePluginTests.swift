@@ -67,6 +67,6 @@ import Testing
                                     fileID: "hostile-describe", in: dir)
         let s = try await KeybayStore.open(try Self.configuration(box, pluginDir: dir))
         let m = try await s.auth.add(plugin: "hostile-describe")
-        #expect(await keybayCode { _ = try s.auth.describe(m.id) } == .pluginFailed)
+        #expect(keybayCode { _ = try s.auth.describe(m.id) } == .pluginFailed)
     }
 }

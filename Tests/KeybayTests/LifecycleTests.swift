@@ -3,14 +3,6 @@ import Glibc
 import Testing
 @testable import Keybay
 
-func keybayCode(_ body: () async throws -> Void) async -> KeybayError.Code? {
-    do { try await body(); return nil } catch let e as KeybayError { return e.code } catch { return nil }
-}
-
-func keybayError(_ body: () async throws -> Void) async -> KeybayError? {
-    do { try await body(); return nil } catch let e as KeybayError { return e } catch { return nil }
-}
-
 @Suite struct LifecycleTests {
     @Test func createsOnFirstOpenWithPrivateModes() async throws {
         let box = Sandbox()
@@ -157,11 +149,11 @@ func keybayError(_ body: () async throws -> Void) async -> KeybayError? {
         #expect(try s.keys() == ["a/x", "c.d_e-f"])
         try s.clearAll()
         #expect(try s.keys() == [])
-        #expect(await keybayCode { _ = try s.getString("x") } == nil)
+        #expect(keybayCode { _ = try s.getString("x") } == nil)
         try s.set("bin", bytes: [0xff, 0xfe])
-        #expect(await keybayCode { _ = try s.getString("bin") } == .invalidArgument)
+        #expect(keybayCode { _ = try s.getString("bin") } == .invalidArgument)
         s.close()
-        #expect(await keybayCode { _ = try s.get("a") } == .closed)
+        #expect(keybayCode { _ = try s.get("a") } == .closed)
     }
 
     @Test func unchangedFramesAreCopiedByteForByte() async throws {
@@ -181,8 +173,8 @@ func keybayError(_ body: () async throws -> Void) async -> KeybayError? {
         let box = Sandbox()
         let s = try await KeybayStore.open(box.configuration())
         let before = readBytes(box.storePath)
-        #expect(await keybayCode { try s.set(key, string: "v") } == .invalidKey)
-        #expect(await keybayCode { _ = try s.get(key) } == .invalidKey)
+        #expect(keybayCode { try s.set(key, string: "v") } == .invalidKey)
+        #expect(keybayCode { _ = try s.get(key) } == .invalidKey)
         #expect(readBytes(box.storePath) == before)
     }
 
@@ -193,7 +185,7 @@ func keybayError(_ body: () async throws -> Void) async -> KeybayError? {
         try s.set(String(repeating: "k", count: 120), bytes: max)
         #expect(try s.get(String(repeating: "k", count: 120)) == max)
         let before = readBytes(box.storePath)
-        #expect(await keybayCode { try s.set("big", bytes: max + [1]) } == .valueTooLarge)
+        #expect(keybayCode { try s.set("big", bytes: max + [1]) } == .valueTooLarge)
         #expect(readBytes(box.storePath) == before)
     }
 
@@ -223,7 +215,7 @@ func keybayError(_ body: () async throws -> Void) async -> KeybayError? {
         try second.set("other", string: "two")
         #expect(try first.keys() == ["other", "shared"])
         try KeybayStore.reset(box.configuration())
-        #expect(await keybayCode { _ = try first.get("shared") } == .storeNotFound)
+        #expect(keybayCode { _ = try first.get("shared") } == .storeNotFound)
     }
 
     @Test func concurrentWritersInOneProcessAllLand() async throws {

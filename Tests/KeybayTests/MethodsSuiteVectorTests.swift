@@ -53,7 +53,7 @@ import Testing
         let envelope = try MethodEnvelope.seal(storeKey: SecureBytes(copying: V.storeKey), to: Self.method(), storeId: V.storeId, epoch: V.epoch)
         let good = MethodsPackage(storeId: V.storeId, epoch: V.epoch, envelopes: [envelope]).encode().withUnsafeBytes { Array($0) }
         func code(_ bytes: [UInt8]) -> KeybayError.Code? {
-            do { _ = try MethodsPackage.decode(SecureBytes(copying: bytes), context: "t"); return nil } catch let e as KeybayError { return e.code } catch { return nil }
+            keybayCode { _ = try MethodsPackage.decode(SecureBytes(copying: bytes), context: "t") }
         }
         #expect(code(good) == nil)
         #expect(code(good + [0]) == .malformed)

@@ -40,10 +40,7 @@ import Testing
     }
 
     static func loadError(_ id: String = "t-plugin", dir: String) -> KeybayError? {
-        do {
-            _ = try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: KeybayPluginSearch(directories: [dir], environmentPath: nil))
-            return nil
-        } catch let e as KeybayError { return e } catch { return nil }
+        keybayError { _ = try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: KeybayPluginSearch(directories: [dir], environmentPath: nil)) }
     }
 
     @Test func aWellFormedPluginLoads() throws {

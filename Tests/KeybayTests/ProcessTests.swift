@@ -88,7 +88,10 @@ import Testing
             model = now
         }
         print("crash-kill: \(runs) runs (\(byOperation.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))), \(killed) killed mid-way, \(completed) completed; window \(window) µs")
-        #expect(killed + completed == runs)
+        // Both branches above must have run: the window adapts (shrinking after a completed
+        // write, growing after a kill) toward about one kill in three, so with the default 40 runs
+        // neither count is 0 unless the kill timing is broken. Very short runs are not held to it.
+        #expect(runs < 20 || (killed > 0 && completed > 0), "\(killed) killed, \(completed) completed in \(runs) runs: one branch never ran")
     }
 
     @Test func concurrentProcessesAllLand() throws {

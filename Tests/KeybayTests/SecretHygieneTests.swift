@@ -37,8 +37,8 @@ import Testing
         }
         try cli(["set", "bad key", Self.value])
         try cli(["get", "from-arg"], passphrase: Self.passphrase)
-        let id = try box.cli("list", "--json").out.split(separator: "\"")[3]
-        try cli(["remove", String(id)], passphrase: Self.passphrase)
+        let id = try #require(try methodIDs(box).first, "list shows no method")
+        try cli(["remove", id], passphrase: Self.passphrase)
         try cli(["rm", "from-arg"])
         try cli(["reset", "--yes"])
 

@@ -99,7 +99,7 @@ import Testing
         #expect(file == expected)
 
         let snapshot = try StoreSnapshot.authenticate(file: file, context: "vector", domain: V.storageDomain,
-                                                      root: VectorRoot(expectedAAD: hex(V.packageAad)))
+                                                      root: VectorRoot(expectedAAD: hex(V.packageAad)), checkFrameDigests: true)
         #expect(snapshot.keyNames == [V.recordKey])
         #expect(try snapshot.value(at: 0, context: "vector") == Array(V.recordValue.utf8))
     }
@@ -120,7 +120,7 @@ import Testing
     }
 
     static func policyError(_ plaintext: SecureBytes) -> KeybayError.Code? {
-        do { _ = try PlatformPackage.decode(plaintext, context: "vector"); return nil } catch let e as KeybayError { return e.code } catch { return nil }
+        keybayCode { _ = try PlatformPackage.decode(plaintext, context: "vector") }
     }
 }
 

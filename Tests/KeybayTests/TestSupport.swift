@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Testing
 @testable import Keybay
 
 /// A throwaway pair of XDG base directories, removed when the test ends.
@@ -161,6 +162,61 @@ extension Sandbox {
     func cli(_ arguments: String..., stdin: [UInt8]? = nil) throws -> RunResult {
         try run(cliPath, arguments, environment: environment, stdin: stdin)
     }
+
+    /// Runs the CLI with `secret` and a newline on descriptor 3 (sh opens a file there), with
+    /// `option` and "3" after the arguments when given (`--passphrase-fd 3`, `--pin-fd 3`).
+    /// Without a secret the CLI runs plainly, with nothing on descriptor 3.
+    func cli(_ arguments: [String], secret: String?, option: String?, environment: [String: String]? = nil) throws -> RunResult {
+        let environment = environment ?? self.environment
+        guard let secret else { return try run(cliPath, arguments, environment: environment) }
+        let file = root + "/secret-\(UUID().uuidString)"
+        try (secret + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        defer { unlink(file) }
+        let fd = option.map { [$0, "3"] } ?? []
+        return try run("/bin/sh", ["-c", "exec \"$0\" \"$@\" 3<\"\(file)\"", cliPath] + arguments + fd, environment: environment)
+    }
+}
+
+/// The ids of the methods `list --json` shows, in its order.
+func methodIDs(_ box: Sandbox, environment: [String: String]? = nil) throws -> [String] {
+    let listed = try run(cliPath, ["list", "--json"], environment: environment ?? box.environment)
+    let methods = try JSONSerialization.jsonObject(with: Data(listed.stdout)) as? [[String: Any]]
+    return methods?.compactMap { $0["id"] as? String } ?? []
+}
+
+/// The KeybayError `body` throws, or nil if it returns. Any other error is recorded as an
+/// issue (and gives nil), so "== nil" never passes on an error of the wrong type.
+func keybayError(_ body: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) -> KeybayError? {
+    do {
+        try body()
+        return nil
+    } catch let e as KeybayError {
+        return e
+    } catch {
+        Issue.record("unexpected error: \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+}
+
+func keybayError(_ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async -> KeybayError? {
+    do {
+        try await body()
+        return nil
+    } catch let e as KeybayError {
+        return e
+    } catch {
+        Issue.record("unexpected error: \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+}
+
+/// The code of the KeybayError `body` throws, or nil if it returns (other errors: see keybayError).
+func keybayCode(_ body: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) -> KeybayError.Code? {
+    keybayError(body, sourceLocation: sourceLocation)?.code
+}
+
+func keybayCode(_ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async -> KeybayError.Code? {
+    await keybayError(body, sourceLocation: sourceLocation)?.code
 }
 
 /// posix_spawn with stdin from a file and stdout/stderr to /dev/null, for tests that need exact
