@@ -28,8 +28,7 @@ final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
             return secret.count
         }
         guard !noInput else { throw KeybayError(.interactionRequired, "a \(what) is needed but --no-input was given") }
-        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard tty >= 0 else { throw KeybayError(.interactionRequired, "a \(what) is needed but there is no terminal (use --\(request.kind == .pin ? "pin" : "passphrase")-fd)") }
+        let tty = try terminal("a \(what) is needed but there is no terminal (use --\(request.kind == .pin ? "pin" : "passphrase")-fd)")
         defer { close(tty) }
         var prompt = request.isConfirmation ? "Repeat the \(what): " : (request.prompt.isEmpty ? "Enter the \(what): " : request.prompt + ": ")
         if let retries = request.retriesLeft { prompt = "(\(retries) tries left) " + prompt }
@@ -67,13 +66,10 @@ final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
 
     func confirm(_ question: String) throws -> Bool {
         guard !noInput else { throw KeybayError(.interactionRequired, "a confirmation is needed but --no-input was given") }
-        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard tty >= 0 else { throw KeybayError(.interactionRequired, "a confirmation is needed but there is no terminal") }
+        let tty = try terminal("a confirmation is needed but there is no terminal")
         defer { close(tty) }
         writeAll(tty, question + " [y/N] ")
-        var answer: [UInt8] = []
-        var byte: UInt8 = 0
-        while read(tty, &byte, 1) == 1, byte != 0x0a { answer.append(byte) }
+        let answer = answerLine(tty)
         return answer == [0x79] || answer == Array("yes".utf8)
     }
 
@@ -82,20 +78,29 @@ final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
         guard !noInput else {
             throw KeybayError(.interactionRequired, "the store has several methods; choose one with --method (\(methods.map { "\($0.id) \($0.plugin) \($0.label)" }.joined(separator: "; ")))")
         }
-        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard tty >= 0 else {
-            throw KeybayError(.interactionRequired, "the store has several methods and there is no terminal; choose one with --method")
-        }
+        let tty = try terminal("the store has several methods and there is no terminal; choose one with --method")
         defer { close(tty) }
         for (i, m) in methods.enumerated() { writeAll(tty, "  \(i + 1)) \(m.label) (\(m.plugin), \(m.id))\n") }
         writeAll(tty, "Unlock with which method? ")
-        var answer: [UInt8] = []
-        var byte: UInt8 = 0
-        while read(tty, &byte, 1) == 1, byte != 0x0a { answer.append(byte) }
-        guard let n = Int(String(decoding: answer, as: UTF8.self)), (1...methods.count).contains(n) else {
+        guard let n = Int(String(decoding: answerLine(tty), as: UTF8.self)), (1...methods.count).contains(n) else {
             throw KeybayError(.cancelled, "no method was chosen")
         }
         return methods[n - 1]
+    }
+
+    /// The controlling terminal, or `.interactionRequired` saying `missing`.
+    private func terminal(_ missing: String) throws -> Int32 {
+        let tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard tty >= 0 else { throw KeybayError(.interactionRequired, missing) }
+        return tty
+    }
+
+    /// One line of a non-secret answer, echoed as typed.
+    private func answerLine(_ tty: Int32) -> [UInt8] {
+        var answer: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(tty, &byte, 1) == 1, byte != 0x0a { answer.append(byte) }
+        return answer
     }
 
     private func descriptorSecret(_ fd: Int32, what: String) throws -> SecureBytes {

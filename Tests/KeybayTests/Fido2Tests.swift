@@ -315,7 +315,7 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         let box = Sandbox()
         let (config, method) = try await Self.enrolledStore(box)
         let session = try await Self.open(config, method, RecordingInteraction(["1234"]))
-        let params = try session.snapshotForAuth().methods[0].params
+        let params = try session.freshSnapshot().methods[0].params
         let rpLength = Int(params[98])
         #expect(params.count == 101 + rpLength + 32 && params[0] == 1 && params[1] == 0x03)
         let plugin = try session.loadMethodPlugin(Self.plugin)

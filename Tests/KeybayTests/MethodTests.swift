@@ -72,13 +72,13 @@ func countingCalls() -> [Int32] {
         let unlocked = try await KeybayStore.open(config, method: method.id, interaction: ScriptedInteraction(["1234"]))
         #expect(try unlocked.getString("service/token") == "correct horse")
         #expect(try unlocked.get("other") == [1, 2, 3])
-        let oldKeys = try unlocked.snapshotForAuth().keys
+        let oldKeys = try unlocked.freshSnapshot().keys
         let copyBeforeRemove = readBytes(box.storePath)!
 
         try await unlocked.auth.remove(method.id)
         #expect(try KeybayStore.status(config).state == .platformOnly)
         #expect(try unlocked.getString("service/token") == "correct horse")
-        let newKeys = try unlocked.snapshotForAuth().keys
+        let newKeys = try unlocked.freshSnapshot().keys
         #expect(newKeys.epoch == oldKeys.epoch + 1 && !newKeys.storeKey.equals(oldKeys.storeKey))
 
         // Nothing from the copy taken before removal opens the new generation: its keys do not

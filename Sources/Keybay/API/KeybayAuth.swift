@@ -8,7 +8,7 @@ public struct KeybayAuth: Sendable {
 
     /// The enrolled methods, in enrollment order.
     public func list() throws -> [KeybayMethod] {
-        try session.snapshotForAuth().methods.map(KeybayMethod.init)
+        try session.freshSnapshot().methods.map(KeybayMethod.init)
     }
 
     /// Enrolls a method with `plugin` (e.g. `passphrase`) and returns it. The store gets a fresh
@@ -33,7 +33,7 @@ public struct KeybayAuth: Sendable {
         for (name, _) in options where !names.insert(name).inserted {
             throw KeybayError(.invalidArgument, "option \(name) given twice")
         }
-        let current = try session.snapshotForAuth()
+        let current = try session.freshSnapshot()
         guard current.methods.count < MethodsPackage.maxMethods else {
             throw KeybayError(.invalidArgument, "the store already has \(MethodsPackage.maxMethods) methods, the most it can hold")
         }
@@ -67,7 +67,7 @@ public struct KeybayAuth: Sendable {
     }
 
     func removeMethod(_ id: String) throws {
-        let current = try session.snapshotForAuth()
+        let current = try session.freshSnapshot()
         let gone = try method(id, in: current).methodId
         try session.rotate(expecting: current) { $0.filter { $0.methodId != gone } }
     }
@@ -84,7 +84,7 @@ public struct KeybayAuth: Sendable {
     }
 
     func verifyMethod(_ id: String) throws {
-        let current = try session.snapshotForAuth()
+        let current = try session.freshSnapshot()
         let method = try method(id, in: current)
         let secret = try session.loadMethodPlugin(method.pluginId).unwrap(params: method.params, interaction: session.interaction, forVerification: true)
         _ = try method.privateKey(secret: secret, storeId: current.keys.storeId)
@@ -92,7 +92,7 @@ public struct KeybayAuth: Sendable {
 
     /// A plugin's one-line description of a method's parameters (this loads the plugin).
     public func describe(_ id: String) throws -> String {
-        let method = try method(id, in: session.snapshotForAuth())
+        let method = try method(id, in: session.freshSnapshot())
         return try session.loadMethodPlugin(method.pluginId).describe(params: method.params)
     }
 }

@@ -121,7 +121,8 @@ public final class KeybaySession: Sendable {
         return frames
     }
 
-    private func freshSnapshot() throws -> StoreSnapshot {
+    /// The live generation (re-read if another process replaced the file).
+    func freshSnapshot() throws -> StoreSnapshot {
         try current.withLock { generation in
             guard let g = generation else { throw KeybayError(.closed, "the session for \(location.storePath) is closed") }
             if directory.identity(of: StoreLocation.liveName) != g.identity {
@@ -130,8 +131,6 @@ public final class KeybaySession: Sendable {
             return generation!.snapshot
         }
     }
-
-    func snapshotForAuth() throws -> StoreSnapshot { try freshSnapshot() }
 
     func loadMethodPlugin(_ id: String) throws -> LoadedPlugin {
         try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: location.configuration.pluginSearch)

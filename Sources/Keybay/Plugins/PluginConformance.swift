@@ -23,11 +23,10 @@ public enum KeybayPluginCheck {
             return results
         }
         let file = path.split(separator: "/").last.map(String.init) ?? path
-        guard file.hasPrefix("libkeybay-"), file.hasSuffix(".so") else {
+        guard let id = KeybayPluginSearch.pluginID(inFileName: file) else {
             check("file name is libkeybay-<id>.so", false, file)
             return results
         }
-        let id = String(file.dropFirst(10).dropLast(3))
         check("id '\(id)' matches [a-z0-9][a-z0-9._-]{0,63}", KeybayPluginSearch.isValidPluginID(id))
         let directory = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
         let absolute = directory.hasPrefix("/") ? directory : (currentDirectory() + "/" + directory)

@@ -52,9 +52,9 @@ enum PluginLoader {
                 }
                 names.append(name)
             }
-            for name in names.sorted() where name.hasPrefix("libkeybay-") && name.hasSuffix(".so") {
-                let id = String(name.dropFirst(10).dropLast(3))
-                guard KeybayPluginSearch.isValidPluginID(id), !seen.contains(id) else { continue }
+            for name in names.sorted() {
+                guard let id = KeybayPluginSearch.pluginID(inFileName: name),
+                      KeybayPluginSearch.isValidPluginID(id), !seen.contains(id) else { continue }
                 seen.insert(id)
                 found.append((id, directory + "/" + name))
             }

@@ -76,4 +76,10 @@ public struct KeybayPluginSearch: Sendable, Equatable {
     }
 
     public static func fileName(for id: String) -> String { "libkeybay-\(id).so" }
+
+    /// The id in a `libkeybay-<id>.so` file name (not yet checked with isValidPluginID), or nil.
+    static func pluginID(inFileName name: String) -> String? {
+        guard name.hasPrefix("libkeybay-"), name.hasSuffix(".so") else { return nil }
+        return String(name.dropFirst(10).dropLast(3))
+    }
 }
