@@ -1,18 +1,22 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// The C plugins are linked by swiftc, which would make each depend on libswiftCore.so and run a
-// Swift image constructor: dlopen'ing them would load the whole Swift runtime into hosts that do
-// not have it (or a second copy into the CLI, which links it statically). Without the Swift
-// start-up object and with the static runtime archive, from which a C library takes nothing,
-// they depend on the C libraries they use and libc only.
+// Runtimes linked statically: the Swift runtime, libstdc++ and libgcc. Every shared library
+// loaded at start-up is time `keybay-methods get` spends before doing anything; scripts/link
+// holds a linker script that turns swiftc's -lstdc++ into the static archive.
+//
+// The C plugins are linked by swiftc too, which would make each depend on libswiftCore.so and
+// libstdc++.so and run a Swift image constructor: dlopen'ing them would load those into hosts
+// that do not have them. Without the Swift start-up object and with the static archives, from
+// which a C library takes nothing, they depend on the C libraries they use and libc only.
 //
 // Static linking hides the archives' symbols (--exclude-libs ALL), the sanitizer runtimes'
 // interceptors included, which breaks sanitized builds: scripts/sanitizers.sh sets
 // KEYBAY_SANITIZE and gets the ordinary dynamic linking.
 let sanitizing = Context.environment["KEYBAY_SANITIZE"] != nil
-let cPluginLinking: [LinkerSetting] = sanitizing ? [] : [.unsafeFlags(["-nostartfiles", "-static-stdlib"])]
-let cliLinking: [LinkerSetting] = sanitizing ? [] : [.unsafeFlags(["-static-stdlib"])]
+let staticRuntimes = ["-static-stdlib", "-L", Context.packageDirectory + "/scripts/link", "-Xclang-linker", "-static-libgcc"]
+let cPluginLinking: [LinkerSetting] = sanitizing ? [] : [.unsafeFlags(["-nostartfiles"] + staticRuntimes)]
+let cliLinking: [LinkerSetting] = sanitizing ? [] : [.unsafeFlags(staticRuntimes)]
 
 let package = Package(
     name: "Keybay",
@@ -31,8 +35,9 @@ let package = Package(
         .library(name: "keybay-test-fido2", type: .dynamic, targets: ["KeybayTestFido2"]),
     ],
     targets: [
-        // C libraries from Debian. The core links libsodium only; libargon2 and libfido2 are
-        // for the plugins that need them (see Plugins/README.md).
+        // C libraries from Debian. The core links libsodium only; libargon2 is for the
+        // passphrase plugin, libfido2 for the test authenticator (the fido2 plugin opens it at
+        // run time; see Plugins/README.md).
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
         .systemLibrary(name: "CFido2", pkgConfig: "libfido2", providers: [.apt(["libfido2-dev"])]),
@@ -47,8 +52,7 @@ let package = Package(
         .target(name: "CKeybaySHA256", path: "Sources/CKeybaySHA256"),
 
         .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256"]),
-        // The CLI links the Swift runtime statically: resolving the runtime's dynamic libraries
-        // was most of its start-up (docs/performance.md).
+        // The CLI links its runtimes statically (cliLinking above, docs/performance.md).
         .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "CSodium"],
                          linkerSettings: cliLinking),
 
@@ -58,9 +62,10 @@ let package = Package(
                 linkerSettings: cPluginLinking),
         .target(name: "KeybayPassphrase", dependencies: ["CKeybayPlugin", "CArgon2", "CSodium"],
                 path: "Plugins/passphrase", linkerSettings: [.linkedLibrary("m")] + cPluginLinking),
-        // fido2: the method (core, with a replaceable device opener) and the shipped plugin, the
-        // only library that links libfido2.
-        .target(name: "KeybayFido2Core", dependencies: ["CKeybayPlugin", "CFido2", "CSodium"], path: "Plugins/fido2/core",
+        // fido2: the method (core, with a replaceable device opener) and the shipped plugin. The
+        // core includes <fido.h> for its types but links nothing of libfido2: it opens
+        // libfido2.so.1 on first use (Plugins/README.md).
+        .target(name: "KeybayFido2Core", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/fido2/core",
                 linkerSettings: [.linkedLibrary("pthread")]),
         .target(name: "KeybayFido2", dependencies: ["KeybayFido2Core"], path: "Plugins/fido2", exclude: ["core"],
                 sources: ["plugin.c"], publicHeadersPath: ".", linkerSettings: cPluginLinking),

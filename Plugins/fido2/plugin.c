@@ -2,7 +2,9 @@
  * libkeybay-fido2.so — the first-party `fido2` method plugin (Keybay plugin ABI v1): M is the
  * hmac-secret output of a credential on a FIDO2 security key (libfido2, real HID devices).
  * The method itself, its public parameters, modes and errors are in core/fido2_core.c; this
- * file only names the plugin. It is the only library of the project that links libfido2.
+ * file only names the plugin. It does not link libfido2: the core opens libfido2.so.1 on first
+ * use, so loading the plugin stays cheap and a process that only lists plugins or uses other
+ * methods never maps libfido2 and its dependencies.
  *
  * Only keybay_plugin_entry_v1 is exported.
  */

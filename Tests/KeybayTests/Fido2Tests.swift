@@ -396,19 +396,22 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         #expect(try cli(["get", "service/token"]).out == "correct horse")
     }
 
-    /// The core and the CLI never link libfido2; no first-party C plugin drags the Swift runtime
-    /// into its host; listing plugins probes the real fido2 plugin without prompting (stdin is
-    /// empty and --no-input is given: a prompt would fail the command).
-    @Test func onlyTheFido2PluginLinksLibfido2AndListingNeverPrompts() throws {
+    /// Nothing links libfido2: the fido2 plugin opens libfido2.so.1 on its first probe, enroll or
+    /// unwrap, so loading it maps none of libfido2's dependencies. No first-party C plugin drags
+    /// the Swift runtime or libstdc++ into its host. Listing plugins probes the real fido2 plugin
+    /// (which opens the real libfido2) without prompting: stdin is empty and --no-input is given,
+    /// so a prompt would fail the command.
+    @Test func pluginsLinkOnlyTheirCLibrariesAndListingNeverPrompts() throws {
         let env = ["PATH": "/usr/bin:/bin"]
         let cli = try run("/usr/bin/ldd", [cliPath], environment: env).out
         #expect(!cli.contains("libfido2") && !cli.contains("libcrypto"))
-        #expect(try run("/usr/bin/ldd", [pluginDirectory + "/libkeybay-fido2.so"], environment: env).out.contains("libfido2"))
-        #expect(!(try run("/usr/bin/ldd", [pluginDirectory + "/libkeybay-passphrase.so"], environment: env).out.contains("libfido2")))
-        // (Sanitized builds link the runtime dynamically on purpose: see Package.swift.)
-        for plugin in ["file-root", "passphrase", "fido2"] where sanitizer == nil || sanitizerPluginDirectory != nil {
+        for plugin in ["file-root", "passphrase", "fido2"] {
             let needed = try run("/usr/bin/ldd", [pluginDirectory + "/libkeybay-\(plugin).so"], environment: env).out
-            #expect(!needed.contains("libswift"), "libkeybay-\(plugin).so links the Swift runtime:\n\(needed)")
+            #expect(!needed.contains("libfido2") && !needed.contains("libcrypto"), "libkeybay-\(plugin).so links libfido2:\n\(needed)")
+            // (Sanitized builds link the runtimes dynamically on purpose: see Package.swift.)
+            if sanitizer == nil || sanitizerPluginDirectory != nil {
+                #expect(!needed.contains("libswift") && !needed.contains("libstdc++"), "libkeybay-\(plugin).so links a runtime:\n\(needed)")
+            }
         }
 
         let box = Sandbox()
@@ -423,5 +426,25 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
             #expect(entry?.contains("\"available\":") == true,
                     "with /dev/hidraw* present only the availability field is checked (the no-key case is checked only without hidraw devices): \(entry ?? "")")
         }
+    }
+
+    /// A libfido2.so.1 that lacks functions the plugin needs (found first through
+    /// LD_LIBRARY_PATH) leaves the method unavailable, with a reason naming the library and the
+    /// missing function: no crash and no half-filled function table.
+    @Test func anIncompleteLibfido2LeavesTheMethodUnavailable() throws {
+        let box = Sandbox()
+        let fake = box.root + "/fake-libfido2"
+        mkdir(fake, 0o755)
+        let source = fake + "/fake.c"
+        try "void fido_init(int flags) { (void)flags; }\n".write(toFile: source, atomically: true, encoding: .utf8)
+        let cc = try run("/usr/bin/cc", ["-shared", "-fPIC", "-o", fake + "/libfido2.so.1", source], environment: ["PATH": "/usr/bin:/bin"])
+        try #require(cc.status == 0, "\(cc.stderr)")
+        var environment = box.environment
+        environment["LD_LIBRARY_PATH"] = fake
+        let listed = try run(cliPath, ["plugins", "--json", "--no-input"], environment: environment, stdin: [])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let entry = try #require(listed.out.components(separatedBy: "},{").first { $0.contains("\"id\":\"fido2\"") })
+        #expect(entry.contains("\"available\":false"), "\(entry)")
+        #expect(entry.contains("cannot load libfido2.so.1") && entry.contains("undefined symbol"), "\(entry)")
     }
 }

@@ -1,6 +1,8 @@
 /*
  * The `fido2` method (Keybay plugin ABI v1): M is the 32-byte output of the CTAP2 hmac-secret
- * extension of a credential on a FIDO2 security key, via libfido2.
+ * extension of a credential on a FIDO2 security key, via libfido2. The core does not link
+ * libfido2: it opens libfido2.so.1 on first use (below), so loading the plugin stays cheap and a
+ * process that only lists plugins or uses other methods never maps libfido2 and its dependencies.
  *
  * Enrollment makes a non-resident ES256 credential with hmac-secret for the relying party
  * `rp` (option rp=, default "keybay.local": the ABI does not tell a method plugin the
@@ -40,20 +42,22 @@
  * A key with a PIN set needs the PIN to create a credential, so enrollment asks for it then
  * even with pin=no (the PIN is not used for the assertions in that mode).
  *
- * The PIN is asked once per operation and never retried automatically. Errors: no key present
- * or the credential is not on any key present -> NOT_AVAILABLE; wrong PIN -> WRONG_SECRET (the
- * line says how many tries are left); PIN blocked, or three wrong PINs in a row (the key must
- * be re-plugged) -> LOCKED; touch refused or the operation cancelled -> CANCELLED; no touch in
- * time -> TIMED_OUT; mode not offered by this key -> UNSUPPORTED. With several keys present,
- * unlock asks each (up=false, no PIN: nothing to touch) whether it holds the credential and
- * uses the first that does; enrollment needs device=PATH then. While a touch is awaited the
- * host is told so (message) and host->is_cancelled is polled every 50 ms from the calling
- * thread while a worker thread talks to the key; a cancel is sent to the key (CTAPHID_CANCEL).
+ * The PIN is asked once per operation and never retried automatically. Errors: libfido2.so.1
+ * cannot be loaded, no key present or the credential is not on any key present ->
+ * NOT_AVAILABLE; wrong PIN -> WRONG_SECRET (the line says how many tries are left); PIN
+ * blocked, or three wrong PINs in a row (the key must be re-plugged) -> LOCKED; touch refused
+ * or the operation cancelled -> CANCELLED; no touch in time -> TIMED_OUT; mode not offered by
+ * this key -> UNSUPPORTED. With several keys present, unlock asks each (up=false, no PIN:
+ * nothing to touch) whether it holds the credential and uses the first that does; enrollment
+ * needs device=PATH then. While a touch is awaited the host is told so (message) and
+ * host->is_cancelled is polled every 50 ms from the calling thread while a worker thread talks
+ * to the key; a cancel is sent to the key (CTAPHID_CANCEL).
  *
  * The PIN and the hmac-secret outputs live in sodium_malloc'ed memory, wiped after use.
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -132,29 +136,153 @@ static int f2_cancelled(const keybay_host *host) {
     return KEYBAY_HOST_HAS(host, is_cancelled) && host->is_cancelled(host->context) != 0;
 }
 
+/* ---------------------------------------------------------------- libfido2, opened on first use */
+
+/* fido.h gives only the types and prototypes. Every libfido2 function the core calls is in
+   this list and called as F2(name)(...) through a table filled by dlopen/dlsym, once, by the
+   first operation that needs it (describe and free_buffer never do). A library that links
+   libfido2 itself (the test build) gets that same copy from dlopen. */
+#define F2_LIBRARY "libfido2.so.1"
+#define F2_FUNCTIONS(X) \
+    X(es256_pk_free) \
+    X(es256_pk_from_ptr) \
+    X(es256_pk_new) \
+    X(fido_assert_allow_cred) \
+    X(fido_assert_count) \
+    X(fido_assert_flags) \
+    X(fido_assert_free) \
+    X(fido_assert_hmac_secret_len) \
+    X(fido_assert_hmac_secret_ptr) \
+    X(fido_assert_new) \
+    X(fido_assert_set_clientdata_hash) \
+    X(fido_assert_set_extensions) \
+    X(fido_assert_set_hmac_salt) \
+    X(fido_assert_set_rp) \
+    X(fido_assert_set_up) \
+    X(fido_assert_set_uv) \
+    X(fido_assert_verify) \
+    X(fido_cbor_info_extensions_len) \
+    X(fido_cbor_info_extensions_ptr) \
+    X(fido_cbor_info_free) \
+    X(fido_cbor_info_new) \
+    X(fido_cred_free) \
+    X(fido_cred_id_len) \
+    X(fido_cred_id_ptr) \
+    X(fido_cred_new) \
+    X(fido_cred_pubkey_len) \
+    X(fido_cred_pubkey_ptr) \
+    X(fido_cred_set_clientdata_hash) \
+    X(fido_cred_set_extensions) \
+    X(fido_cred_set_rk) \
+    X(fido_cred_set_rp) \
+    X(fido_cred_set_type) \
+    X(fido_cred_set_user) \
+    X(fido_cred_type) \
+    X(fido_cred_verify) \
+    X(fido_cred_verify_self) \
+    X(fido_cred_x5c_len) \
+    X(fido_dev_cancel) \
+    X(fido_dev_close) \
+    X(fido_dev_free) \
+    X(fido_dev_get_assert) \
+    X(fido_dev_get_cbor_info) \
+    X(fido_dev_get_retry_count) \
+    X(fido_dev_has_pin) \
+    X(fido_dev_has_uv) \
+    X(fido_dev_info_free) \
+    X(fido_dev_info_manifest) \
+    X(fido_dev_info_new) \
+    X(fido_dev_info_path) \
+    X(fido_dev_info_ptr) \
+    X(fido_dev_is_fido2) \
+    X(fido_dev_make_cred) \
+    X(fido_dev_new) \
+    X(fido_dev_open) \
+    X(fido_init) \
+    X(fido_strerr)
+
+#define F2_POINTER(name) __typeof__(name) *name;
+static struct f2_lib {
+    F2_FUNCTIONS(F2_POINTER)
+} f2_lib; /* filled only when every symbol resolved; used only after f2_init succeeded */
+#undef F2_POINTER
+#define F2(name) (f2_lib.name)
+
+static pthread_once_t f2_once = PTHREAD_ONCE_INIT;
+static int f2_lib_ok, f2_sodium_ok;
+static char f2_lib_error[256]; /* why libfido2 could not be loaded */
+
+static void f2_lib_fail(const char *why) {
+    snprintf(f2_lib_error, sizeof f2_lib_error, "%s", why != NULL ? why : "unknown error");
+}
+
+/* Fills f2_lib only when the library opened and every symbol resolved. */
+static void f2_load_libfido2(void) {
+    struct f2_lib lib;
+    memset(&lib, 0, sizeof lib);
+    dlerror();
+    void *handle = dlopen(F2_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        f2_lib_fail(dlerror());
+        return;
+    }
+#define F2_RESOLVE(name)                                                              \
+    if ((lib.name = __extension__(__typeof__(name) *)dlsym(handle, #name)) == NULL) { \
+        const char *why = dlerror();                                                  \
+        f2_lib_fail(why != NULL ? why : "no symbol " #name);                          \
+        dlclose(handle);                                                              \
+        return;                                                                       \
+    }
+    F2_FUNCTIONS(F2_RESOLVE)
+#undef F2_RESOLVE
+    f2_lib = lib; /* the handle stays open for the life of the process */
+    f2_lib_ok = 1;
+}
+
+static void f2_init_once(void) {
+    f2_load_libfido2();
+    if (f2_lib_ok) F2(fido_init)(0);
+    f2_sodium_ok = sodium_init() >= 0;
+}
+
+/* Loads libfido2 and libsodium once; every operation that touches a key calls this first. */
+static keybay_status f2_init(const keybay_host *host) {
+    pthread_once(&f2_once, f2_init_once);
+    if (!f2_lib_ok) {
+        f2_error(host, "fido2: cannot load " F2_LIBRARY " (%s); FIDO2 security keys need libfido2 (Debian: libfido2-1)",
+                 f2_lib_error);
+        return KEYBAY_ERR_NOT_AVAILABLE;
+    }
+    if (!f2_sodium_ok) {
+        f2_error(host, "fido2: libsodium could not be initialised");
+        return KEYBAY_ERR_INTERNAL;
+    }
+    return KEYBAY_OK;
+}
+
 /* ---------------------------------------------------------------- devices */
 
 static int f2_real_list(char paths[][KEYBAY_FIDO2_PATH_MAX], size_t capacity, size_t *count) {
     *count = 0;
-    fido_dev_info_t *list = fido_dev_info_new(capacity);
+    fido_dev_info_t *list = F2(fido_dev_info_new)(capacity);
     if (list == NULL) return -1;
     size_t found = 0;
-    if (fido_dev_info_manifest(list, capacity, &found) != FIDO_OK) {
-        fido_dev_info_free(&list, capacity);
+    if (F2(fido_dev_info_manifest)(list, capacity, &found) != FIDO_OK) {
+        F2(fido_dev_info_free)(&list, capacity);
         return -1;
     }
     for (size_t i = 0; i < found && *count < capacity; i++) {
-        const char *path = fido_dev_info_path(fido_dev_info_ptr(list, i));
+        const char *path = F2(fido_dev_info_path)(F2(fido_dev_info_ptr)(list, i));
         if (path == NULL || strlen(path) >= KEYBAY_FIDO2_PATH_MAX) continue;
         strcpy(paths[(*count)++], path);
     }
-    fido_dev_info_free(&list, capacity);
+    F2(fido_dev_info_free)(&list, capacity);
     return 0;
 }
 
 static fido_dev_t *f2_real_new_device(const char *path) {
     (void)path;
-    return fido_dev_new();
+    return F2(fido_dev_new)();
 }
 
 static const keybay_fido2_device_opener f2_real_opener = {f2_real_list, f2_real_new_device};
@@ -164,28 +292,16 @@ void keybay_fido2_set_device_opener(const keybay_fido2_device_opener *opener) {
     f2_opener = opener != NULL ? opener : &f2_real_opener;
 }
 
-static pthread_once_t f2_once = PTHREAD_ONCE_INIT;
-static int f2_sodium_ok;
-static void f2_init_once(void) {
-    fido_init(0);
-    f2_sodium_ok = sodium_init() >= 0;
-}
-
-static keybay_status f2_init(const keybay_host *host) {
-    pthread_once(&f2_once, f2_init_once);
-    if (!f2_sodium_ok) {
-        f2_error(host, "fido2: libsodium could not be initialised");
-        return KEYBAY_ERR_INTERNAL;
-    }
-    return KEYBAY_OK;
-}
-
 typedef struct f2_device_list {
     char paths[KEYBAY_FIDO2_MAX_DEVICES][KEYBAY_FIDO2_PATH_MAX];
     size_t count;
 } f2_device_list;
 
+/* Every use of the device opener starts here, so nothing reaches a device (or libfido2) before
+   f2_init succeeded; the opener's fido_dev_t must come from that same libfido2.so.1. */
 static keybay_status f2_list(const keybay_host *host, f2_device_list *list) {
+    keybay_status status = f2_init(host);
+    if (status != KEYBAY_OK) return status;
     if (f2_opener->list(list->paths, KEYBAY_FIDO2_MAX_DEVICES, &list->count) != 0) {
         f2_error(host, "fido2: cannot list FIDO devices");
         return KEYBAY_ERR_NOT_AVAILABLE;
@@ -196,8 +312,8 @@ static keybay_status f2_list(const keybay_host *host, f2_device_list *list) {
 
 static void f2_close(fido_dev_t **dev) {
     if (*dev == NULL) return;
-    fido_dev_close(*dev);
-    fido_dev_free(dev);
+    F2(fido_dev_close)(*dev);
+    F2(fido_dev_free)(dev);
 }
 
 /* Opens `path`; returns NULL (and the libfido2 error in *rc) if it cannot be opened. */
@@ -207,8 +323,8 @@ static fido_dev_t *f2_open(const char *path, int *rc) {
         *rc = FIDO_ERR_INTERNAL;
         return NULL;
     }
-    if ((*rc = fido_dev_open(dev, path)) != FIDO_OK) {
-        fido_dev_free(&dev);
+    if ((*rc = F2(fido_dev_open)(dev, path)) != FIDO_OK) {
+        F2(fido_dev_free)(&dev);
         return NULL;
     }
     return dev;
@@ -216,22 +332,22 @@ static fido_dev_t *f2_open(const char *path, int *rc) {
 
 /* Does the (open) device speak CTAP2 and offer hmac-secret? */
 static keybay_status f2_check_device(const keybay_host *host, fido_dev_t *dev, const char *path) {
-    if (!fido_dev_is_fido2(dev)) {
+    if (!F2(fido_dev_is_fido2)(dev)) {
         f2_error(host, "fido2: %s is a U2F-only key; hmac-secret needs a FIDO2 key", path);
         return KEYBAY_ERR_UNSUPPORTED;
     }
-    fido_cbor_info_t *info = fido_cbor_info_new();
+    fido_cbor_info_t *info = F2(fido_cbor_info_new)();
     if (info == NULL) return KEYBAY_ERR_INTERNAL;
-    int rc = fido_dev_get_cbor_info(dev, info);
+    int rc = F2(fido_dev_get_cbor_info)(dev, info);
     int hmac = 0;
     if (rc == FIDO_OK) {
-        char **ext = fido_cbor_info_extensions_ptr(info);
-        for (size_t i = 0; i < fido_cbor_info_extensions_len(info); i++)
+        char **ext = F2(fido_cbor_info_extensions_ptr)(info);
+        for (size_t i = 0; i < F2(fido_cbor_info_extensions_len)(info); i++)
             if (strcmp(ext[i], "hmac-secret") == 0) hmac = 1;
     }
-    fido_cbor_info_free(&info);
+    F2(fido_cbor_info_free)(&info);
     if (rc != FIDO_OK) {
-        f2_error(host, "fido2: %s did not describe itself (%s)", path, fido_strerr(rc));
+        f2_error(host, "fido2: %s did not describe itself (%s)", path, F2(fido_strerr)(rc));
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
     if (!hmac) {
@@ -257,8 +373,8 @@ typedef struct f2_job {
 } f2_job;
 
 static void f2_job_run(f2_job *job) {
-    job->rc = job->cred != NULL ? fido_dev_make_cred(job->dev, job->cred, job->pin)
-                                : fido_dev_get_assert(job->dev, job->assert, job->pin);
+    job->rc = job->cred != NULL ? F2(fido_dev_make_cred)(job->dev, job->cred, job->pin)
+                                : F2(fido_dev_get_assert)(job->dev, job->assert, job->pin);
 }
 
 static void *f2_worker(void *arg) {
@@ -304,7 +420,7 @@ static int f2_run(const keybay_host *host, f2_job *job) {
         pthread_mutex_unlock(&job->lock);
         if (f2_cancelled(host)) {
             cancelled = 1;
-            fido_dev_cancel(job->dev);
+            F2(fido_dev_cancel)(job->dev);
         }
         pthread_mutex_lock(&job->lock);
     }
@@ -321,7 +437,7 @@ static keybay_status f2_failure(const keybay_host *host, fido_dev_t *dev, int rc
     switch (rc) {
     case FIDO_ERR_PIN_INVALID: {
         int retries = -1;
-        if (dev != NULL && fido_dev_get_retry_count(dev, &retries) == FIDO_OK)
+        if (dev != NULL && F2(fido_dev_get_retry_count)(dev, &retries) == FIDO_OK)
             f2_error(host, "fido2: wrong PIN for the key at %s; %d tr%s left before the key blocks its PIN",
                      path, retries, retries == 1 ? "y" : "ies");
         else
@@ -366,14 +482,14 @@ static keybay_status f2_failure(const keybay_host *host, fido_dev_t *dev, int rc
     case FIDO_ERR_INVALID_OPTION:
     case FIDO_ERR_UNSUPPORTED_EXTENSION:
     case FIDO_ERR_UNSUPPORTED_ALGORITHM:
-        f2_error(host, "fido2: the key at %s cannot %s in this mode (%s)", path, what, fido_strerr(rc));
+        f2_error(host, "fido2: the key at %s cannot %s in this mode (%s)", path, what, F2(fido_strerr)(rc));
         return KEYBAY_ERR_UNSUPPORTED;
     case FIDO_ERR_TX:
     case FIDO_ERR_RX:
         f2_error(host, "fido2: the key at %s stopped answering while trying to %s (was it removed?)", path, what);
         return KEYBAY_ERR_NOT_AVAILABLE;
     default:
-        f2_error(host, "fido2: could not %s with the key at %s: %s", what, path, fido_strerr(rc));
+        f2_error(host, "fido2: could not %s with the key at %s: %s", what, path, F2(fido_strerr)(rc));
         return KEYBAY_ERR_INTERNAL;
     }
 }
@@ -381,7 +497,7 @@ static keybay_status f2_failure(const keybay_host *host, fido_dev_t *dev, int rc
 /* Asks for the PIN (once); the retries left come from the key. */
 static keybay_status f2_ask_pin(const keybay_host *host, fido_dev_t *dev, const char *path, f2_secret *secret) {
     int retries = -1;
-    int rc = fido_dev_get_retry_count(dev, &retries);
+    int rc = F2(fido_dev_get_retry_count)(dev, &retries);
     if (rc != FIDO_OK) retries = -1;
     if (rc == FIDO_OK && retries == 0) {
         f2_error(host, "fido2: the PIN of the key at %s is blocked (no tries left); only a reset of the key unblocks it", path);
@@ -440,15 +556,15 @@ static keybay_status f2_assert(const keybay_host *host, fido_dev_t *dev, const c
     int use_pin = (p->modes & KEYBAY_FIDO2_MODE_PIN) != 0;
     int expect_uv = (p->modes & (KEYBAY_FIDO2_MODE_PIN | KEYBAY_FIDO2_MODE_UV)) != 0;
     keybay_status status = KEYBAY_ERR_INTERNAL;
-    fido_assert_t *a = fido_assert_new();
-    es256_pk_t *pk = es256_pk_new();
+    fido_assert_t *a = F2(fido_assert_new)();
+    es256_pk_t *pk = F2(es256_pk_new)();
     if (a == NULL || pk == NULL) goto done;
-    if (fido_assert_set_clientdata_hash(a, cdh, sizeof cdh) != FIDO_OK || fido_assert_set_rp(a, p->rp) != FIDO_OK ||
-        fido_assert_allow_cred(a, p->cred_id, p->cred_id_length) != FIDO_OK ||
-        fido_assert_set_extensions(a, FIDO_EXT_HMAC_SECRET) != FIDO_OK ||
-        fido_assert_set_hmac_salt(a, salt, sizeof salt) != FIDO_OK ||
-        fido_assert_set_up(a, presence ? FIDO_OPT_TRUE : FIDO_OPT_FALSE) != FIDO_OK ||
-        fido_assert_set_uv(a, expect_uv && !use_pin ? FIDO_OPT_TRUE : FIDO_OPT_OMIT) != FIDO_OK) {
+    if (F2(fido_assert_set_clientdata_hash)(a, cdh, sizeof cdh) != FIDO_OK || F2(fido_assert_set_rp)(a, p->rp) != FIDO_OK ||
+        F2(fido_assert_allow_cred)(a, p->cred_id, p->cred_id_length) != FIDO_OK ||
+        F2(fido_assert_set_extensions)(a, FIDO_EXT_HMAC_SECRET) != FIDO_OK ||
+        F2(fido_assert_set_hmac_salt)(a, salt, sizeof salt) != FIDO_OK ||
+        F2(fido_assert_set_up)(a, presence ? FIDO_OPT_TRUE : FIDO_OPT_FALSE) != FIDO_OK ||
+        F2(fido_assert_set_uv)(a, expect_uv && !use_pin ? FIDO_OPT_TRUE : FIDO_OPT_OMIT) != FIDO_OK) {
         f2_error(host, "fido2: could not prepare the assertion");
         goto done;
     }
@@ -462,11 +578,11 @@ static keybay_status f2_assert(const keybay_host *host, fido_dev_t *dev, const c
         status = f2_failure(host, dev, rc, what, path);
         goto done;
     }
-    if (fido_assert_count(a) != 1) {
-        f2_error(host, "fido2: the key at %s answered with %zu assertions, expected one", path, fido_assert_count(a));
+    if (F2(fido_assert_count)(a) != 1) {
+        f2_error(host, "fido2: the key at %s answered with %zu assertions, expected one", path, F2(fido_assert_count)(a));
         goto done;
     }
-    uint8_t flags = fido_assert_flags(a, 0);
+    uint8_t flags = F2(fido_assert_flags)(a, 0);
     int got_uv = (flags & 0x04) != 0, got_up = (flags & 0x01) != 0;
     if (got_uv != expect_uv) {
         f2_error(host, "fido2: the key at %s %s user verification, but this method was enrolled %s it "
@@ -480,22 +596,22 @@ static keybay_status f2_assert(const keybay_host *host, fido_dev_t *dev, const c
         status = KEYBAY_ERR_UNSUPPORTED;
         goto done;
     }
-    if (es256_pk_from_ptr(pk, p->public_key, sizeof p->public_key) != FIDO_OK ||
-        fido_assert_verify(a, 0, COSE_ES256, pk) != FIDO_OK) {
+    if (F2(es256_pk_from_ptr)(pk, p->public_key, sizeof p->public_key) != FIDO_OK ||
+        F2(fido_assert_verify)(a, 0, COSE_ES256, pk) != FIDO_OK) {
         f2_error(host, "fido2: the answer of the key at %s is not signed by the enrolled credential", path);
         status = KEYBAY_ERR_WRONG_SECRET;
         goto done;
     }
-    if (fido_assert_hmac_secret_len(a, 0) != KEYBAY_METHOD_SECRET_BYTES) {
+    if (F2(fido_assert_hmac_secret_len)(a, 0) != KEYBAY_METHOD_SECRET_BYTES) {
         f2_error(host, "fido2: the key at %s returned no hmac-secret output", path);
         goto done;
     }
-    memcpy(out, fido_assert_hmac_secret_ptr(a, 0), KEYBAY_METHOD_SECRET_BYTES);
+    memcpy(out, F2(fido_assert_hmac_secret_ptr)(a, 0), KEYBAY_METHOD_SECRET_BYTES);
     status = KEYBAY_OK;
 done:
     sodium_memzero(salt, sizeof salt);
-    es256_pk_free(&pk);
-    fido_assert_free(&a); /* libfido2 wipes the hmac-secret it held */
+    F2(es256_pk_free)(&pk);
+    F2(fido_assert_free)(&a); /* libfido2 wipes the hmac-secret it held */
     return status;
 }
 
@@ -504,14 +620,14 @@ done:
 static int f2_holds(fido_dev_t *dev, const f2_params *p) {
     uint8_t cdh[F2_CDH_BYTES];
     randombytes_buf(cdh, sizeof cdh);
-    fido_assert_t *a = fido_assert_new();
+    fido_assert_t *a = F2(fido_assert_new)();
     if (a == NULL) return -1;
     int rc = FIDO_ERR_INTERNAL;
-    if (fido_assert_set_clientdata_hash(a, cdh, sizeof cdh) == FIDO_OK && fido_assert_set_rp(a, p->rp) == FIDO_OK &&
-        fido_assert_allow_cred(a, p->cred_id, p->cred_id_length) == FIDO_OK &&
-        fido_assert_set_up(a, FIDO_OPT_FALSE) == FIDO_OK)
-        rc = fido_dev_get_assert(dev, a, NULL);
-    fido_assert_free(&a);
+    if (F2(fido_assert_set_clientdata_hash)(a, cdh, sizeof cdh) == FIDO_OK && F2(fido_assert_set_rp)(a, p->rp) == FIDO_OK &&
+        F2(fido_assert_allow_cred)(a, p->cred_id, p->cred_id_length) == FIDO_OK &&
+        F2(fido_assert_set_up)(a, FIDO_OPT_FALSE) == FIDO_OK)
+        rc = F2(fido_dev_get_assert)(dev, a, NULL);
+    F2(fido_assert_free)(&a);
     if (rc == FIDO_OK) return 1;
     if (rc == FIDO_ERR_NO_CREDENTIALS || rc == FIDO_ERR_INVALID_CREDENTIAL) return 0;
     return -1;
@@ -693,7 +809,7 @@ keybay_status keybay_fido2_probe(const keybay_host *host) {
         int rc;
         fido_dev_t *dev = f2_open(list.paths[i], &rc);
         if (dev == NULL) continue;
-        int fido2 = fido_dev_is_fido2(dev);
+        int fido2 = F2(fido_dev_is_fido2)(dev);
         f2_close(&dev);
         if (fido2) return KEYBAY_OK;
     }
@@ -753,12 +869,12 @@ static keybay_status f2_make_credential(const keybay_host *host, fido_dev_t *dev
     uint8_t cdh[F2_CDH_BYTES], user_id[16];
     randombytes_buf(cdh, sizeof cdh);
     randombytes_buf(user_id, sizeof user_id);
-    if (fido_cred_set_type(cred, COSE_ES256) != FIDO_OK ||
-        fido_cred_set_clientdata_hash(cred, cdh, sizeof cdh) != FIDO_OK ||
-        fido_cred_set_rp(cred, rp, "Keybay") != FIDO_OK ||
-        fido_cred_set_user(cred, user_id, sizeof user_id, "keybay", "Keybay store", NULL) != FIDO_OK ||
-        fido_cred_set_extensions(cred, FIDO_EXT_HMAC_SECRET) != FIDO_OK ||
-        fido_cred_set_rk(cred, FIDO_OPT_OMIT) != FIDO_OK) {
+    if (F2(fido_cred_set_type)(cred, COSE_ES256) != FIDO_OK ||
+        F2(fido_cred_set_clientdata_hash)(cred, cdh, sizeof cdh) != FIDO_OK ||
+        F2(fido_cred_set_rp)(cred, rp, "Keybay") != FIDO_OK ||
+        F2(fido_cred_set_user)(cred, user_id, sizeof user_id, "keybay", "Keybay store", NULL) != FIDO_OK ||
+        F2(fido_cred_set_extensions)(cred, FIDO_EXT_HMAC_SECRET) != FIDO_OK ||
+        F2(fido_cred_set_rk)(cred, FIDO_OPT_OMIT) != FIDO_OK) {
         f2_error(host, "fido2: could not prepare the credential");
         return KEYBAY_ERR_INTERNAL;
     }
@@ -767,16 +883,16 @@ static keybay_status f2_make_credential(const keybay_host *host, fido_dev_t *dev
     f2_job job = {.dev = dev, .cred = cred, .pin = pin};
     int rc = f2_run(host, &job);
     if (rc != FIDO_OK) return f2_failure(host, dev, rc, "create a credential", path);
-    rc = fido_cred_x5c_len(cred) > 0 ? fido_cred_verify(cred) : fido_cred_verify_self(cred);
+    rc = F2(fido_cred_x5c_len)(cred) > 0 ? F2(fido_cred_verify)(cred) : F2(fido_cred_verify_self)(cred);
     if (rc != FIDO_OK) {
-        f2_error(host, "fido2: the new credential's attestation does not verify (%s)", fido_strerr(rc));
+        f2_error(host, "fido2: the new credential's attestation does not verify (%s)", F2(fido_strerr)(rc));
         return KEYBAY_ERR_INTERNAL;
     }
-    if (fido_cred_type(cred) != COSE_ES256 || fido_cred_pubkey_len(cred) != KEYBAY_FIDO2_PUBLIC_KEY_BYTES ||
-        fido_cred_id_len(cred) < KEYBAY_FIDO2_MIN_CREDENTIAL_ID_BYTES ||
-        fido_cred_id_len(cred) > KEYBAY_FIDO2_MAX_CREDENTIAL_ID_BYTES) {
+    if (F2(fido_cred_type)(cred) != COSE_ES256 || F2(fido_cred_pubkey_len)(cred) != KEYBAY_FIDO2_PUBLIC_KEY_BYTES ||
+        F2(fido_cred_id_len)(cred) < KEYBAY_FIDO2_MIN_CREDENTIAL_ID_BYTES ||
+        F2(fido_cred_id_len)(cred) > KEYBAY_FIDO2_MAX_CREDENTIAL_ID_BYTES) {
         f2_error(host, "fido2: the key at %s made a credential this plugin cannot store (type %d, id %zu bytes)", path,
-                 fido_cred_type(cred), fido_cred_id_len(cred));
+                 F2(fido_cred_type)(cred), F2(fido_cred_id_len)(cred));
         return KEYBAY_ERR_UNSUPPORTED;
     }
     return KEYBAY_OK;
@@ -804,12 +920,12 @@ keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *
     int rc;
     fido_dev_t *dev = f2_open(path, &rc);
     if (dev == NULL) {
-        f2_error(host, "fido2: cannot open the key at %s (%s)", path, fido_strerr(rc));
+        f2_error(host, "fido2: cannot open the key at %s (%s)", path, F2(fido_strerr)(rc));
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
     if ((status = f2_check_device(host, dev, path)) != KEYBAY_OK) goto done;
 
-    int has_pin = fido_dev_has_pin(dev);
+    int has_pin = F2(fido_dev_has_pin)(dev);
     int pin = o.pin >= 0 ? o.pin : has_pin;
     int presence = o.presence >= 0 ? o.presence : 1;
     int uv = o.uv >= 0 ? o.uv : 0;
@@ -819,7 +935,7 @@ keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *
         status = KEYBAY_ERR_UNSUPPORTED;
         goto done;
     }
-    if (uv && !pin && !fido_dev_has_uv(dev)) {
+    if (uv && !pin && !F2(fido_dev_has_uv)(dev)) {
         f2_error(host, "fido2: the key at %s has no built-in user verification; use --opt pin=required for uv=required",
                  path);
         status = KEYBAY_ERR_UNSUPPORTED;
@@ -839,15 +955,15 @@ keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *
     int need_pin = pin || has_pin;
     if (need_pin && (status = f2_ask_pin(host, dev, path, secret)) != KEYBAY_OK) goto done;
 
-    if ((cred = fido_cred_new()) == NULL) {
+    if ((cred = F2(fido_cred_new)()) == NULL) {
         status = KEYBAY_ERR_INTERNAL;
         goto done;
     }
     status = f2_make_credential(host, dev, path, p.rp, need_pin ? secret->pin : NULL, cred);
     if (status != KEYBAY_OK) goto done;
-    memcpy(p.public_key, fido_cred_pubkey_ptr(cred), KEYBAY_FIDO2_PUBLIC_KEY_BYTES);
-    p.cred_id = fido_cred_id_ptr(cred);
-    p.cred_id_length = fido_cred_id_len(cred);
+    memcpy(p.public_key, F2(fido_cred_pubkey_ptr)(cred), KEYBAY_FIDO2_PUBLIC_KEY_BYTES);
+    p.cred_id = F2(fido_cred_id_ptr)(cred);
+    p.cred_id_length = F2(fido_cred_id_len)(cred);
     randombytes_buf(p.prf_input, sizeof p.prf_input);
 
     /* Two assertions in the recorded mode must give the same secret. */
@@ -877,7 +993,7 @@ keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *
            p.cred_id_length);
     status = KEYBAY_OK;
 done:
-    fido_cred_free(&cred);
+    F2(fido_cred_free)(&cred);
     f2_secret_free(secret);
     f2_close(&dev);
     return status;
@@ -900,7 +1016,7 @@ static keybay_status f2_find_device(const keybay_host *host, const f2_params *p,
         fido_dev_t *dev = f2_open(list.paths[i], &rc);
         if (dev == NULL) continue;
         opened++;
-        int holds = fido_dev_is_fido2(dev) ? f2_holds(dev, p) : 0;
+        int holds = F2(fido_dev_is_fido2)(dev) ? f2_holds(dev, p) : 0;
         if (holds == 1) {
             f2_close(&maybe);
             *dev_out = dev;
@@ -952,12 +1068,12 @@ keybay_status keybay_fido2_unwrap(const keybay_host *host, const uint8_t *params
     f2_secret *secret = NULL;
     if ((status = f2_check_device(host, dev, path)) != KEYBAY_OK) goto done;
     int pin = (p.modes & KEYBAY_FIDO2_MODE_PIN) != 0, uv = (p.modes & KEYBAY_FIDO2_MODE_UV) != 0;
-    if (pin && !fido_dev_has_pin(dev)) {
+    if (pin && !F2(fido_dev_has_pin)(dev)) {
         f2_error(host, "fido2: this method was enrolled with the key's PIN, but the key at %s has no PIN set", path);
         status = KEYBAY_ERR_UNSUPPORTED;
         goto done;
     }
-    if (uv && !pin && !fido_dev_has_uv(dev)) {
+    if (uv && !pin && !F2(fido_dev_has_uv)(dev)) {
         f2_error(host, "fido2: this method was enrolled with built-in user verification, which the key at %s does not "
                        "offer now", path);
         status = KEYBAY_ERR_UNSUPPORTED;

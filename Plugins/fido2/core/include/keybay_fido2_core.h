@@ -46,7 +46,9 @@ typedef struct keybay_fido2_device_opener {
     /* Writes the paths of the FIDO devices present (at most `capacity`) and their number to
        *count; returns 0, or -1 if the list could not be read. Never prompts. */
     int (*list)(char paths[][KEYBAY_FIDO2_PATH_MAX], size_t capacity, size_t *count);
-    /* A new, unopened device for `path`; the core opens it with fido_dev_open(dev, path). */
+    /* A new, unopened device for `path`; the core opens it with fido_dev_open(dev, path). It
+       must come from the libfido2.so.1 the core opens on first use (called only after that;
+       a library that links libfido2 has that same copy). */
     fido_dev_t *(*new_device)(const char *path);
 } keybay_fido2_device_opener;
 
