@@ -191,8 +191,13 @@ enum Command {
         let config = try configuration(a)
         let interaction = TerminalInteraction(passphraseFD: a.passphraseFD, pinFD: a.pinFD, noInput: a.noInput)
         var method = a.method
-        // `status` reads only the header (and, for a protected store, opens the package once to
-        // list the methods): cheaper than trying a platform-only open first and then this.
+        // Most stores are platform-only: open directly, and list the methods only when the
+        // store turns out to be protected (a protected store refuses before any method runs).
+        if method == nil, !requireMethod {
+            do {
+                return try KeybayStore.open(config, createIfAbsent: createIfAbsent, interaction: interaction)
+            } catch let e as KeybayError where e.code == .authenticationRequired {}
+        }
         if method == nil {
             let status = try KeybayStore.status(config)
             if status.state == .protected {
