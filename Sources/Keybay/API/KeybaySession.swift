@@ -60,11 +60,9 @@ public final class KeybaySession: Sendable {
     public func getMany(_ keys: [String]) throws -> [String: [UInt8]] {
         let keyBytes = try keys.map(RecordKey.validated)
         let snapshot = try freshSnapshot()
-        var result: [String: [UInt8]] = [:]
-        for (key, bytes) in zip(keys, keyBytes) {
-            if let i = snapshot.index(of: bytes) { result[key] = try snapshot.value(at: i, context: storePath) }
-        }
-        return result
+        let found = zip(keys, keyBytes).compactMap { key, bytes in snapshot.index(of: bytes).map { (key, $0) } }
+        let values = try snapshot.values(at: found.map(\.1), context: storePath)
+        return Dictionary(zip(found.map(\.0), values), uniquingKeysWith: { first, _ in first })
     }
 
     // MARK: Writing

@@ -119,15 +119,40 @@ struct StoreSnapshot: Sendable {
     /// Decrypts record `i` after checking the frame against its manifest digest (a frame is
     /// checked when it is read, so opening a large store does not hash every frame).
     func value(at i: Int, context: String) throws -> [UInt8] {
-        guard Sodium.constantTimeEqual(SHA256.hash(frame(at: i)), entries[i].digest) else {
-            throw KeybayError(.integrity, "\(context): record frame \(i) does not match its manifest digest")
+        try values(at: [i], context: context)[0]
+    }
+
+    /// `value(at:)` for each of `indices`, in order. Checking a frame's digest and decrypting it
+    /// are independent pieces of work, run on two threads when there is enough of it
+    /// (`ParallelWork`); a value is returned only if both succeeded, and the error is the one
+    /// for the first bad frame, as if they had been read one by one.
+    func values(at indices: [Int], context: String) throws -> [[UInt8]] {
+        var digestMatches = [Bool](repeating: false, count: indices.count)
+        var opened = [[UInt8]?](repeating: nil, count: indices.count)
+        let bytes = indices.reduce(0) { $0 + entries[$1].frameLength }
+        digestMatches.withUnsafeMutableBufferPointer { matches in
+            opened.withUnsafeMutableBufferPointer { values in
+                // Piece 2k hashes the k-th frame, piece 2k + 1 decrypts it.
+                ParallelWork.run(count: 2 * indices.count, bytes: 2 * bytes) { piece in
+                    let k = piece / 2, i = indices[k]
+                    if piece % 2 == 0 {
+                        matches[k] = Sodium.constantTimeEqual(SHA256.hash(frame(at: i)), entries[i].digest)
+                    } else {
+                        let aad = keys.suite.recordAAD(storeId: keys.storeId, epoch: keys.epoch, key: entries[i].key)
+                        values[k] = frame(at: i).withUnsafeBytes { XChaCha20Poly1305.open(key: keys.frameKey, sealed: $0, aad: aad) }
+                    }
+                }
+            }
         }
-        let aad = keys.suite.recordAAD(storeId: keys.storeId, epoch: keys.epoch, key: entries[i].key)
-        let value = frame(at: i).withUnsafeBytes { XChaCha20Poly1305.open(key: keys.frameKey, sealed: $0, aad: aad) }
-        guard let value else {
-            throw KeybayError(.integrity, "\(context): record frame \(i) failed authentication")
+        return try indices.indices.map { k in
+            guard digestMatches[k] else {
+                throw KeybayError(.integrity, "\(context): record frame \(indices[k]) does not match its manifest digest")
+            }
+            guard let value = opened[k] else {
+                throw KeybayError(.integrity, "\(context): record frame \(indices[k]) failed authentication")
+            }
+            return value
         }
-        return value
     }
 
     var keyNames: [String] { entries.map { String(decoding: $0.key, as: UTF8.self) } }

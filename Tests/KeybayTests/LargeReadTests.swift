@@ -1,0 +1,73 @@
+import Testing
+@testable import Keybay
+
+/// Reads large enough to be split between two threads (`ParallelWork`): every value comes back
+/// exactly, and every frame is still checked against the manifest. A frame's digest and its
+/// decryption may run on different threads; a value is returned only if both passed, and the
+/// error names the first bad frame.
+@Suite struct LargeReadTests {
+    static let valueBytes = 100 * 1024
+    static let count = 6
+    static var keys: [String] { (0..<count).map { "r/\($0)" } }
+
+    static func store() throws -> (Sandbox, KeybaySession, [String: [UInt8]]) {
+        let box = Sandbox()
+        let session = try KeybayStore.open(box.configuration())
+        var values: [String: [UInt8]] = [:]
+        for key in keys {
+            values[key] = Sodium.randomBytes(valueBytes)
+            try session.set(key, bytes: values[key]!)
+        }
+        // Hashing and decrypting these frames is enough work for two threads.
+        #expect(2 * count * valueBytes >= ParallelWork.minimumBytes)
+        return (box, session, values)
+    }
+
+    @Test func everyValueComesBackExactly() throws {
+        let (box, session, values) = try Self.store()
+        defer { session.close(); withExtendedLifetime(box) {} }
+        #expect(try session.getMany(Self.keys.reversed() + ["r/missing"]) == values)
+        for (key, value) in values { #expect(try session.get(key) == value) }
+    }
+
+    /// Older frames of r/2 and r/4 (same store key, epoch and AAD, so each decrypts) put back
+    /// into a newer generation: only the digest check can refuse them.
+    @Test func olderFramesAreRefusedAndTheFirstIsNamed() throws {
+        let (box, session, _) = try Self.store()
+        let older = try session.freshSnapshot()
+        let olderFile = try #require(readBytes(box.storePath))
+        try session.set("r/2", bytes: Sodium.randomBytes(Self.valueBytes))
+        try session.set("r/4", bytes: Sodium.randomBytes(Self.valueBytes))
+        #expect(try session.freshSnapshot().frameStarts == older.frameStarts, "same lengths: the frames keep their places")
+        session.close()
+        var file = try #require(readBytes(box.storePath))
+        for i in [2, 4] {
+            let frame = older.frameStarts[i]..<(older.frameStarts[i] + older.entries[i].frameLength)
+            file.replaceSubrange(frame, with: olderFile[frame])
+        }
+        writeBytes(box.storePath, file)
+
+        let reopened = try KeybayStore.open(box.configuration(), createIfAbsent: false)
+        defer { reopened.close() }
+        let error = keybayError { _ = try reopened.getMany(Self.keys) }
+        #expect(error?.code == .integrity)
+        #expect(error?.message.contains("record frame 2 does not match its manifest digest") == true, "\(String(describing: error))")
+        #expect(try reopened.getMany(["r/0", "r/1", "r/3", "r/5"]).count == 4, "the other records still read")
+    }
+
+    @Test func aFlippedByteInALargeFrameIsRefused() throws {
+        let (box, session, _) = try Self.store()
+        let snapshot = try session.freshSnapshot()
+        session.close()
+        var file = try #require(readBytes(box.storePath))
+        file[snapshot.frameStarts[5] + Self.valueBytes / 2] ^= 0x40
+        writeBytes(box.storePath, file)
+
+        let reopened = try KeybayStore.open(box.configuration(), createIfAbsent: false)
+        defer { reopened.close() }
+        let error = keybayError { _ = try reopened.getMany(Self.keys) }
+        #expect(error?.code == .integrity)
+        #expect(error?.message.contains("record frame 5 ") == true, "\(String(describing: error))")
+        #expect(keybayCode { _ = try reopened.get("r/5") } == .integrity)
+    }
+}
