@@ -1,3 +1,5 @@
+import Glibc
+
 /// Big-endian encoding helpers. Every length and count in Keybay files is an unsigned
 /// big-endian integer; `LP(x)` is `length:u32 | x`.
 struct ByteWriter {
@@ -83,3 +85,10 @@ func transcript(_ label: String, _ fields: [[UInt8]]) -> [UInt8] {
 }
 
 func bigEndian(_ v: UInt64) -> [UInt8] { var w = ByteWriter(); w.u64(v); return w.bytes }
+
+func bigEndian32(_ v: UInt32) -> [UInt8] { var w = ByteWriter(); w.u32(v); return w.bytes }
+
+/// memcmp, not Array's element-by-element `==` (for large buffers; not for secrets: not constant-time).
+func sameBytes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    a.count == b.count && a.withUnsafeBytes { x in b.withUnsafeBytes { y in a.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, a.count) == 0 } }
+}

@@ -16,11 +16,20 @@ enum StoreEncoder {
     /// Assembles a complete file. `frames` must be sorted by key bytes with no duplicates.
     static func encode(bootstrap: Bootstrap, sealedPackage: some Collection<UInt8>, frames: [PendingFrame],
                        keys: StoreKeys, domain: [UInt8], manifestNonce: [UInt8]? = nil) throws -> [UInt8] {
+        try encodeStore(bootstrap: bootstrap, sealedPackage: sealedPackage, frames: frames, keys: keys,
+                        domain: domain, manifestNonce: manifestNonce).file
+    }
+
+    /// `encode`, keeping the manifest it wrote: a writer that reads its file back compares the
+    /// manifest it decrypts with these bytes instead of decoding it again.
+    static func encodeStore(bootstrap: Bootstrap, sealedPackage: some Collection<UInt8>, frames: [PendingFrame],
+                            keys: StoreKeys, domain: [UInt8], manifestNonce: [UInt8]? = nil) throws -> EncodedStore {
         precondition(bootstrap.sealedPackageLength == sealedPackage.count && bootstrap.suite == keys.suite)
         guard frames.count <= Suite1.maxRecords else {
             throw KeybayError(.storeFull, "the store would hold \(frames.count) records, limit \(Suite1.maxRecords)")
         }
-        let manifest = Manifest.encode(frames.map { ManifestEntry(key: $0.key, frameLength: $0.bytes.count, digest: $0.digest) })
+        let entries = frames.map { ManifestEntry(key: $0.key, frameLength: $0.bytes.count, digest: $0.digest) }
+        let manifest = Manifest.encode(entries)
         let bootstrapBytes = bootstrap.bytes
         let aad = keys.suite.manifestAAD(domain: domain, bootstrap: bootstrapBytes, sealedPackage: sealedPackage)
         let sealedManifest = XChaCha20Poly1305.seal(key: keys.manifestKey, plaintext: manifest, aad: aad, nonce: manifestNonce)
@@ -29,12 +38,31 @@ enum StoreEncoder {
         guard storeBytes <= Suite1.maxFileBytes else {
             throw KeybayError(.storeFull, "the store would grow to \(storeBytes) bytes, limit \(Suite1.maxFileBytes)")
         }
-        var w = ByteWriter(capacity: storeBytes + sealedPackage.count)
-        w.raw(bootstrapBytes)
-        w.raw(sealedPackage)
-        for f in frames { w.raw(f.bytes) }
-        w.raw(sealedManifest)
-        w.u32(UInt32(sealedManifest.count))
-        return w.bytes
+        // Copied piece by piece into one uninitialised buffer: a store of 4096 records is
+        // re-assembled on every write.
+        let package = Array(sealedPackage)
+        let file = [UInt8](unsafeUninitializedCapacity: storeBytes + package.count) { buffer, initialized in
+            var at = 0
+            func put(_ piece: UnsafeRawBufferPointer) {
+                guard piece.count > 0 else { return }
+                UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[at..<(at + piece.count)]).copyMemory(from: piece)
+                at += piece.count
+            }
+            bootstrapBytes.withUnsafeBytes(put)
+            package.withUnsafeBytes(put)
+            for f in frames { f.bytes.withUnsafeBytes(put) }
+            sealedManifest.withUnsafeBytes(put)
+            bigEndian32(UInt32(sealedManifest.count)).withUnsafeBytes(put)
+            precondition(at == buffer.count)
+            initialized = at
+        }
+        return EncodedStore(file: file, manifest: manifest, entries: entries)
     }
+}
+
+/// A file as encoded, with the manifest plaintext and entries it commits to.
+struct EncodedStore {
+    let file: [UInt8]
+    let manifest: [UInt8]
+    let entries: [ManifestEntry]
 }

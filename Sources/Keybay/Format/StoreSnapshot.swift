@@ -28,9 +28,11 @@ struct StoreSnapshot: Sendable {
     /// checked when the frame is read (`value(at:)`); `checkFrameDigests` checks them all now
     /// (the vector tests), which a store never needs. If `previous` has the very same bootstrap and sealed package, its keys are
     /// reused without asking the root or a method.
+    /// `written` is the encoding this process just made durable and read back: its manifest
+    /// must then decrypt to exactly the bytes it wrote, and is not decoded again.
     static func authenticate(file: [UInt8], context: String, domain: [UInt8], root: any RootProvider,
                              key: PackageKey = .platform, reusing previous: StoreSnapshot? = nil,
-                             checkFrameDigests: Bool = false) throws -> StoreSnapshot {
+                             written: EncodedStore? = nil, checkFrameDigests: Bool = false) throws -> StoreSnapshot {
         let layout = try StoreLayout.decode(file, context: context)
         let keys: StoreKeys
         let methods: [MethodEnvelope.Public]
@@ -50,7 +52,15 @@ struct StoreSnapshot: Sendable {
         guard let manifestPlain else {
             throw KeybayError(.integrity, "\(context): manifest failed authentication (the file was modified or belongs to another store)")
         }
-        let entries = try Manifest.decode(manifestPlain, context: context)
+        let entries: [ManifestEntry]
+        if let written {
+            guard sameBytes(manifestPlain, written.manifest) else {
+                throw KeybayError(.integrity, "\(context): the manifest does not read back as written")
+            }
+            entries = written.entries
+        } else {
+            entries = try Manifest.decode(manifestPlain, context: context)
+        }
 
         // Frame offsets are derived by checked prefix sums that must cover the frame region exactly.
         var starts: [Int] = []

@@ -142,6 +142,29 @@ final class PrivateDirectory: @unchecked Sendable {
         return (bytes, FileIdentity(st))
     }
 
+    /// Whether the private file `name` holds exactly `expected`, compared chunk by chunk (no
+    /// second copy of a large file in memory); its identity if it does, nil if it does not or
+    /// is missing.
+    func readBack(_ name: String, equals expected: [UInt8]) throws -> FileIdentity? {
+        guard let f = try openFile(name, flags: O_RDONLY) else { return nil }
+        defer { close(f) }
+        var st = stat()
+        guard fstat(f, &st) == 0 else { throw Self.posixError("cannot inspect", pathOf(name)) }
+        guard Int(st.st_size) == expected.count else { return nil }
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 64)
+        defer { chunk.deallocate() }
+        return try expected.withUnsafeBytes { wanted -> FileIdentity? in
+            var done = 0
+            while done < wanted.count {
+                let n = pread(f, chunk.baseAddress!, min(chunk.count, wanted.count - done), off_t(done))
+                if n < 0 { if errno == EINTR { continue }; throw Self.posixError("cannot read", pathOf(name)) }
+                if n == 0 || memcmp(chunk.baseAddress!, wanted.baseAddress! + done, n) != 0 { return nil }
+                done += n
+            }
+            return FileIdentity(st)
+        }
+    }
+
     /// Durable replace: write `name.stage`-style staging file, fsync it, rename it over `name`,
     /// fsync the directory. A crash at any point leaves the old or the new file, never a torn one.
     func replace(_ name: String, stagingName: String, with bytes: [UInt8]) throws {

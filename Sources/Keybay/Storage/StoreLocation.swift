@@ -150,11 +150,11 @@ struct StoreLocation: Sendable {
             guard sealed.count == bootstrap.sealedPackageLength else {
                 throw KeybayError(.pluginFailed, "\(root.id) sealed a \(PlatformPackage.plaintextBytes)-byte package into \(sealed.count) bytes")
             }
-            let file = try StoreEncoder.encode(bootstrap: bootstrap, sealedPackage: sealed, frames: [],
-                                               keys: StoreKeys(package: package), domain: domain)
-            try dir.createExclusive(Self.liveName, stagingName: Self.stagingName, with: file)
+            let encoded = try StoreEncoder.encodeStore(bootstrap: bootstrap, sealedPackage: sealed, frames: [],
+                                                       keys: StoreKeys(package: package), domain: domain)
+            try dir.createExclusive(Self.liveName, stagingName: Self.stagingName, with: encoded.file)
             storeLinked = true
-            return try verifyWritten(file, in: dir, key: .known(package.storeKey))
+            return try verifyWritten(encoded, in: dir, key: .known(package.storeKey))
         } catch {
             // Undo only our own root, and only while no store refers to it.
             if !storeLinked { try? root.reset() }
@@ -192,11 +192,11 @@ struct StoreLocation: Sendable {
         try FileLock.withLock(in: dir, name: Self.lockName, mode: .exclusive) {
             guard let current = try current(dir, previous: previous) else { throw try missingStoreError() }
             guard let frames = try change(current.snapshot) else { return current }
-            let file = try StoreEncoder.encode(bootstrap: current.snapshot.layout.bootstrap,
-                                               sealedPackage: current.snapshot.sealedPackage,
-                                               frames: frames, keys: current.snapshot.keys, domain: domain)
-            try dir.replace(Self.liveName, stagingName: Self.stagingName, with: file)
-            return try verifyWritten(file, in: dir, key: .platform, reusing: current.snapshot)
+            let encoded = try StoreEncoder.encodeStore(bootstrap: current.snapshot.layout.bootstrap,
+                                                       sealedPackage: current.snapshot.sealedPackage,
+                                                       frames: frames, keys: current.snapshot.keys, domain: domain)
+            try dir.replace(Self.liveName, stagingName: Self.stagingName, with: encoded.file)
+            return try verifyWritten(encoded, in: dir, key: .platform, reusing: current.snapshot)
         }
     }
 
@@ -251,29 +251,25 @@ struct StoreLocation: Sendable {
                 defer { Sodium.wipe(&value) }
                 frames.append(value.withUnsafeBytes { StoreEncoder.sealFrame(key: current.entries[i].key, value: $0, keys: keys) })
             }
-            let file = try StoreEncoder.encode(bootstrap: bootstrap, sealedPackage: sealed, frames: frames, keys: keys, domain: domain)
-            try dir.replace(Self.liveName, stagingName: Self.stagingName, with: file)
-            return try verifyWritten(file, in: dir, key: .known(storeKey))
+            let encoded = try StoreEncoder.encodeStore(bootstrap: bootstrap, sealedPackage: sealed, frames: frames, keys: keys, domain: domain)
+            try dir.replace(Self.liveName, stagingName: Self.stagingName, with: encoded.file)
+            return try verifyWritten(encoded, in: dir, key: .known(storeKey))
         }
     }
 
     /// Reads back what was just made durable: it must equal, byte for byte, what was encoded
     /// (from authenticated parts, with every digest computed or copied), and its package and
-    /// manifest must authenticate. Frame digests are not hashed a second time.
-    private func verifyWritten(_ file: [UInt8], in dir: PrivateDirectory, key: PackageKey, reusing previous: StoreSnapshot? = nil) throws -> Generation {
-        guard let read = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes), Self.sameBytes(read.bytes, file) else {
+    /// manifest must authenticate, the manifest to exactly the plaintext encoded. Frame digests
+    /// are not hashed a second time.
+    private func verifyWritten(_ encoded: EncodedStore, in dir: PrivateDirectory, key: PackageKey,
+                               reusing previous: StoreSnapshot? = nil) throws -> Generation {
+        guard let identity = try dir.readBack(Self.liveName, equals: encoded.file) else {
             throw KeybayError(.io, "\(storePath) does not read back as written")
         }
-        let snapshot = try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain,
-                                                      root: root, key: key, reusing: previous)
-        return Generation(snapshot: snapshot, identity: read.identity)
-    }
-}
-
-extension StoreLocation {
-    /// memcmp, not Array's element-by-element `==` (a 16 MiB store is compared on every write).
-    static func sameBytes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        a.count == b.count && a.withUnsafeBytes { x in b.withUnsafeBytes { y in a.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, a.count) == 0 } }
+        // The encoded bytes are now known to be what the disk holds.
+        let snapshot = try StoreSnapshot.authenticate(file: encoded.file, context: storePath, domain: domain,
+                                                      root: root, key: key, reusing: previous, written: encoded)
+        return Generation(snapshot: snapshot, identity: identity)
     }
 }
 
