@@ -23,6 +23,18 @@ import Testing
         return (box, session, values)
     }
 
+    /// Writes `file` as the store, opens it and checks that reading every record is refused
+    /// as an integrity failure whose message contains `message`.
+    static func reopen(_ box: Sandbox, writing file: [UInt8], refusedWith message: String,
+                       sourceLocation: SourceLocation = #_sourceLocation) throws -> KeybaySession {
+        writeBytes(box.storePath, file)
+        let reopened = try KeybayStore.open(box.configuration(), createIfAbsent: false)
+        let error = keybayError { _ = try reopened.getMany(keys) }
+        #expect(error?.code == .integrity, sourceLocation: sourceLocation)
+        #expect(error?.message.contains(message) == true, "\(String(describing: error))", sourceLocation: sourceLocation)
+        return reopened
+    }
+
     @Test func everyValueComesBackExactly() throws {
         let (box, session, values) = try Self.store()
         defer { session.close(); withExtendedLifetime(box) {} }
@@ -45,13 +57,8 @@ import Testing
             let frame = older.frameStarts[i]..<(older.frameStarts[i] + older.entries[i].frameLength)
             file.replaceSubrange(frame, with: olderFile[frame])
         }
-        writeBytes(box.storePath, file)
-
-        let reopened = try KeybayStore.open(box.configuration(), createIfAbsent: false)
+        let reopened = try Self.reopen(box, writing: file, refusedWith: "record frame 2 does not match its manifest digest")
         defer { reopened.close() }
-        let error = keybayError { _ = try reopened.getMany(Self.keys) }
-        #expect(error?.code == .integrity)
-        #expect(error?.message.contains("record frame 2 does not match its manifest digest") == true, "\(String(describing: error))")
         #expect(try reopened.getMany(["r/0", "r/1", "r/3", "r/5"]).count == 4, "the other records still read")
     }
 
@@ -61,13 +68,8 @@ import Testing
         session.close()
         var file = try #require(readBytes(box.storePath))
         file[snapshot.frameStarts[5] + Self.valueBytes / 2] ^= 0x40
-        writeBytes(box.storePath, file)
-
-        let reopened = try KeybayStore.open(box.configuration(), createIfAbsent: false)
+        let reopened = try Self.reopen(box, writing: file, refusedWith: "record frame 5 ")
         defer { reopened.close() }
-        let error = keybayError { _ = try reopened.getMany(Self.keys) }
-        #expect(error?.code == .integrity)
-        #expect(error?.message.contains("record frame 5 ") == true, "\(String(describing: error))")
         #expect(keybayCode { _ = try reopened.get("r/5") } == .integrity)
     }
 }
