@@ -27,6 +27,7 @@
 #include <sodium.h>
 
 #include "keybay_plugin.h"
+#include "keybay_plugin_host.h"
 
 #define ROOT_BYTES 32
 #define ROOT_FILE_BYTES 38
@@ -40,13 +41,10 @@ static const char provider_state_label[] = "keybay:v2:s1:provider-state:file-roo
 static keybay_status fail(const keybay_host *host, keybay_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static keybay_status fail(const keybay_host *host, keybay_status status, const char *fmt, ...) {
-    if (!KEYBAY_HOST_HAS(host, set_error)) return status;
-    char line[1024];
     va_list args;
     va_start(args, fmt);
-    vsnprintf(line, sizeof line, fmt, args);
+    keybay_host_verror(host, fmt, args);
     va_end(args);
-    host->set_error(host->context, line);
     return status;
 }
 

@@ -61,6 +61,7 @@
 
 #include "keybay_passphrase.h"
 #include "keybay_plugin.h"
+#include "keybay_plugin_host.h"
 
 #define PP_FORMAT KEYBAY_PASSPHRASE_FORMAT
 #define PP_ARGON2_VERSION KEYBAY_PASSPHRASE_ARGON2_VERSION
@@ -107,54 +108,6 @@ typedef struct pp_options {
     int has_memory, has_iterations, has_lanes, has_target;
     uint32_t memory_kib, iterations, lanes, target_ms;
 } pp_options;
-
-/* ---- host services (each checked with KEYBAY_HOST_HAS: struct_size and NULL) ---- */
-
-static void pp_error(const keybay_host *host, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-static keybay_status pp_message(const keybay_host *host, keybay_message_level level,
-                                const char *format, ...) __attribute__((format(printf, 3, 4)));
-
-static void pp_error(const keybay_host *host, const char *format, ...) {
-    if (!KEYBAY_HOST_HAS(host, set_error)) return;
-    char line[256];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(line, sizeof line, format, args);
-    va_end(args);
-    host->set_error(host->context, line);
-}
-
-/* Informational: a host that cannot show messages (INTERACTION_UNAVAILABLE, e.g. --no-input)
-   does not stop the operation; CANCELLED does. */
-static keybay_status pp_message(const keybay_host *host, keybay_message_level level,
-                                const char *format, ...) {
-    if (!KEYBAY_HOST_HAS(host, message)) return KEYBAY_OK;
-    char line[256];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(line, sizeof line, format, args);
-    va_end(args);
-    keybay_status status = host->message(host->context, level, line);
-    if (status == KEYBAY_ERR_CANCELLED) return KEYBAY_ERR_CANCELLED;
-    return KEYBAY_OK;
-}
-
-static void pp_log(const keybay_host *host, keybay_log_level level, const char *format, ...)
-    __attribute__((format(printf, 3, 4)));
-static void pp_log(const keybay_host *host, keybay_log_level level, const char *format, ...) {
-    if (!KEYBAY_HOST_HAS(host, log)) return;
-    char line[256];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(line, sizeof line, format, args);
-    va_end(args);
-    host->log(host->context, level, line);
-}
-
-static int pp_cancelled(const keybay_host *host) {
-    return KEYBAY_HOST_HAS(host, is_cancelled) && host->is_cancelled(host->context) != 0;
-}
 
 /* ---- small helpers ---- */
 
@@ -217,18 +170,18 @@ static keybay_status pp_decode(const keybay_host *host, const uint8_t *params, s
                                pp_params *out) {
     if (params == NULL && length != 0) length = 0;
     if (length != PP_PARAMS_BYTES) {
-        pp_error(host, "passphrase params: length is %zu bytes, expected %u", length,
+        keybay_host_error(host, "passphrase params: length is %zu bytes, expected %u", length,
                  PP_PARAMS_BYTES);
         return KEYBAY_ERR_MALFORMED_PARAMS;
     }
     if (params[KEYBAY_PASSPHRASE_OFFSET_FORMAT] != PP_FORMAT) {
-        pp_error(host, "passphrase params: format %u is not supported (expected %u)",
+        keybay_host_error(host, "passphrase params: format %u is not supported (expected %u)",
                  (unsigned)params[KEYBAY_PASSPHRASE_OFFSET_FORMAT], PP_FORMAT);
         return KEYBAY_ERR_MALFORMED_PARAMS;
     }
     uint32_t version = pp_get_u32(params + KEYBAY_PASSPHRASE_OFFSET_VERSION);
     if (version != PP_ARGON2_VERSION) {
-        pp_error(host, "passphrase params: argon2 version 0x%" PRIx32 " is not supported (expected 0x13)",
+        keybay_host_error(host, "passphrase params: argon2 version 0x%" PRIx32 " is not supported (expected 0x13)",
                  version);
         return KEYBAY_ERR_MALFORMED_PARAMS;
     }
@@ -237,7 +190,7 @@ static keybay_status pp_decode(const keybay_host *host, const uint8_t *params, s
     uint32_t lanes = pp_get_u32(params + KEYBAY_PASSPHRASE_OFFSET_LANES);
     char why[160];
     if (!pp_ranges_ok(memory_kib, iterations, lanes, pp_param_names, why, sizeof why)) {
-        pp_error(host, "passphrase params: %s", why);
+        keybay_host_error(host, "passphrase params: %s", why);
         return KEYBAY_ERR_MALFORMED_PARAMS;
     }
     out->memory_kib = memory_kib;
@@ -281,9 +234,9 @@ static keybay_status pp_argon2_failed(const keybay_host *host, int rc, uint32_t 
     if (rc == ARGON2_MEMORY_ALLOCATION_ERROR) {
         char mem[32];
         pp_format_memory(mem, sizeof mem, memory_kib);
-        pp_error(host, "Argon2id could not allocate %s of memory", mem);
+        keybay_host_error(host, "Argon2id could not allocate %s of memory", mem);
     } else {
-        pp_error(host, "Argon2id failed: %s", argon2_error_message(rc));
+        keybay_host_error(host, "Argon2id failed: %s", argon2_error_message(rc));
     }
     return KEYBAY_ERR_INTERNAL;
 }
@@ -313,14 +266,14 @@ static keybay_status pp_parse_options(const keybay_host *host, const keybay_opti
                                       size_t count, pp_options *o) {
     memset(o, 0, sizeof *o);
     if (count > 0 && options == NULL) {
-        pp_error(host, "passphrase: %zu options announced but none passed", count);
+        keybay_host_error(host, "passphrase: %zu options announced but none passed", count);
         return KEYBAY_ERR_INVALID_OPTION;
     }
     for (size_t i = 0; i < count; i++) {
         const char *name = options[i].name;
         const char *value = options[i].value;
         if (name == NULL) {
-            pp_error(host, "passphrase: option %zu has no name", i + 1);
+            keybay_host_error(host, "passphrase: option %zu has no name", i + 1);
             return KEYBAY_ERR_INVALID_OPTION;
         }
         int *has;
@@ -330,17 +283,17 @@ static keybay_status pp_parse_options(const keybay_host *host, const keybay_opti
         else if (strcmp(name, "lanes") == 0) { has = &o->has_lanes; slot = &o->lanes; }
         else if (strcmp(name, "target-ms") == 0) { has = &o->has_target; slot = &o->target_ms; }
         else {
-            pp_error(host,
+            keybay_host_error(host,
                      "passphrase: unknown option '%.64s' (accepted: memory-kib, iterations, lanes, target-ms)",
                      name);
             return KEYBAY_ERR_INVALID_OPTION;
         }
         if (*has) {
-            pp_error(host, "passphrase: option '%s' is given more than once", name);
+            keybay_host_error(host, "passphrase: option '%s' is given more than once", name);
             return KEYBAY_ERR_INVALID_OPTION;
         }
         if (!pp_parse_u32(value, slot)) {
-            pp_error(host, "passphrase: option '%s' needs a decimal number, not '%.32s'", name,
+            keybay_host_error(host, "passphrase: option '%s' needs a decimal number, not '%.32s'", name,
                      value == NULL ? "" : value);
             return KEYBAY_ERR_INVALID_OPTION;
         }
@@ -353,17 +306,17 @@ static keybay_status pp_parse_options(const keybay_host *host, const keybay_opti
     uint32_t m = o->has_memory ? o->memory_kib : PP_FLOOR_MEMORY_KIB;
     uint32_t t = o->has_iterations ? o->iterations : PP_FLOOR_ITERATIONS;
     if (!pp_ranges_ok(m, t, o->lanes, pp_option_names, why, sizeof why)) {
-        pp_error(host, "passphrase: option %s", why);
+        keybay_host_error(host, "passphrase: option %s", why);
         return KEYBAY_ERR_INVALID_OPTION;
     }
     if (o->has_target) {
         if (o->target_ms < PP_MIN_TARGET_MS || o->target_ms > PP_MAX_TARGET_MS) {
-            pp_error(host, "passphrase: option target-ms %" PRIu32 " is out of range (%u to %u)",
+            keybay_host_error(host, "passphrase: option target-ms %" PRIu32 " is out of range (%u to %u)",
                      o->target_ms, PP_MIN_TARGET_MS, PP_MAX_TARGET_MS);
             return KEYBAY_ERR_INVALID_OPTION;
         }
         if (o->has_memory && o->has_iterations) {
-            pp_error(host, "passphrase: option target-ms applies only to calibration, but "
+            keybay_host_error(host, "passphrase: option target-ms applies only to calibration, but "
                            "memory-kib and iterations are both given");
             return KEYBAY_ERR_INVALID_OPTION;
         }
@@ -428,7 +381,7 @@ static keybay_status pp_trial(const keybay_host *host, uint32_t memory_kib, uint
     *ms_out = ms;
     char mem[32];
     pp_format_memory(mem, sizeof mem, memory_kib);
-    return pp_message(host, KEYBAY_MESSAGE_PROGRESS,
+    return keybay_host_message(host, KEYBAY_MESSAGE_PROGRESS,
                       "calibrating Argon2id: %s, t=%" PRIu32 ", p=%" PRIu32 " took %.0f ms", mem,
                       iterations, lanes, ms);
 }
@@ -463,7 +416,7 @@ static keybay_status pp_calibrate(const keybay_host *host, const pp_options *o, 
     double ms = 0; /* measured (or, after an extrapolated step, predicted) time at (m, t) */
     int allocation_failed = 0;
 
-    if (pp_cancelled(host)) goto cancelled;
+    if (keybay_host_cancelled(host)) goto cancelled;
     keybay_status status = pp_trial(host, m, t, o->lanes, &ms, &allocation_failed);
     if (allocation_failed) /* the first trial: there is nothing smaller to fall back to */
         return pp_argon2_failed(host, ARGON2_MEMORY_ALLOCATION_ERROR, m);
@@ -488,14 +441,14 @@ static keybay_status pp_calibrate(const keybay_host *host, const pp_options *o, 
                 break;
             }
             uint32_t next = (uint64_t)m * 2u > cap ? cap : m * 2u;
-            if (pp_cancelled(host)) goto cancelled;
+            if (keybay_host_cancelled(host)) goto cancelled;
             double next_ms = 0;
             status = pp_trial(host, next, t, o->lanes, &next_ms, &allocation_failed);
             if (status != KEYBAY_OK && allocation_failed) {
                 char wanted[32], kept[32];
                 pp_format_memory(wanted, sizeof wanted, next);
                 pp_format_memory(kept, sizeof kept, m);
-                status = pp_message(host, KEYBAY_MESSAGE_WARNING,
+                status = keybay_host_message(host, KEYBAY_MESSAGE_WARNING,
                                     "Argon2id could not allocate %s; staying at %s", wanted, kept);
                 if (status != KEYBAY_OK) return status;
                 cap = m;
@@ -528,7 +481,7 @@ static keybay_status pp_calibrate(const keybay_host *host, const pp_options *o, 
             t = next;
         }
     }
-    if (pp_cancelled(host)) goto cancelled;
+    if (keybay_host_cancelled(host)) goto cancelled;
 
     c->memory_kib = m;
     c->iterations = t;
@@ -537,7 +490,7 @@ static keybay_status pp_calibrate(const keybay_host *host, const pp_options *o, 
     return KEYBAY_OK;
 
 cancelled:
-    pp_error(host, "passphrase: calibration cancelled");
+    keybay_host_error(host, "passphrase: calibration cancelled");
     return KEYBAY_ERR_CANCELLED;
 }
 
@@ -547,7 +500,7 @@ static keybay_status pp_ask_passphrase(const keybay_host *host, uint32_t flags,
                                        const char *prompt, pp_secret *secret,
                                        size_t *length_out) {
     if (!KEYBAY_HOST_HAS(host, ask_secret)) {
-        pp_error(host, "passphrase: the host offers no way to ask for a passphrase");
+        keybay_host_error(host, "passphrase: the host offers no way to ask for a passphrase");
         return KEYBAY_ERR_INTERACTION_UNAVAILABLE;
     }
     size_t length = 0;
@@ -556,16 +509,16 @@ static keybay_status pp_ask_passphrase(const keybay_host *host, uint32_t flags,
                          secret->passphrase, sizeof secret->passphrase, &length);
     if (status != KEYBAY_OK) return status; /* CANCELLED, INTERACTION_UNAVAILABLE, ...: as is */
     if (length > sizeof secret->passphrase) {
-        pp_error(host, "passphrase: the host reported more bytes than the buffer holds");
+        keybay_host_error(host, "passphrase: the host reported more bytes than the buffer holds");
         return KEYBAY_ERR_INTERNAL;
     }
     if (length < PP_MIN_PASSPHRASE) {
-        pp_error(host, "passphrase: the passphrase is empty (it must be 1 to %u bytes)",
+        keybay_host_error(host, "passphrase: the passphrase is empty (it must be 1 to %u bytes)",
                  PP_MAX_PASSPHRASE);
         return KEYBAY_ERR_INVALID_OPTION;
     }
     if (length > PP_MAX_PASSPHRASE) {
-        pp_error(host, "passphrase: the passphrase is longer than %u bytes", PP_MAX_PASSPHRASE);
+        keybay_host_error(host, "passphrase: the passphrase is longer than %u bytes", PP_MAX_PASSPHRASE);
         return KEYBAY_ERR_INVALID_OPTION;
     }
     *length_out = length;
@@ -576,8 +529,8 @@ static keybay_status pp_ask_passphrase(const keybay_host *host, uint32_t flags,
    cancelled"). `ms_out`, if not NULL, receives the time it took. */
 static keybay_status pp_derive(const keybay_host *host, const char *what, const pp_params *pp,
                                pp_secret *secret, size_t length, double *ms_out) {
-    if (pp_cancelled(host)) {
-        pp_error(host, "passphrase: %s cancelled", what);
+    if (keybay_host_cancelled(host)) {
+        keybay_host_error(host, "passphrase: %s cancelled", what);
         return KEYBAY_ERR_CANCELLED;
     }
     uint64_t start = pp_now_ns();
@@ -590,11 +543,11 @@ static keybay_status pp_derive(const keybay_host *host, const char *what, const 
 
 static pp_secret *pp_secret_new(const keybay_host *host) {
     if (sodium_init() < 0) {
-        pp_error(host, "passphrase: libsodium could not be initialised");
+        keybay_host_error(host, "passphrase: libsodium could not be initialised");
         return NULL;
     }
     pp_secret *secret = sodium_malloc(sizeof *secret);
-    if (secret == NULL) pp_error(host, "passphrase: could not allocate guarded memory");
+    if (secret == NULL) keybay_host_error(host, "passphrase: could not allocate guarded memory");
     return secret;
 }
 
@@ -629,7 +582,7 @@ static keybay_status pp_enroll(const keybay_host *host, const keybay_option *opt
         params_out->length = 0;
     }
     if (host == NULL || params_out == NULL || secret_out == NULL) {
-        pp_error(host, "passphrase: enroll called without host, params or secret buffer");
+        keybay_host_error(host, "passphrase: enroll called without host, params or secret buffer");
         return KEYBAY_ERR_INTERNAL;
     }
     pp_options o;
@@ -638,7 +591,7 @@ static keybay_status pp_enroll(const keybay_host *host, const keybay_option *opt
 
     uint8_t *encoded = malloc(PP_PARAMS_BYTES);
     if (encoded == NULL) {
-        pp_error(host, "passphrase: out of memory");
+        keybay_host_error(host, "passphrase: out of memory");
         return KEYBAY_ERR_INTERNAL;
     }
     pp_secret *secret = pp_secret_new(host);
@@ -668,7 +621,7 @@ static keybay_status pp_enroll(const keybay_host *host, const keybay_option *opt
     int weak_memory = o.has_memory && pp.memory_kib < PP_FLOOR_MEMORY_KIB;
     int weak_iterations = o.has_iterations && pp.iterations < PP_FLOOR_ITERATIONS;
     if (weak_memory || weak_iterations) {
-        status = pp_message(host, KEYBAY_MESSAGE_WARNING,
+        status = keybay_host_message(host, KEYBAY_MESSAGE_WARNING,
                             "Argon2id %s, t=%" PRIu32 ": %s below RFC 9106's recommended "
                             "64 MiB, t=3 (used because given explicitly)",
                             mem, pp.iterations,
@@ -678,7 +631,7 @@ static keybay_status pp_enroll(const keybay_host *host, const keybay_option *opt
         if (status != KEYBAY_OK) goto done;
     }
     if (o.has_memory && pp.memory_kib > cap_kib) {
-        status = pp_message(host, KEYBAY_MESSAGE_WARNING,
+        status = keybay_host_message(host, KEYBAY_MESSAGE_WARNING,
                             "Argon2id memory %s is above what calibration would allow here; "
                             "every unlock will need that much",
                             mem);
@@ -689,7 +642,7 @@ static keybay_status pp_enroll(const keybay_host *host, const keybay_option *opt
     status = pp_derive(host, "enrollment", &pp, secret, length, &ms);
     if (status != KEYBAY_OK) goto done;
     if (calibrate) {
-        pp_log(host, KEYBAY_LOG_DEBUG,
+        keybay_host_log(host, KEYBAY_LOG_DEBUG,
                "passphrase: calibration predicted %.0f ms for %" PRIu32 " KiB, t=%" PRIu32
                ", p=%" PRIu32 "; the derivation took %.0f ms",
                choice.predicted_ms, pp.memory_kib, pp.iterations, pp.lanes, ms);
@@ -701,12 +654,12 @@ static keybay_status pp_enroll(const keybay_host *host, const keybay_option *opt
             pp_format_memory(cap_text, sizeof cap_text, choice.cap_kib);
             snprintf(cap, sizeof cap, " (memory capped at %s)", cap_text);
         }
-        status = pp_message(host, KEYBAY_MESSAGE_INFO,
+        status = keybay_host_message(host, KEYBAY_MESSAGE_INFO,
                             "passphrase: chose Argon2id v1.3, %s, t=%" PRIu32 ", p=%" PRIu32
                             " for a %" PRIu32 " ms target%s; deriving the key takes %.0f ms",
                             mem, pp.iterations, pp.lanes, o.target_ms, cap, ms);
     } else {
-        status = pp_message(host, KEYBAY_MESSAGE_INFO,
+        status = keybay_host_message(host, KEYBAY_MESSAGE_INFO,
                             "passphrase: Argon2id v1.3, %s, t=%" PRIu32 ", p=%" PRIu32
                             " as given; deriving the key takes %.0f ms",
                             mem, pp.iterations, pp.lanes, ms);
@@ -729,7 +682,7 @@ done:
 static keybay_status pp_unwrap(const keybay_host *host, const uint8_t *params, size_t params_length,
                                uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {
     if (host == NULL || secret_out == NULL) {
-        pp_error(host, "passphrase: unwrap called without host or secret buffer");
+        keybay_host_error(host, "passphrase: unwrap called without host or secret buffer");
         return KEYBAY_ERR_INTERNAL;
     }
     pp_params pp;

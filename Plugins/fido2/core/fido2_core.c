@@ -71,6 +71,7 @@
 #include <sodium.h>
 
 #include "keybay_fido2_core.h"
+#include "keybay_plugin_host.h"
 
 #define F2_MAX_PIN 63u
 #define F2_CDH_BYTES 32u
@@ -94,47 +95,6 @@ typedef struct f2_secret {
     char pin[F2_MAX_PIN + 2];            /* one spare byte detects an overlong answer, one NUL */
     uint8_t output[2][KEYBAY_METHOD_SECRET_BYTES];
 } f2_secret;
-
-/* ---------------------------------------------------------------- host services */
-
-static void f2_error(const keybay_host *host, const char *format, ...) __attribute__((format(printf, 2, 3)));
-static void f2_error(const keybay_host *host, const char *format, ...) {
-    if (!KEYBAY_HOST_HAS(host, set_error)) return;
-    char line[320];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(line, sizeof line, format, args);
-    va_end(args);
-    host->set_error(host->context, line);
-}
-
-/* Informational: only CANCELLED stops the operation. */
-static keybay_status f2_message(const keybay_host *host, const char *format, ...) __attribute__((format(printf, 2, 3)));
-static keybay_status f2_message(const keybay_host *host, const char *format, ...) {
-    if (!KEYBAY_HOST_HAS(host, message)) return KEYBAY_OK;
-    char line[256];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(line, sizeof line, format, args);
-    va_end(args);
-    return host->message(host->context, KEYBAY_MESSAGE_INFO, line) == KEYBAY_ERR_CANCELLED ? KEYBAY_ERR_CANCELLED
-                                                                                           : KEYBAY_OK;
-}
-
-static void f2_log(const keybay_host *host, const char *format, ...) __attribute__((format(printf, 2, 3)));
-static void f2_log(const keybay_host *host, const char *format, ...) {
-    if (!KEYBAY_HOST_HAS(host, log)) return;
-    char line[256];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(line, sizeof line, format, args);
-    va_end(args);
-    host->log(host->context, KEYBAY_LOG_DEBUG, line);
-}
-
-static int f2_cancelled(const keybay_host *host) {
-    return KEYBAY_HOST_HAS(host, is_cancelled) && host->is_cancelled(host->context) != 0;
-}
 
 /* ---------------------------------------------------------------- libfido2, opened on first use */
 
@@ -249,12 +209,12 @@ static void f2_init_once(void) {
 static keybay_status f2_init(const keybay_host *host) {
     pthread_once(&f2_once, f2_init_once);
     if (!f2_lib_ok) {
-        f2_error(host, "fido2: cannot load " F2_LIBRARY " (%s); FIDO2 security keys need libfido2 (Debian: libfido2-1)",
+        keybay_host_error(host, "fido2: cannot load " F2_LIBRARY " (%s); FIDO2 security keys need libfido2 (Debian: libfido2-1)",
                  f2_lib_error);
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
     if (!f2_sodium_ok) {
-        f2_error(host, "fido2: libsodium could not be initialised");
+        keybay_host_error(host, "fido2: libsodium could not be initialised");
         return KEYBAY_ERR_INTERNAL;
     }
     return KEYBAY_OK;
@@ -303,7 +263,7 @@ static keybay_status f2_list(const keybay_host *host, f2_device_list *list) {
     keybay_status status = f2_init(host);
     if (status != KEYBAY_OK) return status;
     if (f2_opener->list(list->paths, KEYBAY_FIDO2_MAX_DEVICES, &list->count) != 0) {
-        f2_error(host, "fido2: cannot list FIDO devices");
+        keybay_host_error(host, "fido2: cannot list FIDO devices");
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
     if (list->count > KEYBAY_FIDO2_MAX_DEVICES) list->count = KEYBAY_FIDO2_MAX_DEVICES;
@@ -333,7 +293,7 @@ static fido_dev_t *f2_open(const char *path, int *rc) {
 /* Does the (open) device speak CTAP2 and offer hmac-secret? */
 static keybay_status f2_check_device(const keybay_host *host, fido_dev_t *dev, const char *path) {
     if (!F2(fido_dev_is_fido2)(dev)) {
-        f2_error(host, "fido2: %s is a U2F-only key; hmac-secret needs a FIDO2 key", path);
+        keybay_host_error(host, "fido2: %s is a U2F-only key; hmac-secret needs a FIDO2 key", path);
         return KEYBAY_ERR_UNSUPPORTED;
     }
     fido_cbor_info_t *info = F2(fido_cbor_info_new)();
@@ -347,11 +307,11 @@ static keybay_status f2_check_device(const keybay_host *host, fido_dev_t *dev, c
     }
     F2(fido_cbor_info_free)(&info);
     if (rc != FIDO_OK) {
-        f2_error(host, "fido2: %s did not describe itself (%s)", path, F2(fido_strerr)(rc));
+        keybay_host_error(host, "fido2: %s did not describe itself (%s)", path, F2(fido_strerr)(rc));
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
     if (!hmac) {
-        f2_error(host, "fido2: the key at %s does not offer the hmac-secret extension", path);
+        keybay_host_error(host, "fido2: the key at %s does not offer the hmac-secret extension", path);
         return KEYBAY_ERR_UNSUPPORTED;
     }
     return KEYBAY_OK;
@@ -394,7 +354,7 @@ static int f2_run(const keybay_host *host, f2_job *job) {
         f2_job_run(job);
         return job->rc;
     }
-    if (f2_cancelled(host)) return FIDO_ERR_KEEPALIVE_CANCEL;
+    if (keybay_host_cancelled(host)) return FIDO_ERR_KEEPALIVE_CANCEL;
     int cancelled = 0;
     pthread_t thread;
     pthread_mutex_init(&job->lock, NULL);
@@ -418,7 +378,7 @@ static int f2_run(const keybay_host *host, f2_job *job) {
         int w = pthread_cond_timedwait(&job->cond, &job->lock, &until);
         if (job->done || w != ETIMEDOUT || cancelled) continue;
         pthread_mutex_unlock(&job->lock);
-        if (f2_cancelled(host)) {
+        if (keybay_host_cancelled(host)) {
             cancelled = 1;
             F2(fido_dev_cancel)(job->dev);
         }
@@ -438,58 +398,58 @@ static keybay_status f2_failure(const keybay_host *host, fido_dev_t *dev, int rc
     case FIDO_ERR_PIN_INVALID: {
         int retries = -1;
         if (dev != NULL && F2(fido_dev_get_retry_count)(dev, &retries) == FIDO_OK)
-            f2_error(host, "fido2: wrong PIN for the key at %s; %d tr%s left before the key blocks its PIN",
+            keybay_host_error(host, "fido2: wrong PIN for the key at %s; %d tr%s left before the key blocks its PIN",
                      path, retries, retries == 1 ? "y" : "ies");
         else
-            f2_error(host, "fido2: wrong PIN for the key at %s", path);
+            keybay_host_error(host, "fido2: wrong PIN for the key at %s", path);
         return KEYBAY_ERR_WRONG_SECRET;
     }
     case FIDO_ERR_PIN_BLOCKED:
-        f2_error(host, "fido2: the PIN of the key at %s is blocked; only a reset of the key (which "
+        keybay_host_error(host, "fido2: the PIN of the key at %s is blocked; only a reset of the key (which "
                        "deletes its credentials) unblocks it", path);
         return KEYBAY_ERR_LOCKED;
     case FIDO_ERR_PIN_AUTH_BLOCKED:
-        f2_error(host, "fido2: too many wrong PINs in a row; remove and re-insert the key at %s, then try again", path);
+        keybay_host_error(host, "fido2: too many wrong PINs in a row; remove and re-insert the key at %s, then try again", path);
         return KEYBAY_ERR_LOCKED;
     case FIDO_ERR_UV_BLOCKED:
-        f2_error(host, "fido2: built-in user verification of the key at %s is blocked; use its PIN to unblock it", path);
+        keybay_host_error(host, "fido2: built-in user verification of the key at %s is blocked; use its PIN to unblock it", path);
         return KEYBAY_ERR_LOCKED;
     case FIDO_ERR_UV_INVALID:
-        f2_error(host, "fido2: the key at %s did not verify the user", path);
+        keybay_host_error(host, "fido2: the key at %s did not verify the user", path);
         return KEYBAY_ERR_WRONG_SECRET;
     case FIDO_ERR_PIN_REQUIRED:
-        f2_error(host, "fido2: the key at %s requires its PIN to %s", path, what);
+        keybay_host_error(host, "fido2: the key at %s requires its PIN to %s", path, what);
         return KEYBAY_ERR_PIN_REQUIRED;
     case FIDO_ERR_PIN_NOT_SET:
-        f2_error(host, "fido2: the key at %s has no PIN set", path);
+        keybay_host_error(host, "fido2: the key at %s has no PIN set", path);
         return KEYBAY_ERR_UNSUPPORTED;
     case FIDO_ERR_OPERATION_DENIED:
-        f2_error(host, "fido2: the touch was refused on the key at %s", path);
+        keybay_host_error(host, "fido2: the touch was refused on the key at %s", path);
         return KEYBAY_ERR_CANCELLED;
     case FIDO_ERR_KEEPALIVE_CANCEL:
-        f2_error(host, "fido2: cancelled while waiting for the key at %s", path);
+        keybay_host_error(host, "fido2: cancelled while waiting for the key at %s", path);
         return KEYBAY_ERR_CANCELLED;
     case FIDO_ERR_USER_ACTION_TIMEOUT:
     case FIDO_ERR_ACTION_TIMEOUT:
     case FIDO_ERR_TIMEOUT:
-        f2_error(host, "fido2: nobody touched the key at %s in time", path);
+        keybay_host_error(host, "fido2: nobody touched the key at %s in time", path);
         return KEYBAY_ERR_TIMED_OUT;
     case FIDO_ERR_NO_CREDENTIALS:
     case FIDO_ERR_INVALID_CREDENTIAL:
-        f2_error(host, "fido2: the key at %s does not hold this method's credential (is it the key that was enrolled?)", path);
+        keybay_host_error(host, "fido2: the key at %s does not hold this method's credential (is it the key that was enrolled?)", path);
         return KEYBAY_ERR_NOT_AVAILABLE;
     case FIDO_ERR_UNSUPPORTED_OPTION:
     case FIDO_ERR_INVALID_OPTION:
     case FIDO_ERR_UNSUPPORTED_EXTENSION:
     case FIDO_ERR_UNSUPPORTED_ALGORITHM:
-        f2_error(host, "fido2: the key at %s cannot %s in this mode (%s)", path, what, F2(fido_strerr)(rc));
+        keybay_host_error(host, "fido2: the key at %s cannot %s in this mode (%s)", path, what, F2(fido_strerr)(rc));
         return KEYBAY_ERR_UNSUPPORTED;
     case FIDO_ERR_TX:
     case FIDO_ERR_RX:
-        f2_error(host, "fido2: the key at %s stopped answering while trying to %s (was it removed?)", path, what);
+        keybay_host_error(host, "fido2: the key at %s stopped answering while trying to %s (was it removed?)", path, what);
         return KEYBAY_ERR_NOT_AVAILABLE;
     default:
-        f2_error(host, "fido2: could not %s with the key at %s: %s", what, path, F2(fido_strerr)(rc));
+        keybay_host_error(host, "fido2: could not %s with the key at %s: %s", what, path, F2(fido_strerr)(rc));
         return KEYBAY_ERR_INTERNAL;
     }
 }
@@ -500,11 +460,11 @@ static keybay_status f2_ask_pin(const keybay_host *host, fido_dev_t *dev, const 
     int rc = F2(fido_dev_get_retry_count)(dev, &retries);
     if (rc != FIDO_OK) retries = -1;
     if (rc == FIDO_OK && retries == 0) {
-        f2_error(host, "fido2: the PIN of the key at %s is blocked (no tries left); only a reset of the key unblocks it", path);
+        keybay_host_error(host, "fido2: the PIN of the key at %s is blocked (no tries left); only a reset of the key unblocks it", path);
         return KEYBAY_ERR_LOCKED;
     }
     if (!KEYBAY_HOST_HAS(host, ask_secret)) {
-        f2_error(host, "fido2: the key's PIN is needed but the host cannot ask for one");
+        keybay_host_error(host, "fido2: the key's PIN is needed but the host cannot ask for one");
         return KEYBAY_ERR_INTERACTION_UNAVAILABLE;
     }
     size_t length = 0;
@@ -512,12 +472,12 @@ static keybay_status f2_ask_pin(const keybay_host *host, fido_dev_t *dev, const 
                                             retries, (uint8_t *)secret->pin, F2_MAX_PIN + 1, &length);
     if (status != KEYBAY_OK) return status; /* CANCELLED, INTERACTION_UNAVAILABLE: as is */
     if (length > F2_MAX_PIN + 1) {
-        f2_error(host, "fido2: the host reported more bytes than the buffer holds");
+        keybay_host_error(host, "fido2: the host reported more bytes than the buffer holds");
         return KEYBAY_ERR_INTERNAL;
     }
     if (length < 4 || length > F2_MAX_PIN || memchr(secret->pin, 0, length) != NULL) {
         sodium_memzero(secret->pin, sizeof secret->pin);
-        f2_error(host, "fido2: a FIDO2 PIN is 4 to %u bytes without NUL bytes", F2_MAX_PIN);
+        keybay_host_error(host, "fido2: a FIDO2 PIN is 4 to %u bytes without NUL bytes", F2_MAX_PIN);
         return KEYBAY_ERR_INVALID_OPTION;
     }
     secret->pin[length] = '\0';
@@ -565,11 +525,11 @@ static keybay_status f2_assert(const keybay_host *host, fido_dev_t *dev, const c
         F2(fido_assert_set_hmac_salt)(a, salt, sizeof salt) != FIDO_OK ||
         F2(fido_assert_set_up)(a, presence ? FIDO_OPT_TRUE : FIDO_OPT_FALSE) != FIDO_OK ||
         F2(fido_assert_set_uv)(a, expect_uv && !use_pin ? FIDO_OPT_TRUE : FIDO_OPT_OMIT) != FIDO_OK) {
-        f2_error(host, "fido2: could not prepare the assertion");
+        keybay_host_error(host, "fido2: could not prepare the assertion");
         goto done;
     }
     if (presence && touch_prompt != NULL) {
-        status = f2_message(host, "%s", touch_prompt);
+        status = keybay_host_message(host, KEYBAY_MESSAGE_INFO, "%s", touch_prompt);
         if (status != KEYBAY_OK) goto done;
     }
     f2_job job = {.dev = dev, .assert = a, .pin = use_pin ? pin : NULL};
@@ -579,31 +539,31 @@ static keybay_status f2_assert(const keybay_host *host, fido_dev_t *dev, const c
         goto done;
     }
     if (F2(fido_assert_count)(a) != 1) {
-        f2_error(host, "fido2: the key at %s answered with %zu assertions, expected one", path, F2(fido_assert_count)(a));
+        keybay_host_error(host, "fido2: the key at %s answered with %zu assertions, expected one", path, F2(fido_assert_count)(a));
         goto done;
     }
     uint8_t flags = F2(fido_assert_flags)(a, 0);
     int got_uv = (flags & 0x04) != 0, got_up = (flags & 0x01) != 0;
     if (got_uv != expect_uv) {
-        f2_error(host, "fido2: the key at %s %s user verification, but this method was enrolled %s it "
+        keybay_host_error(host, "fido2: the key at %s %s user verification, but this method was enrolled %s it "
                        "(mode: %s); its hmac-secret differs between the two, so it cannot unlock in this mode",
                  path, got_uv ? "performed" : "did not perform", expect_uv ? "with" : "without", f2_mode_text(p->modes));
         status = KEYBAY_ERR_UNSUPPORTED;
         goto done;
     }
     if (presence && !got_up) {
-        f2_error(host, "fido2: the key at %s did not confirm the touch this method was enrolled with", path);
+        keybay_host_error(host, "fido2: the key at %s did not confirm the touch this method was enrolled with", path);
         status = KEYBAY_ERR_UNSUPPORTED;
         goto done;
     }
     if (F2(es256_pk_from_ptr)(pk, p->public_key, sizeof p->public_key) != FIDO_OK ||
         F2(fido_assert_verify)(a, 0, COSE_ES256, pk) != FIDO_OK) {
-        f2_error(host, "fido2: the answer of the key at %s is not signed by the enrolled credential", path);
+        keybay_host_error(host, "fido2: the answer of the key at %s is not signed by the enrolled credential", path);
         status = KEYBAY_ERR_WRONG_SECRET;
         goto done;
     }
     if (F2(fido_assert_hmac_secret_len)(a, 0) != KEYBAY_METHOD_SECRET_BYTES) {
-        f2_error(host, "fido2: the key at %s returned no hmac-secret output", path);
+        keybay_host_error(host, "fido2: the key at %s returned no hmac-secret output", path);
         goto done;
     }
     memcpy(out, F2(fido_assert_hmac_secret_ptr)(a, 0), KEYBAY_METHOD_SECRET_BYTES);
@@ -651,39 +611,39 @@ static uint16_t f2_get_u16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p
 static keybay_status f2_decode(const keybay_host *host, const uint8_t *params, size_t length, f2_params *out) {
     if (params == NULL) length = 0;
     if (length < KEYBAY_FIDO2_FIXED_BYTES + 1 + KEYBAY_FIDO2_MIN_CREDENTIAL_ID_BYTES) {
-        f2_error(host, "fido2 params: length is %zu bytes, at least %u expected", length,
+        keybay_host_error(host, "fido2 params: length is %zu bytes, at least %u expected", length,
                  KEYBAY_FIDO2_FIXED_BYTES + 1 + KEYBAY_FIDO2_MIN_CREDENTIAL_ID_BYTES);
         return KEYBAY_ERR_MALFORMED_PARAMS;
     }
     if (params[KEYBAY_FIDO2_OFFSET_FORMAT] != KEYBAY_FIDO2_FORMAT) {
-        f2_error(host, "fido2 params: format %u is not supported (expected %u)", params[0], KEYBAY_FIDO2_FORMAT);
+        keybay_host_error(host, "fido2 params: format %u is not supported (expected %u)", params[0], KEYBAY_FIDO2_FORMAT);
         return KEYBAY_ERR_MALFORMED_PARAMS;
     }
     uint8_t modes = params[KEYBAY_FIDO2_OFFSET_MODES];
     if ((modes & ~KEYBAY_FIDO2_MODE_MASK) != 0) {
-        f2_error(host, "fido2 params: modes 0x%02x has unknown bits", modes);
+        keybay_host_error(host, "fido2 params: modes 0x%02x has unknown bits", modes);
         return KEYBAY_ERR_MALFORMED_PARAMS;
     }
     size_t rp_length = params[KEYBAY_FIDO2_OFFSET_RP_LENGTH];
     if (rp_length < 1 || rp_length > KEYBAY_FIDO2_MAX_RP_BYTES ||
         length < KEYBAY_FIDO2_FIXED_BYTES + rp_length) {
-        f2_error(host, "fido2 params: rp_length %zu is out of range (1 to %u, within %zu bytes)", rp_length,
+        keybay_host_error(host, "fido2 params: rp_length %zu is out of range (1 to %u, within %zu bytes)", rp_length,
                  KEYBAY_FIDO2_MAX_RP_BYTES, length);
         return KEYBAY_ERR_MALFORMED_PARAMS;
     }
     const char *rp = (const char *)params + KEYBAY_FIDO2_OFFSET_RP;
     if (!f2_valid_rp(rp, rp_length)) {
-        f2_error(host, "fido2 params: rp_id is not [a-z0-9][a-z0-9.-]*");
+        keybay_host_error(host, "fido2 params: rp_id is not [a-z0-9][a-z0-9.-]*");
         return KEYBAY_ERR_MALFORMED_PARAMS;
     }
     size_t cred_length = f2_get_u16(params + KEYBAY_FIDO2_OFFSET_RP + rp_length);
     if (cred_length < KEYBAY_FIDO2_MIN_CREDENTIAL_ID_BYTES || cred_length > KEYBAY_FIDO2_MAX_CREDENTIAL_ID_BYTES) {
-        f2_error(host, "fido2 params: cred_id_length %zu is out of range (%u to %u)", cred_length,
+        keybay_host_error(host, "fido2 params: cred_id_length %zu is out of range (%u to %u)", cred_length,
                  KEYBAY_FIDO2_MIN_CREDENTIAL_ID_BYTES, KEYBAY_FIDO2_MAX_CREDENTIAL_ID_BYTES);
         return KEYBAY_ERR_MALFORMED_PARAMS;
     }
     if (length != KEYBAY_FIDO2_FIXED_BYTES + rp_length + cred_length) {
-        f2_error(host, "fido2 params: length is %zu bytes, the fields add up to %zu", length,
+        keybay_host_error(host, "fido2 params: length is %zu bytes, the fields add up to %zu", length,
                  (size_t)KEYBAY_FIDO2_FIXED_BYTES + rp_length + cred_length);
         return KEYBAY_ERR_MALFORMED_PARAMS;
     }
@@ -739,13 +699,13 @@ static keybay_status f2_parse_options(const keybay_host *host, const keybay_opti
     strcpy(o->rp, KEYBAY_FIDO2_DEFAULT_RP);
     int seen_rp = 0, seen_device = 0;
     if (count > 0 && options == NULL) {
-        f2_error(host, "fido2: %zu options announced but none passed", count);
+        keybay_host_error(host, "fido2: %zu options announced but none passed", count);
         return KEYBAY_ERR_INVALID_OPTION;
     }
     for (size_t i = 0; i < count; i++) {
         const char *name = options[i].name, *value = options[i].value;
         if (name == NULL || value == NULL) {
-            f2_error(host, "fido2: option %zu has no name or value", i + 1);
+            keybay_host_error(host, "fido2: option %zu has no name or value", i + 1);
             return KEYBAY_ERR_INVALID_OPTION;
         }
         int *mode = NULL;
@@ -756,14 +716,14 @@ static keybay_status f2_parse_options(const keybay_host *host, const keybay_opti
             if (*mode != -1) goto twice;
             *mode = f2_parse_mode(value);
             if (*mode < 0) {
-                f2_error(host, "fido2: option %s must be 'required' or 'no', not '%.32s'", name, value);
+                keybay_host_error(host, "fido2: option %s must be 'required' or 'no', not '%.32s'", name, value);
                 return KEYBAY_ERR_INVALID_OPTION;
             }
         } else if (strcmp(name, "rp") == 0) {
             if (seen_rp++) goto twice;
             size_t l = strlen(value);
             if (!f2_valid_rp(value, l)) {
-                f2_error(host, "fido2: option rp must be 1 to %u characters of [a-z0-9.-] starting with a letter or digit",
+                keybay_host_error(host, "fido2: option rp must be 1 to %u characters of [a-z0-9.-] starting with a letter or digit",
                          KEYBAY_FIDO2_MAX_RP_BYTES);
                 return KEYBAY_ERR_INVALID_OPTION;
             }
@@ -771,17 +731,17 @@ static keybay_status f2_parse_options(const keybay_host *host, const keybay_opti
         } else if (strcmp(name, "device") == 0) {
             if (seen_device++) goto twice;
             if (*value == '\0' || strlen(value) >= KEYBAY_FIDO2_PATH_MAX) {
-                f2_error(host, "fido2: option device must be a device path or 'auto'");
+                keybay_host_error(host, "fido2: option device must be a device path or 'auto'");
                 return KEYBAY_ERR_INVALID_OPTION;
             }
             o->device = strcmp(value, "auto") == 0 ? NULL : value;
         } else {
-            f2_error(host, "fido2: unknown option '%.64s' (accepted: device, rp, pin, presence, uv)", name);
+            keybay_host_error(host, "fido2: unknown option '%.64s' (accepted: device, rp, pin, presence, uv)", name);
             return KEYBAY_ERR_INVALID_OPTION;
         }
         continue;
     twice:
-        f2_error(host, "fido2: option '%s' is given more than once", name);
+        keybay_host_error(host, "fido2: option '%s' is given more than once", name);
         return KEYBAY_ERR_INVALID_OPTION;
     }
     return KEYBAY_OK;
@@ -813,14 +773,14 @@ keybay_status keybay_fido2_probe(const keybay_host *host) {
         f2_close(&dev);
         if (fido2) return KEYBAY_OK;
     }
-    f2_error(host, list.count == 0 ? "no FIDO2 security key is plugged in"
+    keybay_host_error(host, list.count == 0 ? "no FIDO2 security key is plugged in"
                                    : "no FIDO2 security key is plugged in (only U2F-only or unusable devices)");
     return KEYBAY_ERR_NOT_AVAILABLE;
 }
 
 static f2_secret *f2_secret_new(const keybay_host *host) {
     f2_secret *s = sodium_malloc(sizeof *s);
-    if (s == NULL) f2_error(host, "fido2: could not allocate guarded memory");
+    if (s == NULL) keybay_host_error(host, "fido2: could not allocate guarded memory");
     else sodium_memzero(s, sizeof *s);
     return s;
 }
@@ -842,11 +802,11 @@ static keybay_status f2_pick_enroll_device(const keybay_host *host, const f2_opt
                 strcpy(path, o->device);
                 return KEYBAY_OK;
             }
-        f2_error(host, "fido2: no FIDO device at %.200s (%zu present)", o->device, list.count);
+        keybay_host_error(host, "fido2: no FIDO device at %.200s (%zu present)", o->device, list.count);
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
     if (list.count == 0) {
-        f2_error(host, "fido2: no FIDO2 security key is plugged in; insert one and try again");
+        keybay_host_error(host, "fido2: no FIDO2 security key is plugged in; insert one and try again");
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
     if (list.count > 1) {
@@ -857,7 +817,7 @@ static keybay_status f2_pick_enroll_device(const keybay_host *host, const f2_opt
             if (n < 0) break;
             used += (size_t)n;
         }
-        f2_error(host, "fido2: %zu security keys are plugged in (%s); choose one with --opt device=PATH", list.count, names);
+        keybay_host_error(host, "fido2: %zu security keys are plugged in (%s); choose one with --opt device=PATH", list.count, names);
         return KEYBAY_ERR_INVALID_OPTION;
     }
     strcpy(path, list.paths[0]);
@@ -875,23 +835,23 @@ static keybay_status f2_make_credential(const keybay_host *host, fido_dev_t *dev
         F2(fido_cred_set_user)(cred, user_id, sizeof user_id, "keybay", "Keybay store", NULL) != FIDO_OK ||
         F2(fido_cred_set_extensions)(cred, FIDO_EXT_HMAC_SECRET) != FIDO_OK ||
         F2(fido_cred_set_rk)(cred, FIDO_OPT_OMIT) != FIDO_OK) {
-        f2_error(host, "fido2: could not prepare the credential");
+        keybay_host_error(host, "fido2: could not prepare the credential");
         return KEYBAY_ERR_INTERNAL;
     }
-    keybay_status status = f2_message(host, "Touch your security key to create the Keybay credential");
+    keybay_status status = keybay_host_message(host, KEYBAY_MESSAGE_INFO, "Touch your security key to create the Keybay credential");
     if (status != KEYBAY_OK) return status;
     f2_job job = {.dev = dev, .cred = cred, .pin = pin};
     int rc = f2_run(host, &job);
     if (rc != FIDO_OK) return f2_failure(host, dev, rc, "create a credential", path);
     rc = F2(fido_cred_x5c_len)(cred) > 0 ? F2(fido_cred_verify)(cred) : F2(fido_cred_verify_self)(cred);
     if (rc != FIDO_OK) {
-        f2_error(host, "fido2: the new credential's attestation does not verify (%s)", F2(fido_strerr)(rc));
+        keybay_host_error(host, "fido2: the new credential's attestation does not verify (%s)", F2(fido_strerr)(rc));
         return KEYBAY_ERR_INTERNAL;
     }
     if (F2(fido_cred_type)(cred) != COSE_ES256 || F2(fido_cred_pubkey_len)(cred) != KEYBAY_FIDO2_PUBLIC_KEY_BYTES ||
         F2(fido_cred_id_len)(cred) < KEYBAY_FIDO2_MIN_CREDENTIAL_ID_BYTES ||
         F2(fido_cred_id_len)(cred) > KEYBAY_FIDO2_MAX_CREDENTIAL_ID_BYTES) {
-        f2_error(host, "fido2: the key at %s made a credential this plugin cannot store (type %d, id %zu bytes)", path,
+        keybay_host_error(host, "fido2: the key at %s made a credential this plugin cannot store (type %d, id %zu bytes)", path,
                  F2(fido_cred_type)(cred), F2(fido_cred_id_len)(cred));
         return KEYBAY_ERR_UNSUPPORTED;
     }
@@ -905,7 +865,7 @@ keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *
         params_out->length = 0;
     }
     if (host == NULL || params_out == NULL || secret_out == NULL) {
-        f2_error(host, "fido2: enroll called without host, params or secret buffer");
+        keybay_host_error(host, "fido2: enroll called without host, params or secret buffer");
         return KEYBAY_ERR_INTERNAL;
     }
     f2_options o;
@@ -920,7 +880,7 @@ keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *
     int rc;
     fido_dev_t *dev = f2_open(path, &rc);
     if (dev == NULL) {
-        f2_error(host, "fido2: cannot open the key at %s (%s)", path, F2(fido_strerr)(rc));
+        keybay_host_error(host, "fido2: cannot open the key at %s (%s)", path, F2(fido_strerr)(rc));
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
     if ((status = f2_check_device(host, dev, path)) != KEYBAY_OK) goto done;
@@ -930,13 +890,13 @@ keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *
     int presence = o.presence >= 0 ? o.presence : 1;
     int uv = o.uv >= 0 ? o.uv : 0;
     if (pin && !has_pin) {
-        f2_error(host, "fido2: the key at %s has no PIN set; set one first (e.g. fido2-token -S %s) or enroll with --opt pin=no",
+        keybay_host_error(host, "fido2: the key at %s has no PIN set; set one first (e.g. fido2-token -S %s) or enroll with --opt pin=no",
                  path, path);
         status = KEYBAY_ERR_UNSUPPORTED;
         goto done;
     }
     if (uv && !pin && !F2(fido_dev_has_uv)(dev)) {
-        f2_error(host, "fido2: the key at %s has no built-in user verification; use --opt pin=required for uv=required",
+        keybay_host_error(host, "fido2: the key at %s has no built-in user verification; use --opt pin=required for uv=required",
                  path);
         status = KEYBAY_ERR_UNSUPPORTED;
         goto done;
@@ -974,7 +934,7 @@ keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *
                        secret->output[1]);
     if (status != KEYBAY_OK) goto done;
     if (sodium_memcmp(secret->output[0], secret->output[1], KEYBAY_METHOD_SECRET_BYTES) != 0) {
-        f2_error(host, "fido2: the key at %s gave two different hmac-secret outputs for the same input; it cannot be used",
+        keybay_host_error(host, "fido2: the key at %s gave two different hmac-secret outputs for the same input; it cannot be used",
                  path);
         status = KEYBAY_ERR_UNSUPPORTED;
         goto done;
@@ -982,14 +942,14 @@ keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *
     size_t length = 0;
     uint8_t *encoded = f2_encode(&p, &length);
     if (encoded == NULL) {
-        f2_error(host, "fido2: out of memory");
+        keybay_host_error(host, "fido2: out of memory");
         status = KEYBAY_ERR_INTERNAL;
         goto done;
     }
     memcpy(secret_out, secret->output[0], KEYBAY_METHOD_SECRET_BYTES);
     params_out->data = encoded;
     params_out->length = length;
-    f2_log(host, "fido2: enrolled on %s, rp %s, %s, credential id %zu bytes", path, p.rp, f2_mode_text(p.modes),
+    keybay_host_log(host, KEYBAY_LOG_DEBUG, "fido2: enrolled on %s, rp %s, %s, credential id %zu bytes", path, p.rp, f2_mode_text(p.modes),
            p.cred_id_length);
     status = KEYBAY_OK;
 done:
@@ -1006,7 +966,7 @@ static keybay_status f2_find_device(const keybay_host *host, const f2_params *p,
     keybay_status status = f2_list(host, &list);
     if (status != KEYBAY_OK) return status;
     if (list.count == 0) {
-        f2_error(host, "fido2: no FIDO2 security key is plugged in; insert the key this method was enrolled with");
+        keybay_host_error(host, "fido2: no FIDO2 security key is plugged in; insert the key this method was enrolled with");
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
     fido_dev_t *maybe = NULL;
@@ -1036,14 +996,14 @@ static keybay_status f2_find_device(const keybay_host *host, const f2_params *p,
         return KEYBAY_OK;
     }
     if (opened == 0) {
-        f2_error(host, "fido2: none of the %zu FIDO devices present could be opened", list.count);
+        keybay_host_error(host, "fido2: none of the %zu FIDO devices present could be opened", list.count);
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
     if (list.count == 1)
-        f2_error(host, "fido2: the key at %s does not hold this method's credential (is it the key that was enrolled?)",
+        keybay_host_error(host, "fido2: the key at %s does not hold this method's credential (is it the key that was enrolled?)",
                  list.paths[0]);
     else
-        f2_error(host, "fido2: none of the %zu keys present holds this method's credential; insert the enrolled key",
+        keybay_host_error(host, "fido2: none of the %zu keys present holds this method's credential; insert the enrolled key",
                  list.count);
     return KEYBAY_ERR_NOT_AVAILABLE;
 }
@@ -1051,15 +1011,15 @@ static keybay_status f2_find_device(const keybay_host *host, const f2_params *p,
 keybay_status keybay_fido2_unwrap(const keybay_host *host, const uint8_t *params, size_t params_length,
                                   uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {
     if (host == NULL || secret_out == NULL) {
-        f2_error(host, "fido2: unwrap called without host or secret buffer");
+        keybay_host_error(host, "fido2: unwrap called without host or secret buffer");
         return KEYBAY_ERR_INTERNAL;
     }
     f2_params p;
     keybay_status status = f2_decode(host, params, params_length, &p);
     if (status != KEYBAY_OK) return status;
     if ((status = f2_init(host)) != KEYBAY_OK) return status;
-    if (f2_cancelled(host)) {
-        f2_error(host, "fido2: unlock cancelled");
+    if (keybay_host_cancelled(host)) {
+        keybay_host_error(host, "fido2: unlock cancelled");
         return KEYBAY_ERR_CANCELLED;
     }
     fido_dev_t *dev = NULL;
@@ -1069,12 +1029,12 @@ keybay_status keybay_fido2_unwrap(const keybay_host *host, const uint8_t *params
     if ((status = f2_check_device(host, dev, path)) != KEYBAY_OK) goto done;
     int pin = (p.modes & KEYBAY_FIDO2_MODE_PIN) != 0, uv = (p.modes & KEYBAY_FIDO2_MODE_UV) != 0;
     if (pin && !F2(fido_dev_has_pin)(dev)) {
-        f2_error(host, "fido2: this method was enrolled with the key's PIN, but the key at %s has no PIN set", path);
+        keybay_host_error(host, "fido2: this method was enrolled with the key's PIN, but the key at %s has no PIN set", path);
         status = KEYBAY_ERR_UNSUPPORTED;
         goto done;
     }
     if (uv && !pin && !F2(fido_dev_has_uv)(dev)) {
-        f2_error(host, "fido2: this method was enrolled with built-in user verification, which the key at %s does not "
+        keybay_host_error(host, "fido2: this method was enrolled with built-in user verification, which the key at %s does not "
                        "offer now", path);
         status = KEYBAY_ERR_UNSUPPORTED;
         goto done;
