@@ -4,18 +4,22 @@ import Keybay
 enum Command {
     /// Runs the command; if another process rotated the store key (enrolled or removed a method)
     /// between our unlock and our write, unlocks again and retries, at most twice.
+    /// Standard input and the secret descriptors are read once, before the first attempt: a
+    /// retry finds them at EOF.
     static func run(_ a: Arguments) throws -> Int32 {
+        let interaction = TerminalInteraction(passphraseFD: a.passphraseFD, pinFD: a.pinFD, noInput: a.noInput)
+        let standardInput = a.command == "set" && a.flags.contains("--stdin") ? try readStandardInput(limit: KeybayRecordKey.maxValueBytes) : nil
         var attempt = 0
         while true {
             do {
-                return try runOnce(a)
+                return try runOnce(a, interaction: interaction, standardInput: standardInput)
             } catch let e as KeybayError where attempt < 2 && (e.code == .keyChanged || (e.code == .authenticationRequired && a.method == nil)) {
                 attempt += 1
             }
         }
     }
 
-    static func runOnce(_ a: Arguments) throws -> Int32 {
+    static func runOnce(_ a: Arguments, interaction: TerminalInteraction, standardInput: [UInt8]?) throws -> Int32 {
         guard let command = a.command, command != "help", !a.help else {
             Output.out(usage + "\n")
             return a.command == nil && !a.help ? Exit.usage : Exit.success
@@ -36,7 +40,7 @@ enum Command {
             try a.expect(["KEY"])
             let key = a.positionals[0]
             try validateKey(key)
-            let session = try unlock(a, createIfAbsent: false)
+            let session = try unlock(a, interaction, createIfAbsent: false)
             defer { session.close() }
             guard let value = try session.get(key) else { return notFound(key, session) }
             if a.json {
@@ -49,16 +53,15 @@ enum Command {
             }
             return Exit.success
         case "set":
-            let fromStdin = a.flags.contains("--stdin")
-            try a.expect(fromStdin ? ["KEY"] : ["KEY", "VALUE"])
+            try a.expect(standardInput != nil ? ["KEY"] : ["KEY", "VALUE"])
             let key = a.positionals[0]
-            let value = fromStdin ? try readStandardInput(limit: KeybayRecordKey.maxValueBytes) : Array(a.positionals[1].utf8)
+            let value = standardInput ?? Array(a.positionals[1].utf8)
             guard value.count <= KeybayRecordKey.maxValueBytes else {
                 throw KeybayError(.valueTooLarge, "the value for '\(key)' exceeds 1 MiB")
             }
             // Validate before anything touches the disk.
             try validateKey(key)
-            let session = try unlock(a, createIfAbsent: true)
+            let session = try unlock(a, interaction, createIfAbsent: true)
             defer { session.close() }
             try session.set(key, bytes: value)
             if a.json { Output.line(JSON.render(.object([("key", .string(key)), ("stored", .bool(true))]))) }
@@ -67,14 +70,14 @@ enum Command {
             try a.expect(["KEY"])
             let key = a.positionals[0]
             try validateKey(key)
-            let session = try unlock(a, createIfAbsent: false)
+            let session = try unlock(a, interaction, createIfAbsent: false)
             defer { session.close() }
             guard try session.delete(key) else { return notFound(key, session) }
             if a.json { Output.line(JSON.render(.object([("key", .string(key)), ("removed", .bool(true))]))) }
             return Exit.success
         case "keys":
             try a.expect([])
-            let session = try unlock(a, createIfAbsent: false)
+            let session = try unlock(a, interaction, createIfAbsent: false)
             defer { session.close() }
             let keys = try session.keys()
             a.json ? Output.line(JSON.render(.array(keys.map { .string($0) })))
@@ -115,7 +118,7 @@ enum Command {
             return Exit.success
         case "enroll":
             try a.expect(["PLUGIN"])
-            let session = try unlock(a, createIfAbsent: true)
+            let session = try unlock(a, interaction, createIfAbsent: true)
             defer { session.close() }
             let method = try session.auth.add(plugin: a.positionals[0], options: a.options, label: a.label)
             a.json ? Output.line(JSON.render(methodJSON(method)))
@@ -123,7 +126,7 @@ enum Command {
             return Exit.success
         case "remove":
             try a.expect(["METHOD-ID"])
-            let session = try unlock(a, createIfAbsent: false)
+            let session = try unlock(a, interaction, createIfAbsent: false)
             defer { session.close() }
             try session.auth.remove(a.positionals[0])
             let left = try session.auth.list()
@@ -134,7 +137,7 @@ enum Command {
             try a.expect(["METHOD-ID"], optional: 1)
             var withMethod = a
             if let id = a.positionals.first { withMethod.method = id }
-            let session = try unlock(withMethod, createIfAbsent: false, requireMethod: true)
+            let session = try unlock(withMethod, interaction, createIfAbsent: false, requireMethod: true)
             session.close()
             a.json ? Output.line(JSON.render(.object([("verified", .bool(true))]))) : Output.line("verified: the secret unlocks the store")
             return Exit.success
@@ -186,27 +189,21 @@ enum Command {
     }
 
     /// Opens the store, unlocking a protected one with `--method`, its only method, or one the
-    /// user picks; never tries credentials in turn.
-    static func unlock(_ a: Arguments, createIfAbsent: Bool, requireMethod: Bool = false) throws -> KeybaySession {
+    /// user picks; never tries credentials in turn. The store is read once either way.
+    static func unlock(_ a: Arguments, _ interaction: TerminalInteraction, createIfAbsent: Bool,
+                       requireMethod: Bool = false) throws -> KeybaySession {
         let config = try configuration(a)
-        let interaction = TerminalInteraction(passphraseFD: a.passphraseFD, pinFD: a.pinFD, noInput: a.noInput)
-        var method = a.method
-        // Most stores are platform-only: open directly, and list the methods only when the
-        // store turns out to be protected (a protected store refuses before any method runs).
-        if method == nil, !requireMethod {
-            do {
-                return try KeybayStore.open(config, createIfAbsent: createIfAbsent, interaction: interaction)
-            } catch let e as KeybayError where e.code == .authenticationRequired {}
+        if let method = a.method {
+            return try KeybayStore.open(config, method: method, createIfAbsent: createIfAbsent, interaction: interaction)
         }
-        if method == nil {
-            let status = try KeybayStore.status(config)
-            if status.state == .protected {
-                method = status.methods.count == 1 ? status.methods[0].id : try interaction.choose(status.methods).id
-            } else if requireMethod {
-                throw KeybayError(.protectionMismatch, "\(config.storePath) has no unlock methods to verify")
-            }
+        let session = try KeybayStore.open(config, choosingMethod: { methods in
+            methods.count == 1 ? methods[0].id : try interaction.choose(methods).id
+        }, createIfAbsent: createIfAbsent, interaction: interaction)
+        if requireMethod && !session.isProtected {
+            session.close()
+            throw KeybayError(.protectionMismatch, "\(config.storePath) has no unlock methods to verify")
         }
-        return try KeybayStore.open(config, method: method, createIfAbsent: createIfAbsent, interaction: interaction)
+        return session
     }
 
     static func methodJSON(_ m: KeybayMethod) -> JSON.Value {

@@ -39,6 +39,48 @@ func countingCalls() -> [Int32] {
 @Suite(.serialized) struct MethodTests {
     static func config(_ box: Sandbox) throws -> KeybayConfiguration { try box.configuration() }
 
+    /// `open(_:choosingMethod:)`: nothing on disk creates a platform-only store and a
+    /// platform-only store opens, without asking the chooser; a protected store asks it once,
+    /// with its methods in list order, and runs only the chosen method's ceremony.
+    @Test func theChooserIsAskedOnlyForAProtectedStore() throws {
+        final class Chooser: @unchecked Sendable {
+            var lists: [[KeybayMethod]] = []
+            var label = "second"
+            func choose(_ methods: [KeybayMethod]) throws -> String {
+                lists.append(methods)
+                guard let m = methods.first(where: { $0.label == label }) else { throw KeybayError(.cancelled, "none chosen") }
+                return m.id
+            }
+        }
+        let box = Sandbox()
+        let config = try Self.config(box)
+        let chooser = Chooser()
+        let s = try KeybayStore.open(config, choosingMethod: chooser.choose)
+        try s.set("k", string: "v")
+        s.close()
+        let platform = try KeybayStore.open(config, choosingMethod: chooser.choose, createIfAbsent: false,
+                                            interaction: ScriptedInteraction(["1111", "1111"]))
+        #expect(!platform.isProtected && chooser.lists.isEmpty)
+        let first = try platform.auth.add(plugin: "test-counting", label: "first")
+        platform.close()
+        chooser.label = "first"
+        let enrolling = try KeybayStore.open(config, choosingMethod: chooser.choose, interaction: ScriptedInteraction(["1111", "2222", "2222"]))
+        #expect(chooser.lists == [[first]], "the store is protected now")
+        let second = try enrolling.auth.add(plugin: "test-counting", label: "second")
+        enrolling.close()
+
+        chooser.lists = []
+        chooser.label = "second"
+        let opened = try KeybayStore.open(config, choosingMethod: chooser.choose, interaction: ScriptedInteraction(["2222"]))
+        #expect(try opened.getString("k") == "v")
+        opened.close()
+        #expect(chooser.lists == [[first, second]])
+        let wrong = keybayError { _ = try KeybayStore.open(config, choosingMethod: chooser.choose, interaction: ScriptedInteraction(["1111"])) }
+        #expect(wrong?.code == .wrongSecret, "the second method's ceremony ran, not the first's")
+        chooser.label = "none"
+        #expect(keybayCode { _ = try KeybayStore.open(config, choosingMethod: chooser.choose) } == .cancelled)
+    }
+
     @Test func enrollOpenWrongSecretAndRemove() async throws {
         let box = Sandbox()
         let config = try Self.config(box)

@@ -26,19 +26,43 @@ public enum KeybayStore {
         try openStore(configuration, method: method, createIfAbsent: createIfAbsent, interaction: interaction)
     }
 
-    static func openStore(_ configuration: KeybayConfiguration, method: String?, createIfAbsent: Bool,
+    /// Opens the store however it is protected, reading it once: a platform-only store as
+    /// `open(_:)` does (created when there is nothing and `createIfAbsent`), a protected one with
+    /// the method whose id `choose` returns. `choose` is called only for a protected store, with
+    /// its methods as `status().methods` lists them; it may ask the user.
+    public static func open(_ configuration: KeybayConfiguration, choosingMethod choose: @escaping ([KeybayMethod]) throws -> String,
+                            createIfAbsent: Bool = true, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
+        try openStore(configuration, choosing: choose, createIfAbsent: createIfAbsent, interaction: interaction)
+    }
+
+    /// `open(_:choosingMethod:)`, from async code.
+    public static func open(_ configuration: KeybayConfiguration, choosingMethod choose: @escaping ([KeybayMethod]) throws -> String,
+                            createIfAbsent: Bool = true, interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
+        try openStore(configuration, choosing: choose, createIfAbsent: createIfAbsent, interaction: interaction)
+    }
+
+    /// A method named by id, or chosen once the store's methods are known, or none.
+    static func openStore(_ configuration: KeybayConfiguration, method: String? = nil,
+                          choosing choose: (([KeybayMethod]) throws -> String)? = nil, createIfAbsent: Bool,
                           interaction: any KeybayInteraction) throws -> KeybaySession {
         let location = try StoreLocation(configuration)
+        /// Runs the ceremony of the method with id `id` and opens its envelope.
+        func unlock(_ id: String, _ envelopes: [MethodEnvelope], _ storeId: [UInt8], _ epoch: UInt64) throws -> SecureBytes {
+            let wanted = try KeybayMethod.parseID(id)
+            guard let envelope = envelopes.first(where: { $0.method.methodId == wanted }) else {
+                throw KeybayError(.methodNotFound, "no method \(id) in \(configuration.storePath); it has \(envelopes.map { hexString($0.method.methodId) }.joined(separator: ", "))")
+            }
+            let plugin = try PluginLoader.load(id: envelope.method.pluginId, kind: KEYBAY_KIND_METHOD, search: configuration.pluginSearch)
+            let secret = try plugin.unwrap(params: envelope.method.params, interaction: interaction)
+            return try envelope.open(secret: secret, storeId: storeId, epoch: epoch)
+        }
         var key = PackageKey.platform
         if let method {
-            let wanted = try KeybayMethod.parseID(method)
-            key = .method { envelopes, storeId, epoch in
-                guard let envelope = envelopes.first(where: { $0.method.methodId == wanted }) else {
-                    throw KeybayError(.methodNotFound, "no method \(method) in \(configuration.storePath); it has \(envelopes.map { hexString($0.method.methodId) }.joined(separator: ", "))")
-                }
-                let plugin = try PluginLoader.load(id: envelope.method.pluginId, kind: KEYBAY_KIND_METHOD, search: configuration.pluginSearch)
-                let secret = try plugin.unwrap(params: envelope.method.params, interaction: interaction)
-                return try envelope.open(secret: secret, storeId: storeId, epoch: epoch)
+            _ = try KeybayMethod.parseID(method) // a malformed id is refused before anything is read
+            key = .method { try unlock(method, $0, $1, $2) }
+        } else if let choose {
+            key = .platformOrMethod { envelopes, storeId, epoch in
+                try unlock(try choose(envelopes.map { KeybayMethod($0.method) }), envelopes, storeId, epoch)
             }
         }
         let (dir, generation) = try location.open(create: createIfAbsent && method == nil, key: key)

@@ -5,6 +5,10 @@ enum PackageKey {
     /// A method-protected store: `unlock` picks an envelope and runs the method's ceremony.
     /// A platform-only store asked for a method is a protection mismatch.
     case method(unlock: (_ envelopes: [MethodEnvelope], _ storeId: [UInt8], _ epoch: UInt64) throws -> SecureBytes)
+    /// Whichever the store needs: a platform-only store opens as with `.platform`, a protected
+    /// one through `unlock` (for a caller that does not know beforehand, and should not have to
+    /// read the store twice to find out).
+    case platformOrMethod(unlock: (_ envelopes: [MethodEnvelope], _ storeId: [UInt8], _ epoch: UInt64) throws -> SecureBytes)
     /// Kstore is already known (this process just wrote the generation).
     case known(SecureBytes)
 }
@@ -101,7 +105,7 @@ struct StoreSnapshot: Sendable {
             case .platform:
                 let listed = package.envelopes.map { "\(hexString($0.method.methodId)) (\($0.method.pluginId), \($0.method.label))" }
                 throw KeybayError(.authenticationRequired, "\(context) is protected: unlock it with one of its methods: \(listed.joined(separator: "; "))")
-            case .method(let unlock):
+            case .method(let unlock), .platformOrMethod(let unlock):
                 storeKey = try unlock(package.envelopes, package.storeId, package.epoch)
             case .known(let k):
                 storeKey = k

@@ -67,23 +67,29 @@ struct StoreLocation: Sendable {
                             : rootNote + "; opening also needs one of the \(methods) enrolled method(s)"
     }
 
-    /// Opens the existing store, or creates one when there is nothing at all and `create` is set.
-    /// With a method key the ceremony (a prompt, a touch) runs before the lock is taken, so it
-    /// never blocks other writers; the locked re-read then reuses its keys.
+    /// Opens the existing store, or creates one when there is nothing at all and `create` is set
+    /// (never with a `.method` key: that store must exist). With a key that may run a method,
+    /// the ceremony (a prompt, a touch) runs before the lock is taken, so it never blocks other
+    /// writers; the locked re-read then reuses its keys.
     func open(create: Bool, key: PackageKey = .platform) throws -> (PrivateDirectory, Generation) {
-        var withMethod = false
-        if case .method = key { withMethod = true }
-        guard let dir = try directory(create: create && !withMethod) else {
-            throw withMethod ? KeybayError(.storeNotFound, "no store at \(storePath)") : try missingStoreError()
+        var mayRunMethod = false, needsMethod = false
+        switch key {
+        case .method: (mayRunMethod, needsMethod) = (true, true)
+        case .platformOrMethod: mayRunMethod = true
+        case .platform, .known: break
+        }
+        guard let dir = try directory(create: create && !needsMethod) else {
+            throw needsMethod ? KeybayError(.storeNotFound, "no store at \(storePath)") : try missingStoreError()
         }
         var unlocked: Generation?
-        if withMethod {
-            guard let read = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes) else {
+        if mayRunMethod {
+            if let read = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes) {
+                unlocked = Generation(snapshot: try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain,
+                                                                               root: root, key: key),
+                                      identity: read.identity)
+            } else if needsMethod {
                 throw KeybayError(.storeNotFound, "no store at \(storePath)")
             }
-            unlocked = Generation(snapshot: try StoreSnapshot.authenticate(file: read.bytes, context: storePath, domain: domain,
-                                                                           root: root, key: key),
-                                  identity: read.identity)
         }
         let generation = try FileLock.withLock(in: dir, name: Self.lockName, mode: .exclusive) { () throws -> Generation in
             // The generation the ceremony unlocked is taken as it is if the file did not change.
@@ -96,7 +102,7 @@ struct StoreLocation: Sendable {
                 }
                 return generation
             }
-            guard create, !withMethod else { throw withMethod ? KeybayError(.storeNotFound, "no store at \(storePath)") : try missingStoreError() }
+            guard create, !needsMethod else { throw needsMethod ? KeybayError(.storeNotFound, "no store at \(storePath)") : try missingStoreError() }
             return try createStore(in: dir)
         }
         return (dir, generation)
