@@ -9,11 +9,20 @@ public struct KeybayPluginInfo: Sendable {
     public let kind: String?
     public let name: String?
     public let version: String?
-    /// Usable here (a method's probe said so; a root is always usable once loaded).
-    public let available: Bool
     /// Why not, when not available or refused.
     public let reason: String?
     public let options: [(name: String, help: String)]
+    /// Usable here (a method's probe said so; a root is always usable once loaded).
+    public var available: Bool { reason == nil }
+
+    init(_ plugin: LoadedPlugin, path: String, reason: String?) {
+        (id, self.path, kind, name, version, self.reason, options) =
+            (plugin.id, path, plugin.isRoot ? "root" : "method", plugin.name, plugin.version, reason, plugin.options)
+    }
+
+    init(refused id: String, path: String, reason: String) {
+        (self.id, self.path, kind, name, version, self.reason, options) = (id, path, nil, nil, nil, reason, [])
+    }
 }
 
 public enum KeybayPlugins {
@@ -21,13 +30,10 @@ public enum KeybayPlugins {
     public static func list(search: KeybayPluginSearch = KeybayPluginSearch()) throws -> [KeybayPluginInfo] {
         try PluginLoader.discover(search: search).map { found in
             do {
-                let plugin = try PluginLoader.load(id: found.id, kind: KEYBAY_KIND_METHOD, search: search, anyKind: true)
-                let reason = plugin.isRoot ? nil : plugin.probe()
-                return KeybayPluginInfo(id: plugin.id, path: found.path, kind: plugin.isRoot ? "root" : "method", name: plugin.name,
-                                        version: plugin.version, available: reason == nil, reason: reason, options: plugin.options)
+                let plugin = try PluginLoader.load(id: found.id, kind: nil, search: search)
+                return KeybayPluginInfo(plugin, path: found.path, reason: plugin.isRoot ? nil : plugin.probe())
             } catch {
-                return KeybayPluginInfo(id: found.id, path: found.path, kind: nil, name: nil, version: nil, available: false,
-                                        reason: (error as? KeybayError)?.message ?? "\(error)", options: [])
+                return KeybayPluginInfo(refused: found.id, path: found.path, reason: (error as? KeybayError)?.message ?? "\(error)")
             }
         }
     }
@@ -40,9 +46,8 @@ public enum KeybayPlugins {
     /// Finds, checks and loads one plugin (no probe); returns what it says about itself.
     @discardableResult
     public static func load(_ id: String, search: KeybayPluginSearch = KeybayPluginSearch()) throws -> KeybayPluginInfo {
-        let plugin = try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: search, anyKind: true)
-        return KeybayPluginInfo(id: plugin.id, path: plugin.path, kind: plugin.isRoot ? "root" : "method", name: plugin.name,
-                                version: plugin.version, available: true, reason: nil, options: plugin.options)
+        let plugin = try PluginLoader.load(id: id, kind: nil, search: search)
+        return KeybayPluginInfo(plugin, path: plugin.path, reason: nil)
     }
 
     /// Runs the passphrase plugin's calibration (its enrollment without a store, on a throwaway

@@ -137,16 +137,18 @@ public final class KeybaySession: Sendable {
     /// Replaces the method list (see StoreLocation.rotate); fails if the methods on disk are no
     /// longer those of `expected` (another session or process changed them meanwhile).
     func rotate(expecting expected: StoreSnapshot, _ change: ([MethodEnvelope.Public]) -> [MethodEnvelope.Public]) throws {
-        try current.withLock { generation in
-            guard let g = generation else { throw KeybayError(.closed, "the session for \(location.storePath) is closed") }
-            generation = try location.rotate(directory, previous: g, expecting: expected, change: change)
-        }
+        try replaceGeneration { try location.rotate(directory, previous: $0, expecting: expected, change: change) }
     }
 
     private func write(_ change: (StoreSnapshot) throws -> [PendingFrame]?) throws {
+        try replaceGeneration { try location.commit(directory, previous: $0, change: change) }
+    }
+
+    /// Runs a write on the open generation and keeps the one it produces.
+    private func replaceGeneration(_ body: (Generation) throws -> Generation) throws {
         try current.withLock { generation in
             guard let g = generation else { throw KeybayError(.closed, "the session for \(location.storePath) is closed") }
-            generation = try location.commit(directory, previous: g, change: change)
+            generation = try body(g)
         }
     }
 }

@@ -6,11 +6,10 @@ struct StoreLayout {
     let frames: Range<Int>
     let sealedManifest: Range<Int>
 
-    static let maxSealedPackageBytes = Suite1.maxMethodsSealedPackageBytes
     static let maxSealedManifestBytes = 4 + Suite1.maxRecords * (4 + Suite1.maxKeyBytes + 4 + 32) + XChaCha20Poly1305.overhead
 
     /// The largest file that can hold a valid store: the 16 MiB store plus the bootstrap and package.
-    static let maxTotalBytes = Suite1.maxFileBytes + Bootstrap.maxBytes + maxSealedPackageBytes
+    static let maxTotalBytes = Suite1.maxFileBytes + Bootstrap.maxBytes + StoreSuite.methods.maxSealedPackageBytes
 
     static func decode(_ file: [UInt8], context: String) throws -> StoreLayout {
         guard file.count <= maxTotalBytes else {

@@ -24,7 +24,6 @@ struct StoreSnapshot: Sendable {
     let entries: [ManifestEntry]
     let frameStarts: [Int]
 
-    var bootstrapBytes: [UInt8] { layout.bootstrap.bytes }
     var sealedPackage: ArraySlice<UInt8> { file[layout.sealedPackage] }
     var suite: StoreSuite { layout.bootstrap.suite }
 

@@ -12,7 +12,6 @@ public final class LoadedPlugin: @unchecked Sendable {
     public let version: String
     public let isRoot: Bool
     public let isInteractive: Bool
-    public let needsDevice: Bool
     public let options: [(name: String, help: String)]
     private let callLock = Mutex(())
 
@@ -49,7 +48,6 @@ public final class LoadedPlugin: @unchecked Sendable {
         self.version = String(cString: versionPointer)
         self.isRoot = kind == KEYBAY_KIND_ROOT
         self.isInteractive = d.flags & KEYBAY_FLAG_INTERACTIVE != 0
-        self.needsDevice = d.flags & KEYBAY_FLAG_NEEDS_DEVICE != 0
         self.options = (0..<d.option_count).compactMap { i in
             let o = d.options[i]
             guard let n = o.name else { return nil }

@@ -32,7 +32,7 @@ public enum KeybayPluginCheck {
         let absolute = directory.hasPrefix("/") ? directory : (currentDirectory() + "/" + directory)
         let plugin: LoadedPlugin
         do {
-            plugin = try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: KeybayPluginSearch(directories: [absolute], environmentPath: nil), anyKind: true)
+            plugin = try PluginLoader.load(id: id, kind: nil, search: KeybayPluginSearch(directories: [absolute], environmentPath: nil))
             check("loads: file and directory checks, entry symbol, ABI version \(KEYBAY_PLUGIN_ABI_VERSION), descriptor size, id, kind", true)
         } catch {
             check("loads: file and directory checks, entry symbol, ABI version, descriptor size, id, kind", false, "\(error)")

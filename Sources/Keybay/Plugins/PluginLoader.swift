@@ -10,39 +10,40 @@ import Synchronization
 enum PluginLoader {
     private static let cache = Mutex<[String: LoadedPlugin]>([:])
 
-    /// Loads plugin `id` of `kind`, searching `search` in order; the first directory holding
-    /// `libkeybay-<id>.so` decides (a refused file is an error, not a reason to look further).
-    static func load(id: String, kind: keybay_plugin_kind, search: KeybayPluginSearch, anyKind: Bool = false) throws -> LoadedPlugin {
+    /// Loads plugin `id` of `kind` (nil: either kind), searching `search` in order; the first
+    /// directory holding `libkeybay-<id>.so` decides (a refused file is an error, not a reason
+    /// to look further).
+    static func load(id: String, kind: keybay_plugin_kind?, search: KeybayPluginSearch) throws -> LoadedPlugin {
         guard KeybayPluginSearch.isValidPluginID(id) else {
             throw KeybayError(.pluginRefused, "invalid plugin id '\(id.prefix(80))': use [a-z0-9][a-z0-9._-]{0,63}")
         }
         let name = KeybayPluginSearch.fileName(for: id)
         let directories = try search.orderedDirectories()
-        for (directory, _) in directories {
+        for directory in directories {
             let candidate = directory + "/" + name
             var st = stat()
             guard lstat(candidate, &st) == 0 else { continue }
             let resolved = try checkedPath(candidate, directory: directory)
             if let hit = cache.withLock({ $0[resolved] }) {
-                try hit.expect(id: id, kind: anyKind ? nil : kind)
+                try hit.expect(id: id, kind: kind)
                 return hit
             }
             let plugin = try open(resolved, displayPath: candidate)
-            try plugin.expect(id: id, kind: anyKind ? nil : kind)
+            try plugin.expect(id: id, kind: kind)
             return cache.withLock { table in
                 if let raced = table[resolved] { return raced }
                 table[resolved] = plugin
                 return plugin
             }
         }
-        throw KeybayError(.pluginNotFound, "plugin '\(id)' not found: no \(name) in \(directories.map(\.path).joined(separator: ", "))")
+        throw KeybayError(.pluginNotFound, "plugin '\(id)' not found: no \(name) in \(directories.joined(separator: ", "))")
     }
 
     /// The ids of every plugin file found in the search path (first occurrence wins).
     static func discover(search: KeybayPluginSearch) throws -> [(id: String, path: String)] {
         var seen: Set<String> = []
         var found: [(String, String)] = []
-        for (directory, _) in try search.orderedDirectories() {
+        for directory in try search.orderedDirectories() {
             guard let dir = opendir(directory) else { continue }
             defer { closedir(dir) }
             var names: [String] = []

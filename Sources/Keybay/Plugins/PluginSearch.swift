@@ -20,28 +20,28 @@ public struct KeybayPluginSearch: Sendable, Equatable {
         self.allowExternal = allowExternal
     }
 
-    /// The ordered list of directories, each with where it came from (for messages).
-    func orderedDirectories() throws -> [(path: String, origin: String)] {
-        var result: [(String, String)] = []
+    /// The ordered list of directories.
+    func orderedDirectories() throws -> [String] {
+        var result: [String] = []
         if allowExternal {
             for d in directories {
                 guard d.hasPrefix("/") else { throw KeybayError(.invalidArgument, "plugin directory \(d) is not an absolute path") }
-                result.append((d, "configured"))
+                result.append(d)
             }
             if let env = environmentPath, !env.isEmpty {
                 for entry in env.split(separator: ":", omittingEmptySubsequences: true) {
                     guard entry.hasPrefix("/") else {
                         throw KeybayError(.pluginRefused, "KEYBAY_PLUGIN_PATH entry '\(entry)' is not an absolute path; refusing to search it")
                     }
-                    result.append((String(entry), "KEYBAY_PLUGIN_PATH"))
+                    result.append(String(entry))
                 }
             }
         }
         var installation: [String] = []
         if let exeDir = Self.executableDirectory { installation.append(Self.normalise(exeDir + "/../lib/keybay/plugins")) }
         installation += Self.systemDirectories
-        for d in installation where !result.contains(where: { $0.0 == d }) { result.append((d, "install")) }
-        if let exeDir = Self.executableDirectory { result.append((exeDir, "executable")) }
+        for d in installation where !result.contains(d) { result.append(d) }
+        if let exeDir = Self.executableDirectory { result.append(exeDir) }
         return result
     }
 

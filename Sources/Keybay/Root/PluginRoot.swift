@@ -36,7 +36,7 @@ struct PluginRoot: RootProvider {
                                     aad, aad.count, &sealed)
             }
         }
-        return try plugin.take(&sealed, limit: StoreLayout.maxSealedPackageBytes, what: "sealed package")
+        return try plugin.take(&sealed, limit: StoreSuite.methods.maxSealedPackageBytes, what: "sealed package")
     }
 
     func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8], domain: [UInt8]) throws -> SecureBytes {

@@ -71,8 +71,9 @@ final class PrivateDirectory: @unchecked Sendable {
         }
     }
 
-    /// Refuses anything not owned by us or open to group/others.
-    static func checkPrivate(fd: Int32, path: String, directory: Bool) throws {
+    /// Refuses anything not owned by us or open to group/others; returns what fstat said.
+    @discardableResult
+    static func checkPrivate(fd: Int32, path: String, directory: Bool) throws -> stat {
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw posixError("cannot inspect", path) }
         let kind = st.st_mode & S_IFMT
@@ -86,6 +87,7 @@ final class PrivateDirectory: @unchecked Sendable {
             let mode = String(st.st_mode & 0o777, radix: 8)
             throw KeybayError(.insecurePermissions, "\(path) has mode \(mode), expected \(directory ? "0700" : "0600"); refusing to use it (fix the permissions by hand)")
         }
+        return st
     }
 
     func pathOf(_ name: String) -> String { path + "/" + name }
@@ -105,38 +107,29 @@ final class PrivateDirectory: @unchecked Sendable {
         return FileIdentity(st)
     }
 
-    /// Opens an existing private file, or returns nil if there is none.
-    func openFile(_ name: String, flags: Int32) throws -> Int32? {
+    /// Opens an existing private file (with what fstat said of it), or returns nil if there is none.
+    func openFile(_ name: String, flags: Int32) throws -> (fd: Int32, stat: stat)? {
         let f = openat(fd, name, flags | O_NOFOLLOW | O_CLOEXEC)
         if f < 0 {
             if errno == ENOENT { return nil }
             if errno == ELOOP { throw KeybayError(.insecurePermissions, "\(pathOf(name)) is a symbolic link; refusing to use it") }
             throw Self.posixError("cannot open", pathOf(name))
         }
-        do { try Self.checkPrivate(fd: f, path: pathOf(name), directory: false) } catch { close(f); throw error }
-        return f
+        do { return (f, try Self.checkPrivate(fd: f, path: pathOf(name), directory: false)) } catch { close(f); throw error }
     }
 
     /// Reads a whole private file of at most `maxBytes` (or only its first `prefix` bytes), or
     /// nil if there is none.
     func read(_ name: String, maxBytes: Int, prefix: Int? = nil) throws -> (bytes: [UInt8], identity: FileIdentity)? {
-        guard let f = try openFile(name, flags: O_RDONLY) else { return nil }
+        guard let (f, st) = try openFile(name, flags: O_RDONLY) else { return nil }
         defer { close(f) }
-        var st = stat()
-        guard fstat(f, &st) == 0 else { throw Self.posixError("cannot inspect", pathOf(name)) }
         guard Int(st.st_size) <= maxBytes else {
             throw KeybayError(.malformed, "\(pathOf(name)) is \(st.st_size) bytes, larger than any valid file of its kind (\(maxBytes))")
         }
         let size = min(Int(st.st_size), prefix ?? Int.max)
         // Not zero-filled first: every byte is read into (a short read throws and drops the array).
         let bytes = try [UInt8](unsafeUninitializedCapacity: size) { buf, initialized in
-            var done = 0
-            while done < size {
-                let n = pread(f, buf.baseAddress! + done, size - done, off_t(done))
-                if n < 0 { if errno == EINTR { continue }; throw Self.posixError("cannot read", pathOf(name)) }
-                if n == 0 { throw KeybayError(.io, "\(pathOf(name)) shrank while it was read") }
-                done += n
-            }
+            try readFully(f, name, into: UnsafeMutableRawBufferPointer(buf), at: 0)
             initialized = size
         }
         return (bytes, FileIdentity(st))
@@ -146,22 +139,31 @@ final class PrivateDirectory: @unchecked Sendable {
     /// second copy of a large file in memory); its identity if it does, nil if it does not or
     /// is missing.
     func readBack(_ name: String, equals expected: [UInt8]) throws -> FileIdentity? {
-        guard let f = try openFile(name, flags: O_RDONLY) else { return nil }
+        guard let (f, st) = try openFile(name, flags: O_RDONLY) else { return nil }
         defer { close(f) }
-        var st = stat()
-        guard fstat(f, &st) == 0 else { throw Self.posixError("cannot inspect", pathOf(name)) }
         guard Int(st.st_size) == expected.count else { return nil }
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 * 1024, alignment: 64)
         defer { chunk.deallocate() }
         return try expected.withUnsafeBytes { wanted -> FileIdentity? in
             var done = 0
             while done < wanted.count {
-                let n = pread(f, chunk.baseAddress!, min(chunk.count, wanted.count - done), off_t(done))
-                if n < 0 { if errno == EINTR { continue }; throw Self.posixError("cannot read", pathOf(name)) }
-                if n == 0 || memcmp(chunk.baseAddress!, wanted.baseAddress! + done, n) != 0 { return nil }
-                done += n
+                let piece = UnsafeMutableRawBufferPointer(rebasing: chunk[0..<min(chunk.count, wanted.count - done)])
+                try readFully(f, name, into: piece, at: done)
+                if memcmp(piece.baseAddress!, wanted.baseAddress! + done, piece.count) != 0 { return nil }
+                done += piece.count
             }
             return FileIdentity(st)
+        }
+    }
+
+    /// Fills `buffer` from `offset`; a file that ends first shrank while it was read.
+    private func readFully(_ f: Int32, _ name: String, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws {
+        var done = 0
+        while done < buffer.count {
+            let n = pread(f, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            if n < 0 { if errno == EINTR { continue }; throw Self.posixError("cannot read", pathOf(name)) }
+            if n == 0 { throw KeybayError(.io, "\(pathOf(name)) shrank while it was read") }
+            done += n
         }
     }
 

@@ -38,7 +38,7 @@ struct StoreLocation: Sendable {
         var state: KeybayStatus.State = rootExists ? .rootOnly : .absent
         var methods: [KeybayMethod] = []
         // Only the bootstrap and the sealed package are needed: read no more than they can take.
-        let headerBytes = Bootstrap.maxBytes + StoreLayout.maxSealedPackageBytes
+        let headerBytes = Bootstrap.maxBytes + StoreSuite.methods.maxSealedPackageBytes
         if let dir = try directory(create: false),
            let live = try dir.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes, prefix: headerBytes) {
             var reader = ByteReader(live.bytes, context: storePath)
