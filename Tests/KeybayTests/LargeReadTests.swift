@@ -1,3 +1,5 @@
+import Glibc
+import Synchronization
 import Testing
 @testable import Keybay
 
@@ -33,6 +35,25 @@ import Testing
         #expect(error?.code == .integrity, sourceLocation: sourceLocation)
         #expect(error?.message.contains(message) == true, "\(String(describing: error))", sourceLocation: sourceLocation)
         return reopened
+    }
+
+    /// Enough work runs on two threads: the thread that takes piece 0 waits until another has
+    /// taken piece 1, which a single thread (taking them in order) never does. The wait has a
+    /// hang guard, after which the ids show one thread did both.
+    @Test func enoughWorkRunsOnTwoThreads() {
+        let started = Atomic<Bool>(false)
+        let threads = Mutex<[Int: pthread_t]>([:])
+        ParallelWork.run(count: 2, bytes: ParallelWork.minimumBytes) { piece in
+            threads.withLock { $0[piece] = pthread_self() }
+            if piece == 1 { started.store(true, ordering: .releasing) }
+            var waited = 0
+            while piece == 0 && !started.load(ordering: .acquiring) && waited < 10_000 { usleep(1000); waited += 1 }
+        }
+        let ids = threads.withLock { $0 }
+        #expect(ids.count == 2 && pthread_equal(ids[0]!, ids[1]!) == 0, "both pieces ran on one thread")
+        let single = Mutex<Set<pthread_t>>([])
+        ParallelWork.run(count: 8, bytes: ParallelWork.minimumBytes - 1) { _ in single.withLock { _ = $0.insert(pthread_self()) } }
+        #expect(single.withLock { $0 } == [pthread_self()], "less work stays on the calling thread")
     }
 
     @Test func everyValueComesBackExactly() throws {

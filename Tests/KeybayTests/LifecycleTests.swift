@@ -238,11 +238,11 @@ import Testing
     @Test func applicationIdGrammar() {
         for bad in ["", ".x", "-x", "a/b", "a b", String(repeating: "a", count: 121)] {
             #expect(!KeybayConfiguration.isValidApplicationID(bad))
-            #expect(throws: KeybayError.self) { try KeybayConfiguration(applicationID: bad, dataHome: "/tmp", stateHome: "/tmp") }
+            #expect(keybayCode { _ = try KeybayConfiguration(applicationID: bad, dataHome: "/tmp", stateHome: "/tmp") } == .invalidArgument)
         }
         for good in ["a", "com.example.app", "A_b-9", String(repeating: "a", count: 120)] {
             #expect(KeybayConfiguration.isValidApplicationID(good))
         }
-        #expect(throws: KeybayError.self) { try KeybayConfiguration(applicationID: "a", dataHome: "relative", stateHome: "/tmp") }
+        #expect(keybayCode { _ = try KeybayConfiguration(applicationID: "a", dataHome: "relative", stateHome: "/tmp") } == .invalidArgument)
     }
 }

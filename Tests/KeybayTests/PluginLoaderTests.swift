@@ -125,16 +125,16 @@ import Testing
     }
 
     @Test func relativePluginPathEntriesAreRefused() throws {
-        #expect(throws: KeybayError.self) {
+        #expect(keybayCode {
             _ = try PluginLoader.load(id: "file-root", kind: KEYBAY_KIND_ROOT, search: KeybayPluginSearch(environmentPath: "relative/dir"))
-        }
+        } == .pluginRefused)
     }
 
     @Test func externalPluginsCanBeSwitchedOff() throws {
         let box = Sandbox()
         try Self.build(Self.source(), in: box.root + "/ext")
         let off = KeybayPluginSearch(directories: [box.root + "/ext"], environmentPath: box.root + "/ext", allowExternal: false)
-        #expect(throws: KeybayError.self) { _ = try PluginLoader.load(id: "t-plugin", kind: KEYBAY_KIND_METHOD, search: off) }
+        #expect(keybayCode { _ = try PluginLoader.load(id: "t-plugin", kind: KEYBAY_KIND_METHOD, search: off) } == .pluginNotFound)
         // The first-party root still loads from the installation.
         _ = try PluginLoader.load(id: "file-root", kind: KEYBAY_KIND_ROOT, search: off)
     }

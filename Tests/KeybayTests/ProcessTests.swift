@@ -94,29 +94,6 @@ import Testing
         #expect(runs < 20 || (killed > 0 && completed > 0), "\(killed) killed, \(completed) completed in \(runs) runs: one branch never ran")
     }
 
-    @Test func concurrentProcessesAllLand() throws {
-        let box = Sandbox()
-        #expect(try box.cli("init").status == 0)
-        let writers = 4, perWriter = 25
-        let group = DispatchGroup()
-        let failures = Mutex(0)
-        for w in 0..<writers {
-            group.enter()
-            DispatchQueue.global().async {
-                defer { group.leave() }
-                let script = "for i in $(seq 1 \(perWriter)); do \"$0\" set w\(w)/k$i v$i || exit 1; done"
-                if (try? run("/bin/sh", ["-c", script, cliPath], environment: box.environment).status) != 0 {
-                    failures.withLock { $0 += 1 }
-                }
-            }
-        }
-        group.wait()
-        #expect(failures.withLock { $0 } == 0)
-        let keys = try box.cli("keys").out.split(separator: "\n")
-        #expect(keys.count == writers * perWriter)
-        #expect(try box.cli("get", "w3/k12").out == "v12")
-    }
-
     @Test func twoProcessesSettingAtTheSameTimeBothLand() throws {
         let box = Sandbox()
         #expect(try box.cli("init").status == 0)
@@ -135,5 +112,3 @@ import Testing
         #expect(try box.cli("keys").out == "one\ntwo\n")
     }
 }
-
-import Synchronization

@@ -60,24 +60,30 @@ import Testing
     @Test func theCLIDisablesCoreDumps() throws {
         let box = Sandbox()
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: cliPath)
-        p.arguments = ["set", "k", "--stdin"]
+        // Started with its soft core limit raised to the hard one, so that 0/0 is the CLI's doing
+        // (a runner with a soft limit of 0 would otherwise pass this for nothing).
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", "ulimit -S -c \"$(ulimit -H -c)\" && exec \"$0\" set k --stdin", cliPath]
         p.environment = box.environment
         let input = Pipe()
         p.standardInput = input // left open: the CLI blocks reading it
         try p.run()
-        // Poll until the limit is off or the CLI ended (a slow start, e.g. under a sanitizer, is
-        // not a failure; a CLI that never turns core dumps off is, after 10 s).
-        var limits = ""
-        for _ in 0..<1000 where p.isRunning {
+        // Once the CLI blocks reading standard input (read(2) on fd 0), its start-up, which
+        // sets the limits, is over. The cap is a hang guard, not a speed limit.
+        var blocked = false
+        for _ in 0..<6000 where p.isRunning && !blocked {
             usleep(10_000)
-            limits = (try? String(contentsOfFile: "/proc/\(p.processIdentifier)/limits", encoding: .utf8)) ?? limits
-            if coreLimit(limits) == ["0", "0"] { break }
+            let syscall = (try? String(contentsOfFile: "/proc/\(p.processIdentifier)/syscall", encoding: .utf8)) ?? ""
+            blocked = syscall.hasPrefix("0 0x0 ")
         }
+        #expect(blocked, "the CLI never blocked reading standard input")
+        let limits = (try? String(contentsOfFile: "/proc/\(p.processIdentifier)/limits", encoding: .utf8)) ?? ""
         #expect(coreLimit(limits) == ["0", "0"], "\(limits)")
+        let hard = coreLimit((try? String(contentsOfFile: "/proc/self/limits", encoding: .utf8)) ?? "").last
+        if hard == "0" { print("note: this runner's hard core limit is 0, so the core-limit check shows nothing here") }
         // SIGTERM ends it even though this runner's thread blocks signals, which children inherit.
         p.terminate()
-        for _ in 0..<1000 where p.isRunning { usleep(10_000) }
+        for _ in 0..<6000 where p.isRunning { usleep(10_000) } // hang guard
         #expect(!p.isRunning, "SIGTERM did not end the CLI")
         if p.isRunning { kill(p.processIdentifier, SIGKILL) }
         p.waitUntilExit()

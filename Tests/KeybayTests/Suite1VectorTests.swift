@@ -114,8 +114,9 @@ import Testing
         var w = ByteWriter()
         w.raw(V.storeId); w.u64(V.epoch); w.u8(1); w.raw(V.methodId); w.u8(1); w.raw(V.salt); w.raw(envelope)
         #expect(hexString(w.bytes) == V.passphrasePackagePlaintext)
-        // Our decoder fails closed on that policy.
-        #expect(throws: KeybayError.self) { try PlatformPackage.decode(SecureBytes(copying: w.bytes), context: "vector") }
+        // That package is not a platform package (its length alone says so); the policy byte of a
+        // platform package is refused when it is not 0.
+        #expect(keybayCode { _ = try PlatformPackage.decode(SecureBytes(copying: w.bytes), context: "vector") } == .malformed)
         #expect(Self.policyError(SecureBytes(copying: hex(V.platformPackagePlaintext).enumerated().map { $0.offset == 24 ? 1 : $0.element })) == .unsupported)
     }
 

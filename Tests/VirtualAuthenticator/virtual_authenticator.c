@@ -91,8 +91,9 @@ typedef struct va_device {
     uint8_t request_cmd;
     int pending;
     int cancel;
-    /* counters for tests */
-    long touches, assertions, credentials, pin_failures, opens;
+    /* counters and state for tests */
+    long touches, assertions, credentials, pin_failures, opens, cancels;
+    int waiting_for_touch;
 } va_device;
 
 typedef struct va_handle {
@@ -489,11 +490,13 @@ static void va_sleep_ms(long ms) {
 static uint8_t va_presence(va_device *d) {
     if (d->deny) return ST_OPERATION_DENIED;
     if (d->timeout) return ST_USER_ACTION_TIMEOUT;
+    d->waiting_for_touch = 1;
     for (long waited = 0; waited < d->touch_delay_ms && !d->cancel; waited += 5) {
         pthread_mutex_unlock(&va_lock);
         va_sleep_ms(5);
         pthread_mutex_lock(&va_lock);
     }
+    d->waiting_for_touch = 0;
     if (d->cancel) return ST_KEEPALIVE_CANCEL;
     if (!d->present) return ST_OTHER;
     d->touches++;
@@ -896,6 +899,7 @@ static int va_tx(fido_dev_t *dev, uint8_t cmd, const unsigned char *buf, size_t 
     if (d != NULL && d->present) {
         if (cmd == CTAP_CMD_CANCEL) {
             d->cancel = 1;
+            d->cancels++;
             rc = 0;
         } else if (n <= sizeof d->request && (n == 0 || buf != NULL)) {
             if (n > 0) memcpy(d->request, buf, n);
@@ -1087,6 +1091,8 @@ long keybay_va_get(int index, const char *name) {
     else if (strcmp(name, "credentials") == 0) v = d->credentials;
     else if (strcmp(name, "pin-failures") == 0) v = d->pin_failures;
     else if (strcmp(name, "opens") == 0) v = d->opens;
+    else if (strcmp(name, "cancels") == 0) v = d->cancels;
+    else if (strcmp(name, "waiting-for-touch") == 0) v = d->waiting_for_touch;
     else if (strcmp(name, "present") == 0) v = d->present;
     pthread_mutex_unlock(&va_lock);
     return v;
