@@ -74,7 +74,6 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
 /// libkeybay-test-fido2.so (the fido2 core) → the real libfido2 → a virtual CTAP2 key. The
 /// virtual keys are process-wide, hence a serialized suite that resets them in every test.
 @Suite(.serialized) struct Fido2Tests {
-    static let fastPassphrase = [("memory-kib", "8192"), ("iterations", "1"), ("lanes", "1")]
     static let plugin = "test-fido2"
 
     /// A store with a record and a FIDO2 method enrolled with `options` (PIN answers first).
@@ -100,7 +99,7 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         let enroll = RecordingInteraction(["pass phrase", "pass phrase", "1234"])
         let s = try await KeybayStore.open(config, interaction: enroll)
         try s.set("service/token", string: "correct horse")
-        let passphrase = try await s.auth.add(plugin: "passphrase", options: Self.fastPassphrase, label: "passphrase")
+        let passphrase = try await s.auth.add(plugin: "passphrase", options: fastPassphraseOptions, label: "passphrase")
         let key = try await s.auth.add(plugin: Self.plugin, options: [("pin", "required")], label: "yubikey")
         #expect(try s.auth.list() == [passphrase, key])
         // The PIN was asked once, with the key's retry count; one credential, three touches

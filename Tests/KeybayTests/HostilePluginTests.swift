@@ -6,22 +6,9 @@ import Testing
 /// Plugins that misbehave: they are never loaded when not needed, and what they hand back is
 /// checked before it is used.
 @Suite struct HostilePluginTests {
-    /// A method plugin whose operations are given as C bodies.
+    /// A method plugin whose unwrap gives a fixed secret; the other operations as C bodies.
     static func source(id: String, probe: String = "return KEYBAY_OK;", enroll: String, describe: String = "return KEYBAY_ERR_UNSUPPORTED;") -> String {
-        """
-        #include <stdlib.h>
-        #include <string.h>
-        #include "keybay_plugin.h"
-        static void fb(keybay_buffer *b) { free(b->data); b->data = 0; b->length = 0; }
-        static keybay_status probe(const keybay_host *h) { \(probe) }
-        static keybay_status enroll(const keybay_host *h, const keybay_option *o, size_t n, keybay_buffer *p, uint8_t s[32]) { \(enroll) }
-        static keybay_status unwrap(const keybay_host *h, const uint8_t *p, size_t n, uint8_t s[32]) { memset(s, 7, 32); return KEYBAY_OK; }
-        static keybay_status describe(const uint8_t *p, size_t n, keybay_buffer *t) { \(describe) }
-        static const keybay_plugin d = { .abi_version = KEYBAY_PLUGIN_ABI_VERSION, .struct_size = sizeof(keybay_plugin), .id = "\(id)",
-            .name = "hostile", .version = "1", .kind = KEYBAY_KIND_METHOD, .free_buffer = fb, .probe = probe, .enroll = enroll,
-            .unwrap = unwrap, .describe = describe };
-        const keybay_plugin *keybay_plugin_entry_v1(void) { return &d; }
-        """
+        PluginLoaderTests.source(id: id, probe: probe, enroll: enroll, unwrap: "memset(s, 7, 32); return KEYBAY_OK;", describe: describe)
     }
 
     static func configuration(_ box: Sandbox, pluginDir: String) throws -> KeybayConfiguration {

@@ -42,9 +42,7 @@ import Testing
         #expect(one.status == 0 && one.stdout == blob, "\(one.stderr)")
 
         // Selecting the envelope by its method id gives the same records.
-        let listed = try box.cli("list", "--json")
-        let methods = try JSONSerialization.jsonObject(with: Data(listed.stdout)) as? [[String: Any]]
-        let id = try #require(methods?.first?["id"] as? String)
+        let id = try #require(try methodIDs(box).first)
         let byId = try Self.read(box, ["--passphrase-file", good, "--method", id])
         #expect(byId.status == 0 && byId.out == all, "\(byId.stderr)")
 

@@ -123,15 +123,15 @@ func countingCalls(in directory: String = pluginDirectory) -> [Int32] {
         let newKeys = try unlocked.freshSnapshot().keys
         #expect(newKeys.epoch == oldKeys.epoch + 1 && !newKeys.storeKey.equals(oldKeys.storeKey))
 
-        // Nothing from the copy taken before removal opens the new generation: its keys do not
-        // authenticate the new manifest, and its frames are not the new frames.
-        let newFile = readBytes(box.storePath)!
-        let layout = try StoreLayout.decode(newFile, context: "t")
-        let staleKeys = StoreKeys(suite: .platform, storeId: oldKeys.storeId, epoch: newKeys.epoch, storeKey: oldKeys.storeKey)
-        let aad = StoreSuite.platform.manifestAAD(domain: try StoreLocation(config).domain,
-                                                  bootstrap: layout.bootstrap.bytes, sealedPackage: newFile[layout.sealedPackage])
-        #expect(newFile.withUnsafeBytes { XChaCha20Poly1305.open(key: staleKeys.manifestKey, sealed: UnsafeRawBufferPointer(rebasing: $0[layout.sealedManifest]), aad: aad) } == nil)
-        #expect(copyBeforeRemove != newFile)
+        // A copy taken before the removal cannot open what came after: its header (the package
+        // the method still opens, with the old key) in front of the new frames and manifest
+        // does not authenticate them.
+        let newFile = try #require(readBytes(box.storePath))
+        let oldHeader = copyBeforeRemove[..<(try StoreLayout.decode(copyBeforeRemove, context: "t").frames.lowerBound)]
+        let newBody = newFile[(try StoreLayout.decode(newFile, context: "t").frames.lowerBound)...]
+        writeBytes(box.storePath, Array(oldHeader + newBody))
+        #expect(await keybayCode { _ = try await KeybayStore.open(config, method: method.id, interaction: ScriptedInteraction(["1234"])) } == .integrity)
+        writeBytes(box.storePath, newFile)
         // A platform-only store asked for a method is a mismatch.
         #expect(await keybayCode { _ = try await KeybayStore.open(config, method: method.id) } == .protectionMismatch)
     }

@@ -6,7 +6,7 @@ import Testing
 /// The passphrase plugin through the real loader, libargon2 and the CLI.
 @Suite struct PassphraseTests {
     /// Small explicit Argon2id parameters keep the tests fast; calibration has its own test.
-    static let fast = ["--opt", "memory-kib=8192", "--opt", "iterations=1", "--opt", "lanes=1"]
+    static let fast = fastPassphraseFlags
 
     /// Runs the CLI with `secret` on descriptor 3 as `--passphrase-fd 3`.
     static func cli(_ box: Sandbox, _ args: [String], passphrase: String? = nil) throws -> RunResult {
@@ -70,7 +70,7 @@ import Testing
         for passphrase in ["", String(repeating: "x", count: 1025)] {
             let box = Sandbox()
             let s = try await KeybayStore.open(box.configuration(), interaction: ScriptedInteraction([passphrase, passphrase]))
-            #expect(await keybayCode { try await s.auth.add(plugin: "passphrase", options: [("memory-kib", "8192"), ("iterations", "1"), ("lanes", "1")]) } == .invalidArgument,
+            #expect(await keybayCode { try await s.auth.add(plugin: "passphrase", options: fastPassphraseOptions) } == .invalidArgument,
                     "a \(passphrase.utf8.count)-byte passphrase")
         }
     }

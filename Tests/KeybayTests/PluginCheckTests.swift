@@ -6,7 +6,7 @@ import Testing
 @Suite struct PluginCheckTests {
     @Test(arguments: [
         ("libkeybay-file-root.so", [String]()),
-        ("libkeybay-passphrase.so", ["--opt", "memory-kib=8192", "--opt", "iterations=1", "--opt", "lanes=1"]),
+        ("libkeybay-passphrase.so", fastPassphraseFlags),
         ("libkeybay-test-counting.so", []),
     ])
     func firstPartyPluginsPass(_ file: String, _ options: [String]) throws {

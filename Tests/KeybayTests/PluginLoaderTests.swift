@@ -7,17 +7,21 @@ import Testing
 @Suite struct PluginLoaderTests {
     static let header = packageDirectory + "/Sources/CKeybayPlugin/include"
 
-    /// A minimal method plugin; the parameters let each test break one thing.
+    /// A minimal method plugin; the parameters let each test break one thing (the operations
+    /// are given as C bodies).
     static func source(id: String = "t-plugin", abi: String = "KEYBAY_PLUGIN_ABI_VERSION", entry: String = "keybay_plugin_entry_v1",
-                       kind: String = "KEYBAY_KIND_METHOD", size: String = "sizeof(keybay_plugin)") -> String {
+                       kind: String = "KEYBAY_KIND_METHOD", size: String = "sizeof(keybay_plugin)",
+                       probe: String = "return KEYBAY_OK;", enroll: String = "return KEYBAY_ERR_UNSUPPORTED;",
+                       unwrap: String = "return KEYBAY_ERR_UNSUPPORTED;", describe: String = "return KEYBAY_ERR_UNSUPPORTED;") -> String {
         """
         #include <stdlib.h>
+        #include <string.h>
         #include "keybay_plugin.h"
         static void fb(keybay_buffer *b) { free(b->data); b->data = 0; b->length = 0; }
-        static keybay_status probe(const keybay_host *h) { return KEYBAY_OK; }
-        static keybay_status enroll(const keybay_host *h, const keybay_option *o, size_t n, keybay_buffer *p, uint8_t s[32]) { return KEYBAY_ERR_UNSUPPORTED; }
-        static keybay_status unwrap(const keybay_host *h, const uint8_t *p, size_t n, uint8_t s[32]) { return KEYBAY_ERR_UNSUPPORTED; }
-        static keybay_status describe(const uint8_t *p, size_t n, keybay_buffer *t) { return KEYBAY_ERR_UNSUPPORTED; }
+        static keybay_status probe(const keybay_host *h) { \(probe) }
+        static keybay_status enroll(const keybay_host *h, const keybay_option *o, size_t n, keybay_buffer *p, uint8_t s[32]) { \(enroll) }
+        static keybay_status unwrap(const keybay_host *h, const uint8_t *p, size_t n, uint8_t s[32]) { \(unwrap) }
+        static keybay_status describe(const uint8_t *p, size_t n, keybay_buffer *t) { \(describe) }
         static const keybay_plugin d = { .abi_version = \(abi), .struct_size = \(size), .id = "\(id)", .name = "t", .version = "1",
             .kind = \(kind), .free_buffer = fb, .probe = probe, .enroll = enroll, .unwrap = unwrap, .describe = describe };
         const keybay_plugin *\(entry)(void) { return &d; }
@@ -86,30 +90,18 @@ import Testing
         #expect(e?.code == .pluginRefused && e?.message.contains("link leading out") == true, "\(String(describing: e))")
     }
 
-    @Test func wrongABIVersionIsRefused() throws {
+    /// A plugin broken in one way is refused, with a message saying how.
+    @Test(arguments: [
+        (PluginLoaderTests.source(abi: "2"), "ABI version 2"),
+        (PluginLoaderTests.source(size: "16"), "descriptor is 16 bytes"),
+        (PluginLoaderTests.source(entry: "some_other_name"), "no entry symbol"),
+        (PluginLoaderTests.source(id: "impostor"), "calls itself 'impostor'"),
+    ])
+    func aBrokenPluginIsRefused(source: String, reason: String) throws {
         let box = Sandbox()
-        try Self.build(Self.source(abi: "2"), in: box.root + "/abi")
-        let e = Self.loadError(dir: box.root + "/abi")
-        #expect(e?.code == .pluginRefused && e?.message.contains("ABI version 2") == true)
-    }
-
-    @Test func shortDescriptorIsRefused() throws {
-        let box = Sandbox()
-        try Self.build(Self.source(size: "16"), in: box.root + "/short")
-        #expect(Self.loadError(dir: box.root + "/short")?.message.contains("descriptor is 16 bytes") == true)
-    }
-
-    @Test func missingEntrySymbolIsRefused() throws {
-        let box = Sandbox()
-        try Self.build(Self.source(entry: "some_other_name"), in: box.root + "/entry")
-        let e = Self.loadError(dir: box.root + "/entry")
-        #expect(e?.code == .pluginRefused && e?.message.contains("no entry symbol") == true)
-    }
-
-    @Test func anIdThatDoesNotMatchTheFileIsRefused() throws {
-        let box = Sandbox()
-        try Self.build(Self.source(id: "impostor"), in: box.root + "/id")
-        #expect(Self.loadError(dir: box.root + "/id")?.message.contains("calls itself 'impostor'") == true)
+        try Self.build(source, in: box.root + "/broken")
+        let e = Self.loadError(dir: box.root + "/broken")
+        #expect(e?.code == .pluginRefused && e?.message.contains(reason) == true, "\(String(describing: e))")
     }
 
     @Test(arguments: ["../evil", "Upper", "", "a/b", "-x", ".hidden", String(repeating: "a", count: 65), "a b"])

@@ -112,11 +112,12 @@ import Testing
         let box = Sandbox()
         let s = try await KeybayStore.open(box.configuration())
         try s.set("k", string: "old-value")
-        let old = readBytes(box.storePath)!
+        let old = try s.freshSnapshot()
         try s.set("k", string: "new-value")
+        let frame = old.frameStarts[0]..<(old.frameStarts[0] + old.entries[0].frameLength)
+        #expect(try s.freshSnapshot().frameStarts == old.frameStarts, "same length: the frame keeps its place")
         var new = readBytes(box.storePath)!
-        let start = 4 + 2 + 4 + 32 + 4 + 97
-        new.replaceSubrange(start..<(start + 49), with: old[start..<(start + 49)])
+        new.replaceSubrange(frame, with: old.file[frame])
         writeBytes(box.storePath, new)
         #expect(await Self.openOutcome(box) == .integrity)
     }

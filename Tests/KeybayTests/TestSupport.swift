@@ -177,6 +177,11 @@ extension Sandbox {
     }
 }
 
+/// Passphrase parameters that keep tests fast (8 MiB, one pass, one lane), as enroll options
+/// and as CLI flags.
+let fastPassphraseOptions = [("memory-kib", "8192"), ("iterations", "1"), ("lanes", "1")]
+let fastPassphraseFlags = fastPassphraseOptions.flatMap { ["--opt", "\($0.0)=\($0.1)"] }
+
 /// The ids of the methods `list --json` shows, in its order.
 func methodIDs(_ box: Sandbox, environment: [String: String]? = nil) throws -> [String] {
     let listed = try run(cliPath, ["list", "--json"], environment: environment ?? box.environment)
