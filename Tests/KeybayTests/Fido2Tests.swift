@@ -34,42 +34,6 @@ enum VirtualKeys {
     }
 }
 
-/// Answers secret requests from a script and records what was asked (kind, retries left) and
-/// every message; after a message containing `cancelOn`, reports cancellation once the virtual
-/// key is waiting for its touch (so the plugin is already waiting for the key when it notices).
-final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
-    private let answers: Mutex<[String]>
-    let requests = Mutex<[(kind: KeybaySecretRequest.Kind, retries: Int?)]>([])
-    let messages = Mutex<[String]>([])
-    private let cancelOn: String?
-    private let prompted = Mutex(false)
-
-    init(_ answers: [String], cancelOn: String? = nil) {
-        self.answers = Mutex(answers)
-        self.cancelOn = cancelOn
-    }
-
-    var askCount: Int { requests.withLock { $0.count } }
-    var lastRetries: Int? { requests.withLock { $0.last?.retries } }
-
-    func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        requests.withLock { $0.append((request.kind, request.retriesLeft)) }
-        guard let next = answers.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else {
-            throw KeybayError(.interactionRequired, "script exhausted")
-        }
-        let bytes = Array(next.utf8)
-        buffer.copyBytes(from: bytes)
-        return bytes.count
-    }
-
-    func message(_ text: String, level: KeybayMessageLevel) {
-        messages.withLock { $0.append(text) }
-        if let cancelOn, text.contains(cancelOn) { prompted.withLock { $0 = true } }
-    }
-
-    var isCancelled: Bool { prompted.withLock { $0 } && VirtualKeys.get("waiting-for-touch") == 1 }
-}
-
 /// The fido2 method through the whole stack: KeybayStore/auth → plugin loader → host bridge →
 /// libkeybay-test-fido2.so (the fido2 core) → the real libfido2 → a virtual CTAP2 key. The
 /// virtual keys are process-wide, hence a serialized suite that resets them in every test.
@@ -80,14 +44,14 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
     static func enrolledStore(_ box: Sandbox, options: [(String, String)] = [("pin", "required")], answers: [String] = ["1234"])
         async throws -> (config: KeybayConfiguration, method: KeybayMethod) {
         let config = try box.configuration()
-        let s = try await KeybayStore.open(config, interaction: RecordingInteraction(answers))
+        let s = try await KeybayStore.open(config, interaction: ScriptedInteraction(answers))
         try s.set("service/token", string: "correct horse")
         let method = try await s.auth.add(plugin: plugin, options: options, label: "yubikey")
         s.close()
         return (config, method)
     }
 
-    static func open(_ config: KeybayConfiguration, _ method: KeybayMethod, _ interaction: RecordingInteraction) async throws -> KeybaySession {
+    static func open(_ config: KeybayConfiguration, _ method: KeybayMethod, _ interaction: ScriptedInteraction) async throws -> KeybaySession {
         try await KeybayStore.open(config, method: method.id, interaction: interaction)
     }
 
@@ -96,7 +60,7 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         VirtualKeys.set("pin", "1234")
         let box = Sandbox()
         let config = try box.configuration()
-        let enroll = RecordingInteraction(["pass phrase", "pass phrase", "1234"])
+        let enroll = ScriptedInteraction(["pass phrase", "pass phrase", "1234"])
         let s = try await KeybayStore.open(config, interaction: enroll)
         try s.set("service/token", string: "correct horse")
         let passphrase = try await s.auth.add(plugin: "passphrase", options: fastPassphraseOptions, label: "passphrase")
@@ -112,19 +76,19 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         s.close()
 
         // Either method opens it.
-        let byKey = RecordingInteraction(["1234"])
+        let byKey = ScriptedInteraction(["1234"])
         let k = try await Self.open(config, key, byKey)
         #expect(try k.getString("service/token") == "correct horse")
         #expect(byKey.askCount == 1 && byKey.lastRetries == 8)
         k.close()
-        let byPassphrase = try await Self.open(config, passphrase, RecordingInteraction(["pass phrase"]))
+        let byPassphrase = try await Self.open(config, passphrase, ScriptedInteraction(["pass phrase"]))
         #expect(try byPassphrase.getString("service/token") == "correct horse")
         byPassphrase.close()
-        try await KeybayStore.open(config, method: key.id, interaction: RecordingInteraction(["1234", "1234"])).auth.verify(key.id)
+        try await KeybayStore.open(config, method: key.id, interaction: ScriptedInteraction(["1234", "1234"])).auth.verify(key.id)
 
         // Opened with the key, removing the key re-seals the passphrase without asking for it
         // (and without talking to the key again).
-        let opener = RecordingInteraction(["1234"])
+        let opener = ScriptedInteraction(["1234"])
         let session = try await Self.open(config, key, opener)
         let assertionsAfterUnlock = VirtualKeys.get("assertions")
         try await session.auth.remove(key.id)
@@ -132,9 +96,9 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         #expect(VirtualKeys.get("assertions") == assertionsAfterUnlock, "removal talked to the key")
         #expect(try session.auth.list() == [passphrase])
         #expect(try session.getString("service/token") == "correct horse")
-        let after = try await Self.open(config, passphrase, RecordingInteraction(["pass phrase"]))
+        let after = try await Self.open(config, passphrase, ScriptedInteraction(["pass phrase"]))
         #expect(try after.getString("service/token") == "correct horse")
-        #expect(await keybayCode { _ = try await Self.open(config, key, RecordingInteraction(["1234"])) } == .methodNotFound)
+        #expect(await keybayCode { _ = try await Self.open(config, key, ScriptedInteraction(["1234"])) } == .methodNotFound)
     }
 
     @Test func wrongPinsCountDownAndThreeInARowNeedTheKeyReplugged() async throws {
@@ -144,23 +108,23 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         let (config, method) = try await Self.enrolledStore(box)
         let before = readBytes(box.storePath)
 
-        let first = RecordingInteraction(["0000"])
+        let first = ScriptedInteraction(["0000"])
         let e1 = await keybayError { _ = try await Self.open(config, method, first) }
         #expect(e1?.code == .wrongSecret && e1?.message.contains("7 tries left") == true, "\(String(describing: e1))")
         #expect(first.lastRetries == 8)
-        let second = RecordingInteraction(["0000"])
+        let second = ScriptedInteraction(["0000"])
         let e2 = await keybayError { _ = try await Self.open(config, method, second) }
         #expect(e2?.code == .wrongSecret && e2?.message.contains("6 tries left") == true, "\(String(describing: e2))")
         #expect(second.lastRetries == 7)
         // The third wrong PIN in a row: the key refuses PIN entry until it is re-plugged.
-        let e3 = await keybayError { _ = try await Self.open(config, method, RecordingInteraction(["0000"])) }
+        let e3 = await keybayError { _ = try await Self.open(config, method, ScriptedInteraction(["0000"])) }
         #expect(e3?.code == .locked && e3?.message.contains("re-insert") == true, "\(String(describing: e3))")
-        #expect(await keybayCode { _ = try await Self.open(config, method, RecordingInteraction(["1234"])) } == .locked)
+        #expect(await keybayCode { _ = try await Self.open(config, method, ScriptedInteraction(["1234"])) } == .locked)
         #expect(VirtualKeys.get("retries") == 5)
         #expect(readBytes(box.storePath) == before, "a failed unlock changed the store")
 
         VirtualKeys.set("replug", "1")
-        let right = RecordingInteraction(["1234"])
+        let right = ScriptedInteraction(["1234"])
         let s = try await Self.open(config, method, right)
         #expect(try s.getString("service/token") == "correct horse")
         #expect(right.lastRetries == 5 && VirtualKeys.get("retries") == 8)
@@ -172,9 +136,9 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         let box = Sandbox()
         let (config, method) = try await Self.enrolledStore(box)
         VirtualKeys.set("retries", "1")
-        let e = await keybayError { _ = try await Self.open(config, method, RecordingInteraction(["0000"])) }
+        let e = await keybayError { _ = try await Self.open(config, method, ScriptedInteraction(["0000"])) }
         #expect(e?.code == .locked && e?.message.contains("blocked") == true, "\(String(describing: e))")
-        let again = RecordingInteraction(["1234"])
+        let again = ScriptedInteraction(["1234"])
         let e2 = await keybayError { _ = try await Self.open(config, method, again) }
         #expect(e2?.code == .locked && e2?.message.contains("no tries left") == true, "\(String(describing: e2))")
         #expect(again.askCount == 0, "the PIN of a blocked key was asked for")
@@ -185,22 +149,22 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         let box = Sandbox()
         // No PIN on the key: the default mode is touch only.
         let (config, method) = try await Self.enrolledStore(box, options: [], answers: [])
-        let described = try await Self.open(config, method, RecordingInteraction([])).auth.describe(method.id)
+        let described = try await Self.open(config, method, ScriptedInteraction([])).auth.describe(method.id)
         #expect(described.contains("rp keybay.local, touch,"), "\(described)")
 
         VirtualKeys.set("deny", "1")
-        let denied = await keybayError { _ = try await Self.open(config, method, RecordingInteraction([])) }
+        let denied = await keybayError { _ = try await Self.open(config, method, ScriptedInteraction([])) }
         #expect(denied?.code == .cancelled && denied?.message.contains("refused") == true, "\(String(describing: denied))")
         VirtualKeys.set("deny", "0")
         VirtualKeys.set("timeout", "1")
-        #expect(await keybayCode { _ = try await Self.open(config, method, RecordingInteraction([])) } == .timedOut)
+        #expect(await keybayCode { _ = try await Self.open(config, method, ScriptedInteraction([])) } == .timedOut)
         VirtualKeys.set("timeout", "0")
 
         // The touch takes long; the host cancels while the plugin waits for it: the plugin sends
         // a CTAPHID_CANCEL and the key gives up.
         VirtualKeys.set("touch-delay-ms", "5000")
         let (touchesBefore, cancelsBefore) = (VirtualKeys.get("touches"), VirtualKeys.get("cancels"))
-        let cancelling = RecordingInteraction([], cancelOn: "Touch your security key")
+        let cancelling = ScriptedInteraction([], cancelAfter: "Touch your security key", when: { VirtualKeys.get("waiting-for-touch") == 1 })
         #expect(await keybayCode { _ = try await Self.open(config, method, cancelling) } == .cancelled)
         // Had the cancel not reached the key, it would have been touched after 5 s and the open
         // would have succeeded.
@@ -208,7 +172,7 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         VirtualKeys.set("touch-delay-ms", "0")
 
         // An enrollment refused at the touch changes nothing.
-        let session = try await Self.open(config, method, RecordingInteraction([]))
+        let session = try await Self.open(config, method, ScriptedInteraction([]))
         VirtualKeys.set("deny", "1")
         let before = readBytes(box.storePath)
         #expect(await keybayCode { try await session.auth.add(plugin: Self.plugin, options: [("pin", "no")]) } == .cancelled)
@@ -225,18 +189,18 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         let (config, method) = try await Self.enrolledStore(box, options: [("pin", "no")], answers: [])
 
         VirtualKeys.set(1, "present", "0")
-        let none = await keybayError { _ = try await Self.open(config, method, RecordingInteraction([])) }
+        let none = await keybayError { _ = try await Self.open(config, method, ScriptedInteraction([])) }
         #expect(none?.code == .methodUnavailable && none?.message.contains("no FIDO2 security key") == true, "\(String(describing: none))")
 
         // Only another key (another master secret): it does not hold the credential.
         VirtualKeys.set(0, "present", "1")
-        let other = await keybayError { _ = try await Self.open(config, method, RecordingInteraction([])) }
+        let other = await keybayError { _ = try await Self.open(config, method, ScriptedInteraction([])) }
         #expect(other?.code == .methodUnavailable && other?.message.contains("does not hold") == true, "\(String(describing: other))")
         #expect(VirtualKeys.get(0, "touches") == 0, "the wrong key was asked for a touch")
 
         // Both plugged in: the one holding the credential is found without touching the other.
         VirtualKeys.set(1, "present", "1")
-        let s = try await Self.open(config, method, RecordingInteraction([]))
+        let s = try await Self.open(config, method, ScriptedInteraction([]))
         #expect(try s.getString("service/token") == "correct horse")
         #expect(VirtualKeys.get(0, "touches") == 0 && VirtualKeys.get(1, "touches") == 4)
 
@@ -246,7 +210,7 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         let picked = try await s.auth.add(plugin: Self.plugin, options: [("pin", "no"), ("device", "virtual:0")], label: "second key")
         #expect(VirtualKeys.get(0, "credentials") == 1)
         VirtualKeys.set(1, "present", "0")
-        #expect(try await Self.open(config, picked, RecordingInteraction([])).getString("service/token") == "correct horse")
+        #expect(try await Self.open(config, picked, ScriptedInteraction([])).getString("service/token") == "correct horse")
         #expect(await keybayCode { try await s.auth.add(plugin: Self.plugin, options: [("device", "virtual:3")]) } == .methodUnavailable)
         // No key at all: probe says unavailable (without prompting). (Only this plugin is
         // probed: KeybayPlugins.list() would also probe the counting plugin other suites count.)
@@ -263,21 +227,21 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         let (config, method) = try await Self.enrolledStore(box, options: [("pin", "no"), ("presence", "required")], answers: [])
         // A key that now verifies the user on every request would derive the other hmac-secret.
         VirtualKeys.set("force-uv", "1")
-        let e = await keybayError { _ = try await Self.open(config, method, RecordingInteraction([])) }
+        let e = await keybayError { _ = try await Self.open(config, method, ScriptedInteraction([])) }
         #expect(e?.code == .unsupported && e?.message.contains("performed user verification") == true, "\(String(describing: e))")
         VirtualKeys.set("force-uv", "0")
 
         // uv=required without a PIN uses the key's built-in verification...
         VirtualKeys.set("uv", "1")
-        let s = try await Self.open(config, method, RecordingInteraction([]))
+        let s = try await Self.open(config, method, ScriptedInteraction([]))
         let uvMethod = try await s.auth.add(plugin: Self.plugin, options: [("uv", "required"), ("pin", "no")], label: "fingerprint")
         #expect(try s.auth.describe(uvMethod.id).contains("built-in verification and touch"))
-        let byUV = RecordingInteraction([])
+        let byUV = ScriptedInteraction([])
         #expect(try await Self.open(config, uvMethod, byUV).getString("service/token") == "correct horse")
         #expect(byUV.askCount == 0)
         // ...and is refused once the key no longer offers it.
         VirtualKeys.set("uv", "0")
-        let noUV = await keybayError { _ = try await Self.open(config, uvMethod, RecordingInteraction([])) }
+        let noUV = await keybayError { _ = try await Self.open(config, uvMethod, ScriptedInteraction([])) }
         #expect(noUV?.code == .unsupported && noUV?.message.contains("built-in user verification") == true, "\(String(describing: noUV))")
         // Options the key cannot honour are refused at enrollment.
         #expect(await keybayCode { try await s.auth.add(plugin: Self.plugin, options: [("uv", "required"), ("pin", "no")]) } == .unsupported)
@@ -300,7 +264,7 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         // The same key now offering protocol 2 and permission tokens derives the same secret.
         VirtualKeys.set("protocols", "2,1")
         VirtualKeys.set("permissions", "1")
-        let s = try await Self.open(config, method, RecordingInteraction(["1234"]))
+        let s = try await Self.open(config, method, ScriptedInteraction(["1234"]))
         #expect(try s.getString("service/token") == "correct horse")
         #expect(VirtualKeys.get("touches") == touches)
         #expect(try s.auth.describe(method.id).contains("rp example.org, PIN, no touch"))
@@ -311,7 +275,7 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         VirtualKeys.set("pin", "1234")
         let box = Sandbox()
         let (config, method) = try await Self.enrolledStore(box)
-        let session = try await Self.open(config, method, RecordingInteraction(["1234"]))
+        let session = try await Self.open(config, method, ScriptedInteraction(["1234"]))
         let params = try session.freshSnapshot().methods[0].params
         let rpLength = Int(params[98])
         #expect(params.count == 101 + rpLength + 32 && params[0] == 1 && params[1] == 0x03)
@@ -333,7 +297,7 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         ]
         let opens = VirtualKeys.get("opens")
         for p in malformed {
-            let interaction = RecordingInteraction(["1234"])
+            let interaction = ScriptedInteraction(["1234"])
             #expect(keybayCode { _ = try plugin.unwrap(params: p, interaction: interaction) } == .malformed, "\(p.count) bytes")
             #expect(interaction.askCount == 0)
         }
@@ -343,11 +307,11 @@ final class RecordingInteraction: KeybayInteraction, @unchecked Sendable {
         // key does not verify the answer; a changed PRF input gives another secret, which the
         // store refuses.
         let foreignID = tampered { $0[$0.count - 1] ^= 1 }
-        #expect(keybayCode { _ = try plugin.unwrap(params: foreignID, interaction: RecordingInteraction(["1234"])) } == .methodUnavailable)
+        #expect(keybayCode { _ = try plugin.unwrap(params: foreignID, interaction: ScriptedInteraction(["1234"])) } == .methodUnavailable)
         let otherKey = tampered { $0[40] ^= 1 }
-        #expect(keybayCode { _ = try plugin.unwrap(params: otherKey, interaction: RecordingInteraction(["1234"])) } == .wrongSecret)
-        let right = try plugin.unwrap(params: params, interaction: RecordingInteraction(["1234"]))
-        let otherInput = try plugin.unwrap(params: tampered { $0[2] ^= 1 }, interaction: RecordingInteraction(["1234"]))
+        #expect(keybayCode { _ = try plugin.unwrap(params: otherKey, interaction: ScriptedInteraction(["1234"])) } == .wrongSecret)
+        let right = try plugin.unwrap(params: params, interaction: ScriptedInteraction(["1234"]))
+        let otherInput = try plugin.unwrap(params: tampered { $0[2] ^= 1 }, interaction: ScriptedInteraction(["1234"]))
         #expect(!right.equals(otherInput))
         #expect(try plugin.describe(params: params).contains("PIN and touch"))
         #expect(keybayCode { _ = try plugin.describe(params: Array(params.prefix(50))) } == .malformed)

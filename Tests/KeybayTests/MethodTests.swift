@@ -4,18 +4,28 @@ import Synchronization
 import Testing
 @testable import Keybay
 
-/// Answers secret requests from a script and counts them.
+/// Answers secret requests from a script and records what was asked (kind, retries left) and
+/// every message. With `cancelAfter`, reports cancellation once a message containing it was
+/// shown and `when` holds (e.g. the virtual key waits for its touch).
 final class ScriptedInteraction: KeybayInteraction, @unchecked Sendable {
     private let answers: Mutex<[String]>
-    private let asked = Mutex(0)
+    let requests = Mutex<[(kind: KeybaySecretRequest.Kind, retries: Int?)]>([])
     let messages = Mutex<[String]>([])
+    private let cancelAfter: String?
+    private let when: @Sendable () -> Bool
+    private let prompted = Mutex(false)
 
-    init(_ answers: [String]) { self.answers = Mutex(answers) }
+    init(_ answers: [String], cancelAfter: String? = nil, when: @escaping @Sendable () -> Bool = { true }) {
+        self.answers = Mutex(answers)
+        self.cancelAfter = cancelAfter
+        self.when = when
+    }
 
-    var askCount: Int { asked.withLock { $0 } }
+    var askCount: Int { requests.withLock { $0.count } }
+    var lastRetries: Int? { requests.withLock { $0.last?.retries } }
 
     func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        asked.withLock { $0 += 1 }
+        requests.withLock { $0.append((request.kind, request.retriesLeft)) }
         guard let next = answers.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else {
             throw KeybayError(.interactionRequired, "script exhausted")
         }
@@ -24,7 +34,12 @@ final class ScriptedInteraction: KeybayInteraction, @unchecked Sendable {
         return bytes.count
     }
 
-    func message(_ text: String, level: KeybayMessageLevel) { messages.withLock { $0.append(text) } }
+    func message(_ text: String, level: KeybayMessageLevel) {
+        messages.withLock { $0.append(text) }
+        if let cancelAfter, text.contains(cancelAfter) { prompted.withLock { $0 = true } }
+    }
+
+    var isCancelled: Bool { prompted.withLock { $0 } && when() }
 }
 
 /// Reads the call counters (probe, enroll, unwrap, describe) of the counting plugin loaded from
