@@ -131,7 +131,7 @@ public final class KeybaySession: Sendable {
     }
 
     func loadMethodPlugin(_ id: String) throws -> LoadedPlugin {
-        try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: location.configuration.pluginSearch)
+        try PluginLoader.loadMethod(id, for: location.configuration)
     }
 
     /// Replaces the method list (see StoreLocation.rotate); fails if the methods on disk are no

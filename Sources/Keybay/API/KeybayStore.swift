@@ -52,7 +52,7 @@ public enum KeybayStore {
             guard let envelope = envelopes.first(where: { $0.method.methodId == wanted }) else {
                 throw KeybayError(.methodNotFound, "no method \(id) in \(configuration.storePath); it has \(envelopes.map { hexString($0.method.methodId) }.joined(separator: ", "))")
             }
-            let plugin = try PluginLoader.load(id: envelope.method.pluginId, kind: KEYBAY_KIND_METHOD, search: configuration.pluginSearch)
+            let plugin = try PluginLoader.loadMethod(envelope.method.pluginId, for: configuration)
             let secret = try plugin.unwrap(params: envelope.method.params, interaction: interaction)
             return try envelope.open(secret: secret, storeId: storeId, epoch: epoch)
         }

@@ -188,13 +188,7 @@ public enum KeybayPluginCheck {
     private static func removeTree(_ path: String) {
         var st = stat()
         guard lstat(path, &st) == 0 else { return }
-        if st.st_mode & S_IFMT == S_IFDIR, let dir = opendir(path) {
-            var names: [String] = []
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name != "." && name != ".." { names.append(name) }
-            }
-            closedir(dir)
+        if st.st_mode & S_IFMT == S_IFDIR, let names = directoryEntries(path) {
             names.forEach { removeTree(path + "/" + $0) }
             rmdir(path)
         } else {

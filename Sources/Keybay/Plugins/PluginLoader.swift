@@ -39,20 +39,17 @@ enum PluginLoader {
         throw KeybayError(.pluginNotFound, "plugin '\(id)' not found: no \(name) in \(directories.joined(separator: ", "))")
     }
 
+    /// The method plugin `id` on the configuration's search path.
+    static func loadMethod(_ id: String, for configuration: KeybayConfiguration) throws -> LoadedPlugin {
+        try load(id: id, kind: KEYBAY_KIND_METHOD, search: configuration.pluginSearch)
+    }
+
     /// The ids of every plugin file found in the search path (first occurrence wins).
     static func discover(search: KeybayPluginSearch) throws -> [(id: String, path: String)] {
         var seen: Set<String> = []
         var found: [(String, String)] = []
         for directory in try search.orderedDirectories() {
-            guard let dir = opendir(directory) else { continue }
-            defer { closedir(dir) }
-            var names: [String] = []
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-                }
-                names.append(name)
-            }
+            guard let names = directoryEntries(directory) else { continue }
             for name in names.sorted() {
                 guard let id = KeybayPluginSearch.pluginID(inFileName: name),
                       KeybayPluginSearch.isValidPluginID(id), !seen.contains(id) else { continue }
