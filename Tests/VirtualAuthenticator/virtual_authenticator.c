@@ -654,6 +654,22 @@ static void va_put_u32(uint8_t *p, uint32_t v) {
     p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
 }
 
+/* Authenticator data begins: rpIdHash | flags | signCount (the counter goes up first). */
+static void va_auth_data_head(va_device *d, cbw *ad, const uint8_t rp_hash[32], uint8_t flags) {
+    cbw_raw(ad, rp_hash, 32);
+    cbw_raw(ad, &flags, 1);
+    uint8_t counter[4];
+    va_put_u32(counter, ++d->counter);
+    cbw_raw(ad, counter, 4);
+}
+
+/* Signs authData | clientDataHash with the credential key, which it frees; 1 on success. */
+static int va_sign_auth_data(EC_KEY *k, const cbw *ad, const uint8_t *cdh, uint8_t *sig, unsigned int *siglen) {
+    int ok = !ad->overflow && va_sign(k, ad->buf, ad->len, cdh, 32, sig, siglen) == 0;
+    EC_KEY_free(k);
+    return ok;
+}
+
 static uint8_t va_make_credential(va_device *d, const cbi *req, cbw *w) {
     cbi cdh, rp, rpid, params, ext, hs, options, opt;
     if (cb_get_int(req, 1, &cdh) != 1 || cdh.major != 2 || cdh.val != 32) return ST_MISSING_PARAMETER;
@@ -694,12 +710,7 @@ static uint8_t va_make_credential(va_device *d, const cbi *req, cbw *w) {
     if (k == NULL) return ST_OTHER;
 
     cbw ad = {.len = 0};
-    cbw_raw(&ad, rp_hash, 32);
-    uint8_t flags = 0x01 | (uv ? 0x04 : 0) | 0x40 | (want_hmac ? 0x80 : 0);
-    cbw_raw(&ad, &flags, 1);
-    uint8_t counter[4];
-    va_put_u32(counter, ++d->counter);
-    cbw_raw(&ad, counter, 4);
+    va_auth_data_head(d, &ad, rp_hash, 0x01 | (uv ? 0x04 : 0) | 0x40 | (want_hmac ? 0x80 : 0));
     cbw_raw(&ad, va_aaguid, 16);
     uint8_t idlen[2] = {0, VA_CRED_ID_BYTES};
     cbw_raw(&ad, idlen, 2);
@@ -712,9 +723,7 @@ static uint8_t va_make_credential(va_device *d, const cbi *req, cbw *w) {
     }
     uint8_t sig[80];
     unsigned int siglen = sizeof sig;
-    int signed_ok = !ad.overflow && va_sign(k, ad.buf, ad.len, cdh.data, 32, sig, &siglen) == 0;
-    EC_KEY_free(k);
-    if (!signed_ok) return ST_OTHER;
+    if (!va_sign_auth_data(k, &ad, cdh.data, sig, &siglen)) return ST_OTHER;
 
     cbw_map(w, 3);
     cbw_int(w, 1);
@@ -813,18 +822,11 @@ static uint8_t va_get_assertion(va_device *d, const cbi *req, cbw *w) {
     EC_KEY *k = va_credential_key(d, found.data);
     if (k == NULL) return ST_OTHER;
     cbw ad = {.len = 0};
-    cbw_raw(&ad, rp_hash, 32);
-    uint8_t flags = (up ? 0x01 : 0) | (uv ? 0x04 : 0) | (want_ext ? 0x80 : 0);
-    cbw_raw(&ad, &flags, 1);
-    uint8_t counter[4];
-    va_put_u32(counter, ++d->counter);
-    cbw_raw(&ad, counter, 4);
+    va_auth_data_head(d, &ad, rp_hash, (up ? 0x01 : 0) | (uv ? 0x04 : 0) | (want_ext ? 0x80 : 0));
     if (want_ext) cbw_raw(&ad, ext.buf, ext.len);
     uint8_t sig[80];
     unsigned int siglen = sizeof sig;
-    int signed_ok = !ad.overflow && va_sign(k, ad.buf, ad.len, cdh.data, 32, sig, &siglen) == 0;
-    EC_KEY_free(k);
-    if (!signed_ok) return ST_OTHER;
+    if (!va_sign_auth_data(k, &ad, cdh.data, sig, &siglen)) return ST_OTHER;
     cbw_map(w, 3);
     cbw_int(w, 1);
     cbw_map(w, 2);
