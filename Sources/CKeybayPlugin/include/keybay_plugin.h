@@ -18,6 +18,10 @@
  * Errors: every operation returns a keybay_status. Before returning an error a plugin may call
  * host->set_error with one line that names the cause (and a path, if there is one) but never a
  * secret.
+ *
+ * Growth within version 1: fields after root_reset were added later. A host reads one only when
+ * the descriptor's struct_size covers it, so a plugin built against an older header (which ends
+ * at root_reset) still loads; a NULL field means "not offered".
  */
 #ifndef KEYBAY_PLUGIN_H
 #define KEYBAY_PLUGIN_H
@@ -63,7 +67,12 @@ typedef enum keybay_plugin_kind {
 
 /* Descriptor flags. */
 #define KEYBAY_FLAG_INTERACTIVE  0x1u /* unwrap asks the user for something (a passphrase, a touch) */
-#define KEYBAY_FLAG_NEEDS_DEVICE 0x2u /* unwrap needs hardware to be present */
+#define KEYBAY_FLAG_NEEDS_DEVICE 0x2u /* unwrap needs hardware to be present (`plugins` says so) */
+#define KEYBAY_FLAG_ONE_PER_STORE 0x4u /* a store holds at most one method of this plugin; the host
+                                          refuses a second enrollment (a passphrase: one to remember) */
+#define KEYBAY_FLAG_CALIBRATES 0x8u /* enroll tunes a cost (a KDF) to this machine and works on any
+                                       secret: `benchmark PLUGIN` runs it on a throwaway one and
+                                       times one unwrap with what it chose */
 
 /* Kinds of secret a plugin may ask for. */
 typedef enum keybay_secret_kind {
@@ -125,7 +134,7 @@ typedef struct keybay_host {
     keybay_status (*confirm)(void *context, const char *question, int *answer);
     /* Returns 1 if the operation should stop (a long KDF polls this). */
     int (*is_cancelled)(void *context);
-    /* Diagnostic log; never secrets. */
+    /* Diagnostic log; never secrets. The host drops levels below what it was asked to show. */
     void (*log)(void *context, keybay_log_level level, const char *text);
     /* Records one line explaining the error about to be returned. */
     void (*set_error)(void *context, const char *text);
@@ -171,11 +180,13 @@ typedef struct keybay_plugin {
     /* Unwrap: runs the ceremony for these parameters and returns M (opening a store). */
     keybay_status (*unwrap)(const keybay_host *host, const uint8_t *params, size_t params_length,
                             uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]);
-    /* Verify: the same ceremony when the user only checks a credential (`keybay-methods verify`);
-       may be the same function as unwrap. The host checks M against the stored public key. */
+    /* Verify: the ceremony when the user only checks a credential (`keybay-methods verify`).
+       Optional: NULL makes the host call unwrap. The host checks M against the stored public key. */
     keybay_status (*verify)(const keybay_host *host, const uint8_t *params, size_t params_length,
                             uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]);
-    /* One line of UTF-8 describing the parameters for listings ("Argon2id 64 MiB, t=3, p=4"). */
+    /* One line of UTF-8 describing the parameters for listings ("Argon2id 64 MiB, t=3, p=4").
+       Superseded by describe_with_host below (which the host prefers when set); one of the two
+       must be set. */
     keybay_status (*describe)(const uint8_t *params, size_t params_length, keybay_buffer *text_out);
 
     /* ---- root operations (kind == KEYBAY_KIND_ROOT; NULL otherwise) ---- */
@@ -196,11 +207,29 @@ typedef struct keybay_plugin {
                                const uint8_t *provider_state, size_t provider_state_length,
                                const uint8_t *sealed, size_t sealed_length,
                                const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out);
-    /* Where the root lives, for status ("/home/u/.local/state/keybay/app/file-root.key"). */
+    /* Where the root lives, for status ("/home/u/.local/state/keybay/app/file-root.key").
+       Superseded by root_location_with_host below; one of the two must be set. */
     keybay_status (*root_location)(const keybay_root_context *context, keybay_buffer *text_out);
     /* Removes the root; idempotent. */
     keybay_status (*root_reset)(const keybay_host *host, const keybay_root_context *context);
+
+    /* ---- added within ABI 1: read only when struct_size covers them; NULL = not offered ---- */
+
+    /* describe, given the host so that a failure can say why (set_error, log). */
+    keybay_status (*describe_with_host)(const keybay_host *host, const uint8_t *params, size_t params_length,
+                                        keybay_buffer *text_out);
+    /* root_location, given the host. */
+    keybay_status (*root_location_with_host)(const keybay_host *host, const keybay_root_context *context,
+                                             keybay_buffer *text_out);
+    /* One line of UTF-8 for `status`: what a store on this root is protected against and what it
+       is not ("protects against copied files ...; not against programs running as you"). */
+    keybay_status (*root_protection)(const keybay_host *host, const keybay_root_context *context,
+                                     keybay_buffer *text_out);
 } keybay_plugin;
+
+/* The size of a descriptor built against the first version-1 header (it ends at root_reset);
+   the smallest struct_size a host accepts. */
+#define KEYBAY_PLUGIN_STRUCT_SIZE_V1_0 (offsetof(keybay_plugin, root_reset) + sizeof(void (*)(void)))
 
 /* The one exported entry point. */
 typedef const keybay_plugin *(*keybay_plugin_entry_fn)(void);
