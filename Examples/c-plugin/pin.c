@@ -247,7 +247,7 @@ static keybay_status pin_enroll(const keybay_host *host, const keybay_option *op
     return status;
 }
 
-/* Unwrap and verify: M from the PIN the user types. */
+/* Unwrap: M from the PIN the user types (verify is left NULL: the host then calls unwrap). */
 static keybay_status pin_unwrap(const keybay_host *host, const uint8_t *params, size_t params_length,
                                 uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {
     if (secret_out == NULL) return KEYBAY_ERR_INTERNAL;
@@ -261,12 +261,13 @@ static keybay_status pin_unwrap(const keybay_host *host, const uint8_t *params, 
     return status;
 }
 
-static keybay_status pin_describe(const uint8_t *params, size_t params_length, keybay_buffer *text_out) {
+static keybay_status pin_describe(const keybay_host *host, const uint8_t *params, size_t params_length,
+                                  keybay_buffer *text_out) {
     static const char text[] = "example PIN method";
     if (text_out == NULL) return KEYBAY_ERR_INTERNAL;
     text_out->data = NULL;
     text_out->length = 0;
-    if (pin_decode(NULL, params, params_length) == NULL) return KEYBAY_ERR_MALFORMED_PARAMS;
+    if (pin_decode(host, params, params_length) == NULL) return KEYBAY_ERR_MALFORMED_PARAMS;
     text_out->data = malloc(sizeof text);
     if (text_out->data == NULL) return KEYBAY_ERR_INTERNAL;
     memcpy(text_out->data, text, sizeof text); /* NUL-terminated; the NUL is not counted */
@@ -290,8 +291,7 @@ static const keybay_plugin pin_plugin = {
     .probe = pin_probe,
     .enroll = pin_enroll,
     .unwrap = pin_unwrap,
-    .verify = pin_unwrap,
-    .describe = pin_describe,
+    .describe_with_host = pin_describe,
 };
 
 __attribute__((visibility("default"))) const keybay_plugin *keybay_plugin_entry_v1(void) {

@@ -320,12 +320,27 @@ static keybay_status root_open(const keybay_host *host, const keybay_root_contex
     return KEYBAY_OK;
 }
 
-static keybay_status root_location(const keybay_root_context *c, keybay_buffer *text_out) {
-    char path[4200];
-    int n = root_file_path(c, path, sizeof path); /* too long is beyond PATH_MAX anyway */
-    if (n < 0 || !buffer_alloc(text_out, (size_t)n)) return KEYBAY_ERR_INTERNAL;
-    memcpy(text_out->data, path, (size_t)n);
+static keybay_status copy_text(const keybay_host *host, const char *text, size_t length, keybay_buffer *text_out) {
+    if (!buffer_alloc(text_out, length)) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    memcpy(text_out->data, text, length);
     return KEYBAY_OK;
+}
+
+static keybay_status root_location(const keybay_host *host, const keybay_root_context *c, keybay_buffer *text_out) {
+    char path[4200];
+    int n = root_file_path(c, path, sizeof path);
+    if (n < 0) return fail(host, KEYBAY_ERR_IO, "the root file's path under %.64s... is longer than PATH_MAX", c->state_home);
+    return copy_text(host, path, (size_t)n, text_out);
+}
+
+/* Any process of the same user can read the root file: say so wherever the store is shown. */
+static const char protection_note[] =
+    "file-root keeps the platform key in a private file: it protects against copied files, backups "
+    "and other users, not against other programs running as this user";
+
+static keybay_status root_protection(const keybay_host *host, const keybay_root_context *c, keybay_buffer *text_out) {
+    (void)c;
+    return copy_text(host, protection_note, sizeof protection_note - 1, text_out);
 }
 
 static keybay_status root_reset(const keybay_host *host, const keybay_root_context *c) {
@@ -356,8 +371,9 @@ static const keybay_plugin descriptor = {
     .root_create = root_create,
     .root_seal = root_seal,
     .root_open = root_open,
-    .root_location = root_location,
     .root_reset = root_reset,
+    .root_location_with_host = root_location,
+    .root_protection = root_protection,
 };
 
 __attribute__((visibility("default")))

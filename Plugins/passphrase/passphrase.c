@@ -703,13 +703,13 @@ done:
     return status;
 }
 
-static keybay_status pp_describe(const uint8_t *params, size_t params_length,
+static keybay_status pp_describe(const keybay_host *host, const uint8_t *params, size_t params_length,
                                  keybay_buffer *text_out) {
     if (text_out == NULL) return KEYBAY_ERR_INTERNAL;
     text_out->data = NULL;
     text_out->length = 0;
     pp_params pp;
-    keybay_status status = pp_decode(NULL, params, params_length, &pp);
+    keybay_status status = pp_decode(host, params, params_length, &pp);
     if (status != KEYBAY_OK) return status;
     char mem[32], line[96];
     pp_format_memory(mem, sizeof mem, pp.memory_kib);
@@ -742,15 +742,15 @@ static const keybay_plugin pp_plugin = {
     .name = "Passphrase (Argon2id)",
     .version = "1.0",
     .kind = KEYBAY_KIND_METHOD,
-    .flags = KEYBAY_FLAG_INTERACTIVE,
+    /* One passphrase per store: a second would only be a second thing to remember. */
+    .flags = KEYBAY_FLAG_INTERACTIVE | KEYBAY_FLAG_ONE_PER_STORE | KEYBAY_FLAG_CALIBRATES,
     .options = pp_option_specs,
     .option_count = sizeof pp_option_specs / sizeof pp_option_specs[0],
     .free_buffer = pp_free_buffer,
     .probe = pp_probe,
     .enroll = pp_enroll,
     .unwrap = pp_unwrap,
-    .verify = pp_unwrap,
-    .describe = pp_describe,
+    .describe_with_host = pp_describe,
 };
 
 __attribute__((visibility("default"))) const keybay_plugin *keybay_plugin_entry_v1(void) {

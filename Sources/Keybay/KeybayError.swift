@@ -1,3 +1,5 @@
+import Glibc
+
 /// The one error type Keybay throws. `code` is stable (scripts and hosts match on it);
 /// `message` names the cause and, where there is one, the file, never a secret or a value.
 public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -57,5 +59,18 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidArgument, .invalidKey, .valueTooLarge, .storeFull: return true
         default: return false
         }
+    }
+}
+
+extension KeybayError {
+    /// The failure `errno` describes, for `what` was done to `path`: refused access is
+    /// `.insecurePermissions`, anything else `.io`.
+    static func posix(_ what: String, _ path: String) -> KeybayError {
+        let code = errno
+        let reason = String(cString: strerror(code))
+        if code == EACCES || code == EPERM {
+            return KeybayError(.insecurePermissions, "\(what) \(path): \(reason)")
+        }
+        return KeybayError(.io, "\(what) \(path): \(reason)")
     }
 }

@@ -15,6 +15,10 @@ public protocol KeybayMethodPlugin {
     static var version: String { get }
     static var interactive: Bool { get }
     static var needsDevice: Bool { get }
+    /// A store may hold at most one method of this plugin (the host refuses a second enrollment).
+    static var onePerStore: Bool { get }
+    /// `enroll` tunes a cost to this machine and works on any secret (`benchmark` may run it).
+    static var calibrates: Bool { get }
     /// Options accepted by `enroll` (name, help).
     static var options: [(name: String, help: String)] { get }
 
@@ -25,13 +29,15 @@ public protocol KeybayMethodPlugin {
     static func enroll(host: PluginHost, options: [String: String], secret: UnsafeMutableRawBufferPointer) throws -> [UInt8]
     /// Runs the unlock ceremony for `params`; write the method secret into `secret`.
     static func unwrap(host: PluginHost, params: [UInt8], secret: UnsafeMutableRawBufferPointer) throws
-    /// One line describing `params`.
+    /// One line describing `params` (a thrown failure's message reaches the host's `set_error`).
     static func describe(params: [UInt8]) throws -> String
 }
 
 extension KeybayMethodPlugin {
     public static var interactive: Bool { true }
     public static var needsDevice: Bool { false }
+    public static var onePerStore: Bool { false }
+    public static var calibrates: Bool { false }
     public static var options: [(name: String, help: String)] { [] }
     public static func probe(host: PluginHost) throws {}
 }
@@ -48,14 +54,23 @@ public struct PluginFailure: Error {
     public static func wrongSecret(_ m: String) -> PluginFailure { .init(KEYBAY_ERR_WRONG_SECRET, m) }
 }
 
-/// The host's services, as Swift.
+/// The host's services, as Swift. Each is used only when the host offers it: its `struct_size`
+/// covers the field (an older host may lack newer services) and the field is set, which is what
+/// the C header's `KEYBAY_HOST_HAS` checks.
 public struct PluginHost {
     let raw: UnsafePointer<keybay_host>
+
+    /// The service at `field`, if this host offers it.
+    private func service<F>(_ field: KeyPath<keybay_host, F?>) -> F? {
+        guard let offset = MemoryLayout<keybay_host>.offset(of: field),
+              Int(raw.pointee.struct_size) >= offset + MemoryLayout<F?>.size else { return nil }
+        return raw.pointee[keyPath: field]
+    }
 
     /// Asks for a secret into `buffer`; returns its length. Throws the host's refusal unchanged.
     public func askSecret(_ kind: keybay_secret_kind, prompt: String, new: Bool = false, retriesLeft: Int32 = -1,
                           into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        guard let ask = raw.pointee.ask_secret else { throw PluginFailure(KEYBAY_ERR_INTERACTION_UNAVAILABLE, "the host offers no secret entry") }
+        guard let ask = service(\.ask_secret) else { throw PluginFailure(KEYBAY_ERR_INTERACTION_UNAVAILABLE, "the host offers no secret entry") }
         var length = 0
         let status = ask(raw.pointee.context, kind, new ? KEYBAY_ASK_NEW : 0, prompt, retriesLeft,
                          buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), buffer.count, &length)
@@ -64,12 +79,17 @@ public struct PluginHost {
     }
 
     public func message(_ text: String, level: keybay_message_level = KEYBAY_MESSAGE_INFO) {
-        _ = raw.pointee.message?(raw.pointee.context, level, text)
+        _ = service(\.message)?(raw.pointee.context, level, text)
     }
 
-    public var isCancelled: Bool { raw.pointee.is_cancelled?(raw.pointee.context) == 1 }
+    public var isCancelled: Bool { service(\.is_cancelled)?(raw.pointee.context) == 1 }
 
-    func setError(_ text: String) { raw.pointee.set_error?(raw.pointee.context, text) }
+    /// A diagnostic line (never a secret); the host drops levels it was not asked to show.
+    public func log(_ text: String, level: keybay_log_level = KEYBAY_LOG_DEBUG) {
+        service(\.log)?(raw.pointee.context, level, text)
+    }
+
+    func setError(_ text: String) { service(\.set_error)?(raw.pointee.context, text) }
 }
 
 public enum KeybayPluginKit {
@@ -93,14 +113,14 @@ public enum KeybayPluginKit {
         d.pointee.version = UnsafePointer(strdup(type.version))
         d.pointee.kind = KEYBAY_KIND_METHOD.rawValue
         d.pointee.flags = (type.interactive ? KEYBAY_FLAG_INTERACTIVE : 0) | (type.needsDevice ? KEYBAY_FLAG_NEEDS_DEVICE : 0)
+            | (type.onePerStore ? KEYBAY_FLAG_ONE_PER_STORE : 0) | (type.calibrates ? KEYBAY_FLAG_CALIBRATES : 0)
         d.pointee.options = UnsafePointer(options)
         d.pointee.option_count = type.options.count
         d.pointee.free_buffer = kitFreeBuffer
         d.pointee.probe = kitProbe
         d.pointee.enroll = kitEnroll
         d.pointee.unwrap = kitUnwrap
-        d.pointee.verify = kitUnwrap
-        d.pointee.describe = kitDescribe
+        d.pointee.describe_with_host = kitDescribe
         descriptor = d
         return UnsafeRawPointer(d)
     }
@@ -160,8 +180,9 @@ private func kitUnwrap(_ host: UnsafePointer<keybay_host>?, _ params: UnsafePoin
     }
 }
 
-private func kitDescribe(_ params: UnsafePointer<UInt8>?, _ length: Int, _ text: UnsafeMutablePointer<keybay_buffer>?) -> keybay_status {
-    KeybayPluginKit.run(nil) {
+private func kitDescribe(_ host: UnsafePointer<keybay_host>?, _ params: UnsafePointer<UInt8>?, _ length: Int,
+                         _ text: UnsafeMutablePointer<keybay_buffer>?) -> keybay_status {
+    KeybayPluginKit.run(host) {
         let p = length > 0 ? Array(UnsafeBufferPointer(start: params, count: length)) : []
         KeybayPluginKit.fill(text, Array(try KeybayPluginKit.plugin!.describe(params: p).utf8))
     }

@@ -117,14 +117,15 @@ commands:
   rm KEY              remove KEY (exit 3 if there is none)
   keys                list the keys
   list                list the enrolled unlock methods
-  plugins             list the plugins found and whether each is usable here
+  plugins             list the plugins found, whether each is usable here and needs a device
   enroll PLUGIN [--label L] [--opt NAME=VALUE ...]
                       add an unlock method (e.g. passphrase; --opt memory-kib=N
                       --opt iterations=N --opt lanes=N, else it calibrates)
   remove METHOD-ID    remove an unlock method (the store returns to platform-only after the last)
   verify [METHOD-ID]  check a method's secret without changing anything
-  benchmark [--opt target-ms=N]
-                      calibrate Argon2id for the passphrase method and show what it picks
+  benchmark [PLUGIN] [--opt target-ms=N]
+                      calibrate a plugin that tunes its cost to this machine (default:
+                      passphrase, Argon2id) and show what it picks
   plugin-check PATH.so [--opt NAME=VALUE ...]
                       conformance run for a plugin: descriptor, probe, enroll/unwrap round
                       trip, wrong and missing secrets, malformed parameters, buffers

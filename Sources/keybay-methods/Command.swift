@@ -19,160 +19,226 @@ enum Command {
         }
     }
 
+    /// One command, given the secrets read beforehand.
+    struct Context {
+        let a: Arguments
+        let interaction: TerminalInteraction
+        let standardInput: [UInt8]?
+    }
+
     static func runOnce(_ a: Arguments, interaction: TerminalInteraction, standardInput: [UInt8]?) throws -> Int32 {
         guard let command = a.command, command != "help", !a.help else {
             Output.out(usage + "\n")
             return a.command == nil && !a.help ? Exit.usage : Exit.success
         }
+        let c = Context(a: a, interaction: interaction, standardInput: standardInput)
         switch command {
-        case "status":
-            try a.expect([])
-            return try status(a, configuration(a))
-        case "init":
-            try a.expect([])
-            let config = try configuration(a)
-            let session = try KeybayStore.initialize(config)
-            session.close()
-            a.json ? Output.line(JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath))])))
-                   : Output.line("initialized a platform-only store at \(config.storePath)")
-            return Exit.success
-        case "get":
-            try a.expect(["KEY"])
-            let key = a.positionals[0]
-            try validateKey(key)
-            let session = try unlock(a, interaction, createIfAbsent: false)
-            defer { session.close() }
-            guard let value = try session.get(key) else { return notFound(key, session) }
-            if a.json {
-                let field: (String, JSON.Value) = String(validating: value, as: UTF8.self).map { ("value", .string($0)) }
-                    ?? ("valueHex", .string(value.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()))
-                Output.line(JSON.render(.object([("key", .string(key)), field])))
-            } else {
-                Output.write(1, value)
-                if isatty(1) == 1, value.last != 0x0a { Output.out("\n") }
-            }
-            return Exit.success
-        case "set":
-            try a.expect(standardInput != nil ? ["KEY"] : ["KEY", "VALUE"])
-            let key = a.positionals[0]
-            let value = standardInput ?? Array(a.positionals[1].utf8)
-            guard value.count <= KeybayRecordKey.maxValueBytes else {
-                throw KeybayError(.valueTooLarge, "the value for '\(key)' exceeds 1 MiB")
-            }
-            // Validate before anything touches the disk.
-            try validateKey(key)
-            let session = try unlock(a, interaction, createIfAbsent: true)
-            defer { session.close() }
-            try session.set(key, bytes: value)
-            if a.json { Output.line(JSON.render(.object([("key", .string(key)), ("stored", .bool(true))]))) }
-            return Exit.success
-        case "rm":
-            try a.expect(["KEY"])
-            let key = a.positionals[0]
-            try validateKey(key)
-            let session = try unlock(a, interaction, createIfAbsent: false)
-            defer { session.close() }
-            guard try session.delete(key) else { return notFound(key, session) }
-            if a.json { Output.line(JSON.render(.object([("key", .string(key)), ("removed", .bool(true))]))) }
-            return Exit.success
-        case "keys":
-            try a.expect([])
-            let session = try unlock(a, interaction, createIfAbsent: false)
-            defer { session.close() }
-            let keys = try session.keys()
-            a.json ? Output.line(JSON.render(.array(keys.map { .string($0) })))
-                   : Output.out(keys.map { $0 + "\n" }.joined())
-            return Exit.success
-        case "list":
-            try a.expect([])
-            let s = try KeybayStore.status(configuration(a))
-            guard s.state == .protected || s.state == .platformOnly else {
-                throw KeybayError(.storeNotFound, "no usable store at \(s.storePath) (state \(s.state.rawValue))")
-            }
-            if a.json {
-                Output.line(JSON.render(.array(s.methods.map(methodJSON))))
-            } else if s.methods.isEmpty {
-                Output.line("no unlock methods: the store is protected by its platform root only")
-            } else {
-                for m in s.methods { Output.line("\(m.id)  \(m.plugin)  \(m.label)") }
-            }
-            return Exit.success
-        case "plugins":
-            try a.expect([])
-            let plugins = try KeybayPlugins.list(search: search(a))
-            if a.json {
-                Output.line(JSON.render(.array(plugins.map { p in
-                    var fields: [(String, JSON.Value)] = [("id", .string(p.id)), ("kind", .string(p.kind ?? "refused")),
-                                                         ("version", .string(p.version ?? "")), ("path", .string(p.path)),
-                                                         ("available", .bool(p.available))]
-                    if let reason = p.reason { fields.append(("reason", .string(reason))) }
-                    return .object(fields)
-                })))
-            } else {
-                for p in plugins {
-                    Output.line("\(p.id)  \(p.kind ?? "refused")  \(p.version ?? "-")  \(p.available ? "available" : "not available")  \(p.path)")
-                    if let reason = p.reason { Output.line("    \(reason)") }
-                    for o in p.options { Output.line("    --opt \(o.name)=…  \(o.help)") }
-                }
-            }
-            return Exit.success
-        case "enroll":
-            try a.expect(["PLUGIN"])
-            let session = try unlock(a, interaction, createIfAbsent: true)
-            defer { session.close() }
-            let method = try session.auth.add(plugin: a.positionals[0], options: a.options, label: a.label)
-            a.json ? Output.line(JSON.render(methodJSON(method)))
-                   : Output.line("enrolled \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method")
-            return Exit.success
-        case "remove":
-            try a.expect(["METHOD-ID"])
-            let session = try unlock(a, interaction, createIfAbsent: false)
-            defer { session.close() }
-            try session.auth.remove(a.positionals[0])
-            let left = try session.auth.list()
-            a.json ? Output.line(JSON.render(.object([("removed", .string(a.positionals[0])), ("methods", .array(left.map(methodJSON)))])))
-                   : Output.line("removed method \(a.positionals[0]); \(left.isEmpty ? "the store is platform-only again" : "\(left.count) method(s) left")")
-            return Exit.success
-        case "verify":
-            try a.expect(["METHOD-ID"], optional: 1)
-            var withMethod = a
-            if let id = a.positionals.first { withMethod.method = id }
-            let session = try unlock(withMethod, interaction, createIfAbsent: false, requireMethod: true)
-            session.close()
-            a.json ? Output.line(JSON.render(.object([("verified", .bool(true))]))) : Output.line("verified: the secret unlocks the store")
-            return Exit.success
-        case "benchmark":
-            try a.expect([])
-            let interaction = TerminalInteraction(passphraseFD: nil, pinFD: nil, noInput: true)
-            let result = try KeybayPlugins.benchmarkPassphrase(options: a.options, search: search(a), interaction: interaction)
-            let ms = Int(result.unlockSeconds * 1000)
-            a.json ? Output.line(JSON.render(.object([("parameters", .string(result.parameters)), ("unlockMilliseconds", .number(ms))])))
-                   : Output.line("passphrase: \(result.parameters); one unlock takes \(ms) ms here")
-            return Exit.success
-        case "plugin-check":
-            try a.expect(["PATH.so"])
-            let results = KeybayPluginCheck.run(path: a.positionals[0], options: a.options)
-            if a.json {
-                Output.line(JSON.render(.array(results.map { .object([("check", .string($0.name)), ("passed", .bool($0.passed)), ("detail", .string($0.detail))]) })))
-            } else {
-                for r in results { Output.line("\(r.passed ? "PASS" : "FAIL")  \(r.name)\(r.detail.isEmpty || r.passed ? "" : ": " + r.detail)") }
-                let failed = results.filter { !$0.passed }.count
-                Output.line("\(results.count - failed) passed, \(failed) failed")
-            }
-            return results.allSatisfy(\.passed) ? Exit.success : Exit.failure
-        case "reset":
-            try a.expect([])
-            guard a.flags.contains("--yes") else {
-                throw Arguments.UsageError(message: "reset deletes the store and its platform root, losing every record; confirm with --yes")
-            }
-            let config = try configuration(a)
-            try KeybayStore.reset(config)
-            a.json ? Output.line(JSON.render(.object([("reset", .bool(true)), ("storePath", .string(config.storePath))])))
-                   : Output.line("removed the store and platform root of \(config.applicationID) (if there were any)")
-            return Exit.success
-        default:
-            throw Arguments.UsageError(message: "unknown command '\(command)'")
+        case "status": return try status(c)
+        case "init": return try initialize(c)
+        case "get": return try get(c)
+        case "set": return try set(c)
+        case "rm": return try remove(c)
+        case "keys": return try keys(c)
+        case "list": return try list(c)
+        case "plugins": return try plugins(c)
+        case "enroll": return try enroll(c)
+        case "remove": return try removeMethod(c)
+        case "verify": return try verify(c)
+        case "benchmark": return try benchmark(c)
+        case "plugin-check": return try pluginCheck(c)
+        case "reset": return try reset(c)
+        default: throw Arguments.UsageError(message: "unknown command '\(command)'")
         }
+    }
+
+    static func status(_ c: Context) throws -> Int32 {
+        try c.a.expect([])
+        return try status(c.a, configuration(c.a))
+    }
+
+    static func initialize(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect([])
+        let config = try configuration(a)
+        let session = try KeybayStore.initialize(config)
+        session.close()
+        a.json ? Output.line(JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath))])))
+               : Output.line("initialized a platform-only store at \(config.storePath)")
+        return Exit.success
+    }
+
+    static func get(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect(["KEY"])
+        let key = a.positionals[0]
+        try validateKey(key)
+        let session = try unlock(a, c.interaction, createIfAbsent: false)
+        defer { session.close() }
+        guard let value = try session.get(key) else { return notFound(key, session) }
+        if a.json {
+            let field: (String, JSON.Value) = String(validating: value, as: UTF8.self).map { ("value", .string($0)) }
+                ?? ("valueHex", .string(value.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()))
+            Output.line(JSON.render(.object([("key", .string(key)), field])))
+        } else {
+            Output.write(1, value)
+            if isatty(1) == 1, value.last != 0x0a { Output.out("\n") }
+        }
+        return Exit.success
+    }
+
+    static func set(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect(c.standardInput != nil ? ["KEY"] : ["KEY", "VALUE"])
+        let key = a.positionals[0]
+        let value = c.standardInput ?? Array(a.positionals[1].utf8)
+        guard value.count <= KeybayRecordKey.maxValueBytes else {
+            throw KeybayError(.valueTooLarge, "the value for '\(key)' exceeds 1 MiB")
+        }
+        // Validate before anything touches the disk.
+        try validateKey(key)
+        let session = try unlock(a, c.interaction, createIfAbsent: true)
+        defer { session.close() }
+        try session.set(key, bytes: value)
+        if a.json { Output.line(JSON.render(.object([("key", .string(key)), ("stored", .bool(true))]))) }
+        return Exit.success
+    }
+
+    static func remove(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect(["KEY"])
+        let key = a.positionals[0]
+        try validateKey(key)
+        let session = try unlock(a, c.interaction, createIfAbsent: false)
+        defer { session.close() }
+        guard try session.delete(key) else { return notFound(key, session) }
+        if a.json { Output.line(JSON.render(.object([("key", .string(key)), ("removed", .bool(true))]))) }
+        return Exit.success
+    }
+
+    static func keys(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect([])
+        let session = try unlock(a, c.interaction, createIfAbsent: false)
+        defer { session.close() }
+        let keys = try session.keys()
+        a.json ? Output.line(JSON.render(.array(keys.map { .string($0) })))
+               : Output.out(keys.map { $0 + "\n" }.joined())
+        return Exit.success
+    }
+
+    static func list(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect([])
+        let s = try KeybayStore.status(configuration(a))
+        guard s.state == .protected || s.state == .platformOnly else {
+            throw KeybayError(.storeNotFound, "no usable store at \(s.storePath) (state \(s.state.rawValue))")
+        }
+        if a.json {
+            Output.line(JSON.render(.array(s.methods.map(methodJSON))))
+        } else if s.methods.isEmpty {
+            Output.line("no unlock methods: the store is protected by its platform root only")
+        } else {
+            for m in s.methods { Output.line("\(m.id)  \(m.plugin)  \(m.label)") }
+        }
+        return Exit.success
+    }
+
+    static func plugins(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect([])
+        let plugins = try KeybayPlugins.list(search: search(a))
+        if a.json {
+            Output.line(JSON.render(.array(plugins.map { p in
+                var fields: [(String, JSON.Value)] = [("id", .string(p.id)), ("kind", .string(p.kind ?? "refused")),
+                                                     ("version", .string(p.version ?? "")), ("path", .string(p.path)),
+                                                     ("available", .bool(p.available)), ("needsDevice", .bool(p.needsDevice))]
+                if let reason = p.reason { fields.append(("reason", .string(reason))) }
+                return .object(fields)
+            })))
+        } else {
+            for p in plugins {
+                let device = p.needsDevice ? "  needs a device" : ""
+                Output.line("\(p.id)  \(p.kind ?? "refused")  \(p.version ?? "-")  \(p.available ? "available" : "not available")\(device)  \(p.path)")
+                if let reason = p.reason { Output.line("    \(reason)") }
+                for o in p.options { Output.line("    --opt \(o.name)=…  \(o.help)") }
+            }
+        }
+        return Exit.success
+    }
+
+    static func enroll(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect(["PLUGIN"])
+        let session = try unlock(a, c.interaction, createIfAbsent: true)
+        defer { session.close() }
+        let method = try session.auth.add(plugin: a.positionals[0], options: a.options, label: a.label)
+        a.json ? Output.line(JSON.render(methodJSON(method)))
+               : Output.line("enrolled \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method")
+        return Exit.success
+    }
+
+    static func removeMethod(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect(["METHOD-ID"])
+        let session = try unlock(a, c.interaction, createIfAbsent: false)
+        defer { session.close() }
+        try session.auth.remove(a.positionals[0])
+        let left = try session.auth.list()
+        a.json ? Output.line(JSON.render(.object([("removed", .string(a.positionals[0])), ("methods", .array(left.map(methodJSON)))])))
+               : Output.line("removed method \(a.positionals[0]); \(left.isEmpty ? "the store is platform-only again" : "\(left.count) method(s) left")")
+        return Exit.success
+    }
+
+    static func verify(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect(["METHOD-ID"], optional: 1)
+        var withMethod = a
+        if let id = a.positionals.first { withMethod.method = id }
+        let session = try unlock(withMethod, c.interaction, createIfAbsent: false, requireMethod: true)
+        session.close()
+        a.json ? Output.line(JSON.render(.object([("verified", .bool(true))]))) : Output.line("verified: the secret unlocks the store")
+        return Exit.success
+    }
+
+    /// `benchmark [PLUGIN]`: a plugin that calibrates a cost (the passphrase's Argon2id by default).
+    static func benchmark(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect(["PLUGIN"], optional: 1)
+        let plugin = a.positionals.first ?? "passphrase"
+        let interaction = TerminalInteraction(passphraseFD: nil, pinFD: nil, noInput: true)
+        let result = try KeybayPlugins.benchmark(plugin: plugin, options: a.options, search: search(a), interaction: interaction)
+        let ms = Int(result.unlockSeconds * 1000)
+        a.json ? Output.line(JSON.render(.object([("plugin", .string(plugin)), ("parameters", .string(result.parameters)),
+                                                  ("unlockMilliseconds", .number(ms))])))
+               : Output.line("\(plugin): \(result.parameters); one unlock takes \(ms) ms here")
+        return Exit.success
+    }
+
+    static func pluginCheck(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect(["PATH.so"])
+        let results = KeybayPluginCheck.run(path: a.positionals[0], options: a.options)
+        if a.json {
+            Output.line(JSON.render(.array(results.map { .object([("check", .string($0.name)), ("passed", .bool($0.passed)), ("detail", .string($0.detail))]) })))
+        } else {
+            for r in results { Output.line("\(r.passed ? "PASS" : "FAIL")  \(r.name)\(r.detail.isEmpty || r.passed ? "" : ": " + r.detail)") }
+            let failed = results.filter { !$0.passed }.count
+            Output.line("\(results.count - failed) passed, \(failed) failed")
+        }
+        return results.allSatisfy(\.passed) ? Exit.success : Exit.failure
+    }
+
+    static func reset(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect([])
+        guard a.flags.contains("--yes") else {
+            throw Arguments.UsageError(message: "reset deletes the store and its platform root, losing every record; confirm with --yes")
+        }
+        let config = try configuration(a)
+        try KeybayStore.reset(config)
+        a.json ? Output.line(JSON.render(.object([("reset", .bool(true)), ("storePath", .string(config.storePath))])))
+               : Output.line("removed the store and platform root of \(config.applicationID) (if there were any)")
+        return Exit.success
     }
 
     static func search(_ a: Arguments) -> KeybayPluginSearch {

@@ -60,6 +60,20 @@ final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
         return n
     }
 
+    /// Plugins' diagnostic lines: errors by default; `KEYBAY_LOG=debug|info|error` sets the least
+    /// level shown (read when a plugin first logs, not at start-up).
+    var logLevel: KeybayLogLevel {
+        switch getenv("KEYBAY_LOG").map({ String(cString: $0) }) {
+        case "debug": .debug
+        case "info": .info
+        default: .error
+        }
+    }
+
+    func log(_ text: String, level: KeybayLogLevel) {
+        Output.error("\(level == .error ? "error" : level == .info ? "info" : "debug"): \(text)")
+    }
+
     func message(_ text: String, level: KeybayMessageLevel) {
         writeAll(2, (level == .progress ? "  " : "") + text + "\n")
     }

@@ -34,10 +34,15 @@ import Testing
         #expect(try box.cli("set", "a", "0").status == 0 && box.cli("set", "b", "0").status == 0)
         let writer = Process()
         writer.executableURL = URL(fileURLWithPath: "/bin/sh")
-        writer.arguments = ["-c", "i=1; while [ $i -le 60 ]; do \"$0\" set a $i && \"$0\" set b $i || exit 1; i=$((i+1)); done", cliPath]
+        // The writer starts once the reader's session is open (the file `go` appears), so the
+        // reads overlap the writes however the test run is scheduled.
+        let go = box.root + "/go"
+        writer.arguments = ["-c", "n=0; until [ -e \"$1\" ]; do n=$((n+1)); [ $n -lt 3000 ] || exit 1; sleep 0.01; done; "
+                            + "i=1; while [ $i -le 60 ]; do \"$0\" set a $i && \"$0\" set b $i || exit 1; i=$((i+1)); done", cliPath, go]
         writer.environment = box.environment
         try writer.run()
         let session = try await KeybayStore.open(box.configuration(), createIfAbsent: false)
+        writeBytes(go, [])
         var seen: Set<Int> = [], violations = 0, backwards = 0
         while writer.isRunning {
             let both = try session.getMany(["a", "b"])

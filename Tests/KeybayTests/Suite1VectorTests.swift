@@ -98,8 +98,13 @@ import Testing
         let expected = hex(V.bootstrap) + V.sealedPackage + hex(V.recordFrame) + hex(V.sealedManifest) + [0, 0, 0, UInt8(hex(V.sealedManifest).count)]
         #expect(file == expected)
 
-        let snapshot = try StoreSnapshot.authenticate(file: file, context: "vector", domain: V.storageDomain,
-                                                      root: VectorRoot(expectedAAD: hex(V.packageAad)), checkFrameDigests: true)
+        let keyring = Keyring(root: VectorRoot(expectedAAD: hex(V.packageAad)), domain: V.storageDomain, context: "vector")
+        let layout = try StoreLayout.decode(file, context: "vector")
+        let opened = try keyring.open(layout, in: file, unlock: .platform)
+        #expect(opened.keys.storeKey.equals(Self.keys.storeKey) && opened.methods.isEmpty)
+        let snapshot = try StoreSnapshot.authenticate(file: file, layout: layout, keys: opened.keys, methods: opened.methods,
+                                                      domain: V.storageDomain, context: "vector")
+        try snapshot.checkAllFrameDigests(context: "vector")
         #expect(snapshot.keyNames == [V.recordKey])
         #expect(try snapshot.value(at: 0, context: "vector") == Array(V.recordValue.utf8))
     }
@@ -131,12 +136,13 @@ struct VectorRoot: RootProvider {
     let expectedAAD: [UInt8]
     var id: String { "vector" }
     var location: String { "vector" }
+    var protection: String? { nil }
     func exists() throws -> Bool { true }
-    func create(domain: [UInt8]) throws -> [UInt8] { Suite1VectorTests.V.providerState }
-    func seal(_ plaintext: SecureBytes, aad: [UInt8], providerState: [UInt8], domain: [UInt8]) throws -> [UInt8] {
+    func create() throws -> [UInt8] { Suite1VectorTests.V.providerState }
+    func seal(_ plaintext: SecureBytes, aad: [UInt8], providerState: [UInt8]) throws -> [UInt8] {
         Suite1VectorTests.V.sealedPackage
     }
-    func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8], domain: [UInt8]) throws -> SecureBytes {
+    func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8]) throws -> SecureBytes {
         guard aad == expectedAAD, Array(sealed) == Suite1VectorTests.V.sealedPackage, providerState == Suite1VectorTests.V.providerState else {
             throw KeybayError(.integrity, "vector root: unexpected input")
         }

@@ -1052,12 +1052,13 @@ done:
     return status;
 }
 
-keybay_status keybay_fido2_describe(const uint8_t *params, size_t params_length, keybay_buffer *text_out) {
+keybay_status keybay_fido2_describe(const keybay_host *host, const uint8_t *params, size_t params_length,
+                                    keybay_buffer *text_out) {
     if (text_out == NULL) return KEYBAY_ERR_INTERNAL;
     text_out->data = NULL;
     text_out->length = 0;
     f2_params p;
-    keybay_status status = f2_decode(NULL, params, params_length, &p);
+    keybay_status status = f2_decode(host, params, params_length, &p);
     if (status != KEYBAY_OK) return status;
     char line[400];
     int n = snprintf(line, sizeof line, "FIDO2 hmac-secret, rp %s, %s, credential %02x%02x%02x%02x…", p.rp,

@@ -2,7 +2,7 @@
 /// `verify` involve the user only through the session's interaction handler, and only `add` and
 /// `verify` run a plugin ceremony: `remove` re-seals the survivors from their public keys.
 /// Like `KeybayStore.open`, each comes synchronous (blocking while the user is involved) and
-/// `async`; both forms do the same work.
+/// `async` (the same work on a thread of its own; cancelling the task cancels the ceremony).
 public struct KeybayAuth: Sendable {
     let session: KeybaySession
 
@@ -21,10 +21,17 @@ public struct KeybayAuth: Sendable {
     /// `add`, from async code.
     @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
-        try addMethod(plugin: pluginID, options: options, label: label)
+        let options = options.map { Option(name: $0.0, value: $0.1) }
+        return try await CeremonyThread.run(session.interaction) { ceremony in
+            try addMethod(plugin: pluginID, options: options.map { ($0.name, $0.value) }, label: label, interaction: ceremony)
+        }
     }
 
-    func addMethod(plugin pluginID: String, options: [(String, String)], label: String?) throws -> KeybayMethod {
+    /// An option as a Sendable value, to cross to the ceremony's thread.
+    private struct Option: Sendable { let name: String, value: String }
+
+    func addMethod(plugin pluginID: String, options: [(String, String)], label: String?,
+                   interaction: (any KeybayInteraction)? = nil) throws -> KeybayMethod {
         let label = label ?? pluginID
         guard KeybayMethod.isValidLabel(label) else {
             throw KeybayError(.invalidArgument, "invalid label: use 1–64 bytes of text without control characters")
@@ -37,16 +44,17 @@ public struct KeybayAuth: Sendable {
         guard current.methods.count < MethodsPackage.maxMethods else {
             throw KeybayError(.invalidArgument, "the store already has \(MethodsPackage.maxMethods) methods, the most it can hold")
         }
-        if pluginID == "passphrase", current.methods.contains(where: { $0.pluginId == "passphrase" }) {
-            throw KeybayError(.invalidArgument, "the store already has a passphrase (at most one is allowed); to change it, remove the old one first (enroll another method beforehand to stay protected meanwhile)")
-        }
         let plugin = try session.loadMethodPlugin(pluginID)
+        // A plugin may declare that a store holds at most one of its methods (a passphrase: one to remember).
+        if plugin.isOnePerStore, current.methods.contains(where: { $0.pluginId == pluginID }) {
+            throw KeybayError(.invalidArgument, "the store already has a \(pluginID) method and \(pluginID) allows one per store; to change it, remove the old one first (enroll another method beforehand to stay protected meanwhile)")
+        }
         // Ask the plugin first whether it can work here at all (never prompts), so an absent
         // device fails before any ceremony.
         if let reason = plugin.probe() {
             throw KeybayError(.methodUnavailable, "\(pluginID) cannot be enrolled here: \(reason)")
         }
-        let (params, secret) = try plugin.enroll(options: options, interaction: session.interaction)
+        let (params, secret) = try plugin.enroll(options: options, interaction: interaction ?? session.interaction)
         let methodId = Sodium.randomBytes(MethodEnvelope.idBytes)
         let salt = Sodium.randomBytes(MethodEnvelope.saltBytes)
         let publicKey = MethodEnvelope.keyPair(secret: secret, storeId: current.keys.storeId, methodId: methodId,
@@ -63,7 +71,7 @@ public struct KeybayAuth: Sendable {
 
     /// `remove`, from async code.
     public func remove(_ id: String) async throws {
-        try removeMethod(id)
+        try await CeremonyThread.run(session.interaction) { _ in try removeMethod(id) }
     }
 
     func removeMethod(_ id: String) throws {
@@ -80,13 +88,14 @@ public struct KeybayAuth: Sendable {
 
     /// `verify`, from async code.
     public func verify(_ id: String) async throws {
-        try verifyMethod(id)
+        try await CeremonyThread.run(session.interaction) { ceremony in try verifyMethod(id, interaction: ceremony) }
     }
 
-    func verifyMethod(_ id: String) throws {
+    func verifyMethod(_ id: String, interaction: (any KeybayInteraction)? = nil) throws {
         let current = try session.freshSnapshot()
         let method = try method(id, in: current)
-        let secret = try session.loadMethodPlugin(method.pluginId).unwrap(params: method.params, interaction: session.interaction, forVerification: true)
+        let secret = try session.loadMethodPlugin(method.pluginId).unwrap(params: method.params, interaction: interaction ?? session.interaction,
+                                                                          forVerification: true)
         _ = try method.privateKey(secret: secret, storeId: current.keys.storeId)
     }
 
@@ -100,31 +109,10 @@ public struct KeybayAuth: Sendable {
 extension KeybayAuth {
     /// The enrolled method with `id`, or `.methodNotFound`.
     private func method(_ id: String, in snapshot: StoreSnapshot) throws -> MethodEnvelope.Public {
-        let bytes = try KeybayMethod.parseID(id)
+        let bytes = try MethodNames.parseMethodID(id)
         guard let method = snapshot.methods.first(where: { $0.methodId == bytes }) else {
             throw KeybayError(.methodNotFound, "no method \(id) in \(session.storePath)")
         }
         return method
-    }
-}
-
-extension KeybayMethod {
-    /// Method ids are 32 lowercase hex characters.
-    static func parseID(_ id: String) throws -> [UInt8] {
-        let chars = Array(id.utf8)
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c { case 0x30...0x39: c - 0x30; case 0x61...0x66: c - 0x61 + 10; default: nil }
-        }
-        guard chars.count == 2 * MethodEnvelope.idBytes else {
-            throw KeybayError(.invalidArgument, "method ids are 32 lowercase hex characters")
-        }
-        var out: [UInt8] = []
-        for i in stride(from: 0, to: chars.count, by: 2) {
-            guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else {
-                throw KeybayError(.invalidArgument, "method ids are 32 lowercase hex characters")
-            }
-            out.append(hi << 4 | lo)
-        }
-        return out
     }
 }

@@ -26,7 +26,7 @@ public struct KeybayConfiguration: Sendable, Equatable {
     }
 
     public var storeDirectory: String { dataHome + "/keybay/" + applicationID }
-    public var storePath: String { storeDirectory + "/" + StoreLocation.liveName }
+    public var storePath: String { storeDirectory + "/" + StoreFile.liveName }
 
     public static func isValidApplicationID(_ id: String) -> Bool {
         let bytes = Array(id.utf8)

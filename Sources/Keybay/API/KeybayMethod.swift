@@ -7,10 +7,7 @@ public struct KeybayMethod: Sendable, Equatable {
     public let label: String
 
     /// Labels: 1–64 bytes of UTF-8 without control characters.
-    public static func isValidLabel(_ label: String) -> Bool {
-        let bytes = label.utf8
-        return (1...MethodEnvelope.maxLabelBytes).contains(bytes.count) && label.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7f }
-    }
+    public static func isValidLabel(_ label: String) -> Bool { MethodNames.isValidLabel(label) }
 
     init(_ method: MethodEnvelope.Public) {
         id = hexString(method.methodId)

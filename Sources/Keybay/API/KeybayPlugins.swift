@@ -12,16 +12,18 @@ public struct KeybayPluginInfo: Sendable {
     /// Why not, when not available or refused.
     public let reason: String?
     public let options: [(name: String, help: String)]
+    /// The plugin says its method needs hardware to be present (a security key).
+    public let needsDevice: Bool
     /// Usable here (a method's probe said so; a root is always usable once loaded).
     public var available: Bool { reason == nil }
 
     init(_ plugin: LoadedPlugin, path: String, reason: String?) {
-        (id, self.path, kind, name, version, self.reason, options) =
-            (plugin.id, path, plugin.isRoot ? "root" : "method", plugin.name, plugin.version, reason, plugin.options)
+        (id, self.path, kind, name, version, self.reason, options, needsDevice) =
+            (plugin.id, path, plugin.isRoot ? "root" : "method", plugin.name, plugin.version, reason, plugin.options, plugin.needsDevice)
     }
 
     init(refused id: String, path: String, reason: String) {
-        (self.id, self.path, kind, name, version, self.reason, options) = (id, path, nil, nil, nil, reason, [])
+        (self.id, self.path, kind, name, version, self.reason, options, needsDevice) = (id, path, nil, nil, nil, reason, [], false)
     }
 }
 
@@ -50,12 +52,16 @@ public enum KeybayPlugins {
         return KeybayPluginInfo(plugin, path: plugin.path, reason: nil)
     }
 
-    /// Runs the passphrase plugin's calibration (its enrollment without a store, on a throwaway
-    /// passphrase) and times one unlock with the parameters it chose.
-    public static func benchmarkPassphrase(options: [(String, String)] = [], search: KeybayPluginSearch = KeybayPluginSearch(),
-                                           interaction: any KeybayInteraction) throws -> (parameters: String, unlockSeconds: Double) {
-        let plugin = try PluginLoader.load(id: "passphrase", kind: KEYBAY_KIND_METHOD, search: search)
-        let throwaway = ThrowawayPassphrase(forwardingTo: interaction)
+    /// Runs the calibration of a method plugin that tunes a cost to this machine (it declares
+    /// `KEYBAY_FLAG_CALIBRATES`; the passphrase plugin does): its enrollment without a store, on
+    /// a throwaway secret, then one timed unlock with the parameters it chose.
+    public static func benchmark(plugin id: String, options: [(String, String)] = [], search: KeybayPluginSearch = KeybayPluginSearch(),
+                                 interaction: any KeybayInteraction) throws -> (parameters: String, unlockSeconds: Double) {
+        let plugin = try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: search)
+        guard plugin.calibrates else {
+            throw KeybayError(.unsupported, "\(id) does not calibrate a cost to this machine; benchmark runs only plugins that do")
+        }
+        let throwaway = ThrowawaySecret(forwardingTo: interaction)
         let (params, _) = try plugin.enroll(options: options, interaction: throwaway)
         var start = timespec(), end = timespec()
         clock_gettime(CLOCK_MONOTONIC, &start)
@@ -66,8 +72,8 @@ public enum KeybayPlugins {
     }
 }
 
-/// Supplies a fixed, meaningless passphrase and passes messages on (for benchmarking).
-private struct ThrowawayPassphrase: KeybayInteraction {
+/// Supplies a fixed, meaningless secret and passes messages on (for benchmarking).
+private struct ThrowawaySecret: KeybayInteraction {
     let forwardingTo: any KeybayInteraction
     func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let text = Array("keybay benchmark".utf8)

@@ -6,21 +6,21 @@ import Synchronization
 /// process has replaced it. Writes are read-modify-write under the interprocess lock and are
 /// durable when they return.
 public final class KeybaySession: Sendable {
-    private let location: StoreLocation
-    private let directory: PrivateDirectory
+    private let lifecycle: StoreLifecycle
+    private let file: StoreFile
     private let current: Mutex<Generation?>
     /// Who plugins may ask (method ceremonies run only in `open` and `auth`).
     let interaction: any KeybayInteraction
 
-    init(location: StoreLocation, directory: PrivateDirectory, generation: Generation, interaction: any KeybayInteraction) {
-        self.location = location
-        self.directory = directory
+    init(lifecycle: StoreLifecycle, file: StoreFile, generation: Generation, interaction: any KeybayInteraction) {
+        self.lifecycle = lifecycle
+        self.file = file
         self.current = Mutex(generation)
         self.interaction = interaction
     }
 
-    public var configuration: KeybayConfiguration { location.configuration }
-    public var storePath: String { location.storePath }
+    public var configuration: KeybayConfiguration { lifecycle.configuration }
+    public var storePath: String { lifecycle.storePath }
     /// The unlock methods: list, add, remove, verify.
     public var auth: KeybayAuth { KeybayAuth(session: self) }
     /// Whether the open generation is protected by methods (false, too, when the session is
@@ -122,32 +122,32 @@ public final class KeybaySession: Sendable {
     /// The live generation (re-read if another process replaced the file).
     func freshSnapshot() throws -> StoreSnapshot {
         try current.withLock { generation in
-            guard let g = generation else { throw KeybayError(.closed, "the session for \(location.storePath) is closed") }
-            if directory.identity(of: StoreLocation.liveName) != g.identity {
-                generation = try location.reload(directory, reusing: g.snapshot)
+            guard let g = generation else { throw KeybayError(.closed, "the session for \(lifecycle.storePath) is closed") }
+            if file.identity() != g.identity {
+                generation = try lifecycle.reload(file, reusing: g.snapshot)
             }
             return generation!.snapshot
         }
     }
 
     func loadMethodPlugin(_ id: String) throws -> LoadedPlugin {
-        try PluginLoader.loadMethod(id, for: location.configuration)
+        try PluginLoader.loadMethod(id, for: lifecycle.configuration)
     }
 
-    /// Replaces the method list (see StoreLocation.rotate); fails if the methods on disk are no
+    /// Replaces the method list (see StoreLifecycle.rotate); fails if the methods on disk are no
     /// longer those of `expected` (another session or process changed them meanwhile).
     func rotate(expecting expected: StoreSnapshot, _ change: ([MethodEnvelope.Public]) -> [MethodEnvelope.Public]) throws {
-        try replaceGeneration { try location.rotate(directory, previous: $0, expecting: expected, change: change) }
+        try replaceGeneration { try lifecycle.rotate(file, previous: $0, expecting: expected, change: change) }
     }
 
     private func write(_ change: (StoreSnapshot) throws -> [PendingFrame]?) throws {
-        try replaceGeneration { try location.commit(directory, previous: $0, change: change) }
+        try replaceGeneration { try lifecycle.commit(file, previous: $0, change: change) }
     }
 
     /// Runs a write on the open generation and keeps the one it produces.
     private func replaceGeneration(_ body: (Generation) throws -> Generation) throws {
         try current.withLock { generation in
-            guard let g = generation else { throw KeybayError(.closed, "the session for \(location.storePath) is closed") }
+            guard let g = generation else { throw KeybayError(.closed, "the session for \(lifecycle.storePath) is closed") }
             generation = try body(g)
         }
     }

@@ -129,7 +129,6 @@ struct MethodsPackage: Sendable {
         let count = Int(try r.u8("method count"))
         guard (1...maxMethods).contains(count) else { throw r.malformed("\(count) methods, expected 1…\(maxMethods)") }
         var envelopes: [MethodEnvelope] = []
-        var passphrases = 0
         for i in 0..<count {
             let id = Array(try r.take(MethodEnvelope.idBytes, "id of method \(i)"))
             let plugin = try r.lengthPrefixed("plugin of method \(i)", maxLength: MethodEnvelope.maxPluginIdBytes)
@@ -140,16 +139,14 @@ struct MethodsPackage: Sendable {
             let enc = Array(try r.take(MethodEnvelope.encBytes, "enc of method \(i)"))
             let sealed = Array(try r.take(MethodEnvelope.sealedKeyBytes, "sealed key of method \(i)"))
             let pluginId = String(decoding: plugin, as: UTF8.self)
-            guard KeybayPluginSearch.isValidPluginID(pluginId) else { throw r.malformed("method \(i) names an invalid plugin id") }
-            guard let labelText = String(validating: label, as: UTF8.self), KeybayMethod.isValidLabel(labelText) else {
+            guard MethodNames.isValidPluginID(pluginId) else { throw r.malformed("method \(i) names an invalid plugin id") }
+            guard let labelText = String(validating: label, as: UTF8.self), MethodNames.isValidLabel(labelText) else {
                 throw r.malformed("method \(i) has an invalid label")
             }
             guard !envelopes.contains(where: { $0.method.methodId == id }) else { throw r.malformed("method id \(hexString(id)) appears twice") }
-            if pluginId == "passphrase" { passphrases += 1 }
             envelopes.append(MethodEnvelope(method: .init(methodId: id, pluginId: pluginId, label: labelText, params: Array(params), salt: salt, publicKey: pk),
                                             enc: enc, sealedKey: sealed))
         }
-        guard passphrases <= 1 else { throw r.malformed("more than one passphrase method") }
         try r.finish()
         return MethodsPackage(storeId: storeId, epoch: epoch, envelopes: envelopes)
     }

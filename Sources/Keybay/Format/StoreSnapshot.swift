@@ -1,18 +1,3 @@
-/// How the store key of a generation is to be obtained.
-enum PackageKey {
-    /// Platform-only: the root's package holds Kstore. A suite-2 store needs a method instead.
-    case platform
-    /// A method-protected store: `unlock` picks an envelope and runs the method's ceremony.
-    /// A platform-only store asked for a method is a protection mismatch.
-    case method(unlock: (_ envelopes: [MethodEnvelope], _ storeId: [UInt8], _ epoch: UInt64) throws -> SecureBytes)
-    /// Whichever the store needs: a platform-only store opens as with `.platform`, a protected
-    /// one through `unlock` (for a caller that does not know beforehand, and should not have to
-    /// read the store twice to find out).
-    case platformOrMethod(unlock: (_ envelopes: [MethodEnvelope], _ storeId: [UInt8], _ epoch: UInt64) throws -> SecureBytes)
-    /// Kstore is already known (this process just wrote the generation).
-    case known(SecureBytes)
-}
-
 /// One authenticated generation of a store file: the bytes as read, the keys recovered from the
 /// package, the methods it lists, and the manifest checked against every frame. Immutable, so
 /// reads never mix generations.
@@ -27,90 +12,67 @@ struct StoreSnapshot: Sendable {
     var sealedPackage: ArraySlice<UInt8> { file[layout.sealedPackage] }
     var suite: StoreSuite { layout.bootstrap.suite }
 
-    /// Decodes `file` strictly and authenticates its package and manifest. Each frame's digest is
-    /// checked when the frame is read (`value(at:)`); `checkFrameDigests` checks them all now
-    /// (the vector tests), which a store never needs. If `previous` has the very same bootstrap and sealed package, its keys are
-    /// reused without asking the root or a method.
-    /// `written` is the encoding this process just made durable and read back: its manifest
-    /// must then decrypt to exactly the bytes it wrote, and is not decoded again.
-    static func authenticate(file: [UInt8], context: String, domain: [UInt8], root: any RootProvider,
-                             key: PackageKey = .platform, reusing previous: StoreSnapshot? = nil,
-                             written: EncodedStore? = nil, checkFrameDigests: Bool = false) throws -> StoreSnapshot {
-        let layout = try StoreLayout.decode(file, context: context)
-        let keys: StoreKeys
-        let methods: [MethodEnvelope.Public]
-        if let previous, previous.layout.bootstrap == layout.bootstrap,
-           previous.sealedPackage.elementsEqual(file[layout.sealedPackage]) {
-            keys = previous.keys
-            methods = previous.methods
-        } else {
-            (keys, methods) = try openPackage(file[layout.sealedPackage], layout: layout, context: context, domain: domain, root: root, key: key)
+    /// Authenticates the manifest of `file` (laid out as `layout`) with keys the key package
+    /// yielded, and derives every frame's place. Each frame's digest is checked when the frame is
+    /// read (`values(at:)`), so opening a large store hashes nothing it does not read.
+    static func authenticate(file: [UInt8], layout: StoreLayout, keys: StoreKeys, methods: [MethodEnvelope.Public],
+                             domain: [UInt8], context: String) throws -> StoreSnapshot {
+        let entries = try Manifest.decode(openManifest(file, layout: layout, keys: keys, domain: domain, context: context), context: context)
+        return try StoreSnapshot(file: file, layout: layout, keys: keys, methods: methods, entries: entries, context: context)
+    }
+
+    /// `authenticate` for the encoding this process just made durable and read back: its
+    /// manifest must decrypt to exactly the bytes it wrote, and is not decoded again.
+    static func authenticateWritten(_ written: EncodedStore, layout: StoreLayout, keys: StoreKeys, methods: [MethodEnvelope.Public],
+                                    domain: [UInt8], context: String) throws -> StoreSnapshot {
+        let plaintext = try openManifest(written.file, layout: layout, keys: keys, domain: domain, context: context)
+        guard sameBytes(plaintext, written.manifest) else {
+            throw KeybayError(.integrity, "\(context): the manifest does not read back as written")
         }
-        // The keys are provisional until the manifest authenticates.
-        let manifestAAD = layout.bootstrap.suite.manifestAAD(domain: domain, bootstrap: layout.bootstrap.bytes,
-                                             sealedPackage: file[layout.sealedPackage])
-        let manifestPlain = file.withUnsafeBytes { f in
-            XChaCha20Poly1305.open(key: keys.manifestKey, sealed: UnsafeRawBufferPointer(rebasing: f[layout.sealedManifest]), aad: manifestAAD)
+        return try StoreSnapshot(file: written.file, layout: layout, keys: keys, methods: methods, entries: written.entries, context: context)
+    }
+
+    /// The keys are provisional until the manifest authenticates under them.
+    private static func openManifest(_ file: [UInt8], layout: StoreLayout, keys: StoreKeys, domain: [UInt8], context: String) throws -> [UInt8] {
+        let aad = layout.bootstrap.suite.manifestAAD(domain: domain, bootstrap: layout.bootstrap.bytes,
+                                                     sealedPackage: file[layout.sealedPackage])
+        let plaintext = file.withUnsafeBytes { f in
+            XChaCha20Poly1305.open(key: keys.manifestKey, sealed: UnsafeRawBufferPointer(rebasing: f[layout.sealedManifest]), aad: aad)
         }
-        guard let manifestPlain else {
+        guard let plaintext else {
             throw KeybayError(.integrity, "\(context): manifest failed authentication (the file was modified or belongs to another store)")
         }
-        let entries: [ManifestEntry]
-        if let written {
-            guard sameBytes(manifestPlain, written.manifest) else {
-                throw KeybayError(.integrity, "\(context): the manifest does not read back as written")
-            }
-            entries = written.entries
-        } else {
-            entries = try Manifest.decode(manifestPlain, context: context)
-        }
+        return plaintext
+    }
 
-        // Frame offsets are derived by checked prefix sums that must cover the frame region exactly.
+    /// Frame offsets are derived by checked prefix sums that must cover the frame region exactly.
+    private init(file: [UInt8], layout: StoreLayout, keys: StoreKeys, methods: [MethodEnvelope.Public],
+                 entries: [ManifestEntry], context: String) throws {
         var starts: [Int] = []
         starts.reserveCapacity(entries.count)
         var offset = layout.frames.lowerBound
-        for (i, e) in entries.enumerated() {
+        for e in entries {
             guard e.frameLength <= layout.frames.upperBound - offset else {
                 throw KeybayError(.integrity, "\(context): record frames overrun the frame region")
             }
             starts.append(offset)
-            if checkFrameDigests, !Sodium.constantTimeEqual(SHA256.hash(file[offset..<(offset + e.frameLength)]), e.digest) {
-                throw KeybayError(.integrity, "\(context): record frame \(i) does not match its manifest digest")
-            }
             offset += e.frameLength
         }
         guard offset == layout.frames.upperBound else {
             throw KeybayError(.integrity, "\(context): \(layout.frames.upperBound - offset) bytes in the frame region belong to no record")
         }
-        return StoreSnapshot(file: file, layout: layout, keys: keys, methods: methods, entries: entries, frameStarts: starts)
+        (self.file, self.layout, self.keys, self.methods, self.entries, frameStarts) = (file, layout, keys, methods, entries, starts)
     }
 
-    /// Opens the sealed package with the root, then gets Kstore as `key` says.
-    private static func openPackage(_ sealed: ArraySlice<UInt8>, layout: StoreLayout, context: String, domain: [UInt8],
-                                    root: any RootProvider, key: PackageKey) throws -> (StoreKeys, [MethodEnvelope.Public]) {
-        let suite = layout.bootstrap.suite
-        let aad = suite.packageAAD(domain: domain, bootstrapCore: layout.bootstrap.core)
-        let plaintext = try root.open(sealed, aad: aad, providerState: layout.bootstrap.providerState, domain: domain)
-        switch suite {
-        case .platform:
-            if case .method = key {
-                throw KeybayError(.protectionMismatch, "\(context) is protected by the platform root only; it has no unlock methods")
-            }
-            return (StoreKeys(package: try PlatformPackage.decode(plaintext, context: context)), [])
-        case .methods:
-            let package = try MethodsPackage.decode(plaintext, context: context)
-            let storeKey: SecureBytes
-            switch key {
-            case .platform:
-                let listed = package.envelopes.map { "\(hexString($0.method.methodId)) (\($0.method.pluginId), \($0.method.label))" }
-                throw KeybayError(.authenticationRequired, "\(context) is protected: unlock it with one of its methods: \(listed.joined(separator: "; "))")
-            case .method(let unlock), .platformOrMethod(let unlock):
-                storeKey = try unlock(package.envelopes, package.storeId, package.epoch)
-            case .known(let k):
-                storeKey = k
-            }
-            return (StoreKeys(suite: .methods, storeId: package.storeId, epoch: package.epoch, storeKey: storeKey),
-                    package.envelopes.map(\.method))
+    /// True when `other` has the same bootstrap and sealed package: the same keys open it.
+    func hasSamePackage(as other: StoreLayout, in file: [UInt8]) -> Bool {
+        layout.bootstrap == other.bootstrap && sealedPackage.elementsEqual(file[other.sealedPackage])
+    }
+
+    /// Checks every frame against its manifest digest now (the vector tests; a store never needs it).
+    func checkAllFrameDigests(context: String) throws {
+        for i in entries.indices where !Sodium.constantTimeEqual(SHA256.hash(frame(at: i)), entries[i].digest) {
+            throw KeybayError(.integrity, "\(context): record frame \(i) does not match its manifest digest")
         }
     }
 

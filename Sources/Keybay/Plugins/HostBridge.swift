@@ -97,7 +97,11 @@ private func bridgeIsCancelled(_ context: UnsafeMutableRawPointer?) -> Int32 {
 }
 
 private func bridgeLog(_ context: UnsafeMutableRawPointer?, _ level: keybay_log_level, _ text: UnsafePointer<CChar>?) {
-    HostBridge.from(context).interaction.log(text.map { String(cString: $0) } ?? "")
+    let interaction = HostBridge.from(context).interaction
+    // An unknown level counts as an error: a line is never lost for being mislabelled.
+    let mapped = KeybayLogLevel(rawValue: Int(level.rawValue)) ?? .error
+    guard mapped >= interaction.logLevel else { return }
+    interaction.log(text.map { String(cString: $0) } ?? "", level: mapped)
 }
 
 private func bridgeSetError(_ context: UnsafeMutableRawPointer?, _ text: UnsafePointer<CChar>?) {

@@ -1,4 +1,5 @@
-/// What a plugin may ask of the user, supplied by the host application (BRIEF §6 host services).
+/// What a plugin may ask of the user, supplied by the host application: the host services of
+/// the plugin ABI (a secret, a message, a confirmation, cancellation, a log).
 /// Every member may refuse: a non-interactive host throws `.interactionRequired`.
 public protocol KeybayInteraction: Sendable {
     /// Writes the secret's bytes into `buffer` (guarded memory owned by the caller, wiped after
@@ -11,8 +12,19 @@ public protocol KeybayInteraction: Sendable {
     func confirm(_ question: String) throws -> Bool
     /// Polled by long operations.
     var isCancelled: Bool { get }
-    /// Diagnostics; never contains secrets.
+    /// The least severe log level this host wants; plugins' lines below it are dropped.
+    var logLevel: KeybayLogLevel { get }
+    /// Diagnostics at `level` (never below `logLevel`); never contains secrets.
+    func log(_ text: String, level: KeybayLogLevel)
+    /// Diagnostics; never contains secrets. What `log(_:level:)` calls unless a host replaces it.
     func log(_ text: String)
+}
+
+/// How much a plugin's diagnostic line matters, least first.
+public enum KeybayLogLevel: Int, Sendable, Comparable {
+    case debug = 1, info = 2, error = 3
+
+    public static func < (a: KeybayLogLevel, b: KeybayLogLevel) -> Bool { a.rawValue < b.rawValue }
 }
 
 public struct KeybaySecretRequest: Sendable {
@@ -36,6 +48,8 @@ extension KeybayInteraction {
         throw KeybayError(.interactionRequired, "confirmation needed but this host cannot ask: \(question)")
     }
     public var isCancelled: Bool { false }
+    public var logLevel: KeybayLogLevel { .info }
+    public func log(_ text: String, level: KeybayLogLevel) { log(text) }
     public func log(_ text: String) {}
 }
 

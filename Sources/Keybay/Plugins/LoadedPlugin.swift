@@ -5,6 +5,9 @@ import Synchronization
 /// A checked plugin descriptor. Calls into the plugin are serialised (the ABI promises plugins
 /// one thread at a time) and every buffer it hands out goes back to its own `free_buffer`.
 public final class LoadedPlugin: @unchecked Sendable {
+    /// The host's own copy of the descriptor: the plugin's first `struct_size` bytes, the fields
+    /// an older plugin does not have left NULL. (Reading the plugin's struct as this header
+    /// declares it would read past an older plugin's smaller descriptor.)
     let descriptor: UnsafePointer<keybay_plugin>
     public let path: String
     public let id: String
@@ -12,18 +15,34 @@ public final class LoadedPlugin: @unchecked Sendable {
     public let version: String
     public let isRoot: Bool
     public let isInteractive: Bool
+    /// The plugin says its method needs hardware to be present (`plugins` shows it).
+    public let needsDevice: Bool
+    /// A store may hold at most one method of this plugin.
+    public let isOnePerStore: Bool
+    /// Enrollment tunes a cost to this machine on any secret (`benchmark` can run it).
+    public let calibrates: Bool
     public let options: [(name: String, help: String)]
     private let callLock = Mutex(())
 
-    init(descriptor: UnsafePointer<keybay_plugin>, path: String) throws {
-        let d = descriptor.pointee
+    /// The smallest descriptor a host accepts: the first version-1 header's, which ends at `root_reset`.
+    static let minimumDescriptorBytes = MemoryLayout<keybay_plugin>.offset(of: \keybay_plugin.root_reset)! + MemoryLayout<UnsafeRawPointer>.size
+
+    init(descriptor raw: UnsafePointer<keybay_plugin>, path: String) throws {
         func refuse(_ why: String) -> KeybayError { KeybayError(.pluginRefused, "plugin \(path): \(why); refusing to load it") }
-        guard d.abi_version == KEYBAY_PLUGIN_ABI_VERSION else {
-            throw refuse("ABI version \(d.abi_version), this host speaks \(KEYBAY_PLUGIN_ABI_VERSION)")
+        // abi_version and struct_size come first in every version.
+        let abiVersion = UnsafeRawPointer(raw).load(as: UInt32.self)
+        let structSize = Int(UnsafeRawPointer(raw).load(fromByteOffset: 4, as: UInt32.self))
+        guard abiVersion == KEYBAY_PLUGIN_ABI_VERSION else {
+            throw refuse("ABI version \(abiVersion), this host speaks \(KEYBAY_PLUGIN_ABI_VERSION)")
         }
-        guard Int(d.struct_size) >= MemoryLayout<keybay_plugin>.size else {
-            throw refuse("descriptor is \(d.struct_size) bytes, expected at least \(MemoryLayout<keybay_plugin>.size)")
+        guard structSize >= Self.minimumDescriptorBytes else {
+            throw refuse("descriptor is \(structSize) bytes, expected at least \(Self.minimumDescriptorBytes)")
         }
+        let copy = UnsafeMutablePointer<keybay_plugin>.allocate(capacity: 1)
+        copy.initialize(to: keybay_plugin())
+        UnsafeMutableRawPointer(copy).copyMemory(from: raw, byteCount: min(structSize, MemoryLayout<keybay_plugin>.size))
+        let descriptor = UnsafePointer(copy)
+        let d = descriptor.pointee
         guard let idPointer = d.id, let namePointer = d.name, let versionPointer = d.version else {
             throw refuse("descriptor lacks an id, a name or a version")
         }
@@ -32,9 +51,11 @@ public final class LoadedPlugin: @unchecked Sendable {
         switch kind {
         case KEYBAY_KIND_ROOT:
             guard d.root_exists != nil, d.root_create != nil, d.root_seal != nil, d.root_open != nil,
-                  d.root_location != nil, d.root_reset != nil else { throw refuse("a root plugin lacks a root operation") }
+                  d.root_location != nil || d.root_location_with_host != nil, d.root_reset != nil else {
+                throw refuse("a root plugin lacks a root operation")
+            }
         case KEYBAY_KIND_METHOD:
-            guard d.probe != nil, d.enroll != nil, d.unwrap != nil, d.describe != nil else {
+            guard d.probe != nil, d.enroll != nil, d.unwrap != nil, d.describe != nil || d.describe_with_host != nil else {
                 throw refuse("a method plugin lacks probe, enroll, unwrap or describe")
             }
         default:
@@ -48,6 +69,9 @@ public final class LoadedPlugin: @unchecked Sendable {
         self.version = String(cString: versionPointer)
         self.isRoot = kind == KEYBAY_KIND_ROOT
         self.isInteractive = d.flags & KEYBAY_FLAG_INTERACTIVE != 0
+        self.needsDevice = d.flags & KEYBAY_FLAG_NEEDS_DEVICE != 0
+        self.isOnePerStore = d.flags & KEYBAY_FLAG_ONE_PER_STORE != 0
+        self.calibrates = d.flags & KEYBAY_FLAG_CALIBRATES != 0
         self.options = (0..<d.option_count).compactMap { i in
             let o = d.options[i]
             guard let n = o.name else { return nil }

@@ -43,7 +43,10 @@ extension LoadedPlugin {
     /// One line describing the parameters, for listings.
     func describe(params: [UInt8]) throws -> String {
         var text = keybay_buffer()
-        try call(NonInteractive(), "could not describe its parameters") { d, _ in d.pointee.describe(params, params.count, &text) }
+        try call(NonInteractive(), "could not describe its parameters") { d, h in
+            if let describe = d.pointee.describe_with_host { return describe(h, params, params.count, &text) }
+            return d.pointee.describe(params, params.count, &text)
+        }
         return String(decoding: try take(&text, limit: 1024, what: "description"), as: UTF8.self)
     }
 

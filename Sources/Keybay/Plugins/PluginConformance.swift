@@ -138,7 +138,10 @@ public enum KeybayPluginCheck {
     private static func freeBufferClears(_ plugin: LoadedPlugin) -> Bool {
         var text = keybay_buffer()
         let probeParams: [UInt8] = []
-        _ = plugin.descriptor.pointee.describe(probeParams, 0, &text)
+        try? plugin.call(NonInteractive(), "could not describe empty parameters") { d, h in
+            if let describe = d.pointee.describe_with_host { return describe(h, probeParams, 0, &text) }
+            return d.pointee.describe(probeParams, 0, &text)
+        }
         guard text.data != nil else { return true } // describe refused empty params; nothing handed out
         plugin.descriptor.pointee.free_buffer(&text)
         return text.data == nil && text.length == 0
@@ -158,26 +161,30 @@ public enum KeybayPluginCheck {
         let root = PluginRoot(plugin: plugin, applicationID: "plugin-check", stateHome: home, domain: domain)
         do {
             check("exists is false before create", try !root.exists())
-            let state = try root.create(domain: domain)
+            let state = try root.create()
             check("create returns a provider state of at most 64 bytes", !state.isEmpty && state.count <= 64)
             check("exists is true after create", try root.exists())
-            check("create never overwrites", code { _ = try root.create(domain: domain) } == .stateConflict)
+            check("create never overwrites", code { _ = try root.create() } == .stateConflict)
             let secret = SecureBytes(copying: Array("a 57-byte package would go here, any length is fine....".utf8))
             let aad = Array("aad".utf8)
-            let sealed = try root.seal(secret, aad: aad, providerState: state, domain: domain)
-            check("open returns what seal sealed", try root.open(sealed[...], aad: aad, providerState: state, domain: domain).equals(secret))
+            let sealed = try root.seal(secret, aad: aad, providerState: state)
+            check("open returns what seal sealed", try root.open(sealed[...], aad: aad, providerState: state).equals(secret))
             var tampered = sealed
             tampered[tampered.count / 2] ^= 1
-            check("tampered sealed data gives INTEGRITY", code { _ = try root.open(tampered[...], aad: aad, providerState: state, domain: domain) } == .integrity)
-            check("another AAD gives INTEGRITY", code { _ = try root.open(sealed[...], aad: [1], providerState: state, domain: domain) } == .integrity)
+            check("tampered sealed data gives INTEGRITY", code { _ = try root.open(tampered[...], aad: aad, providerState: state) } == .integrity)
+            check("another AAD gives INTEGRITY", code { _ = try root.open(sealed[...], aad: [1], providerState: state) } == .integrity)
             var otherState = state
             otherState[0] ^= 1
-            check("another provider state gives ROOT_MISMATCH before decrypting", code { _ = try root.open(sealed[...], aad: aad, providerState: otherState, domain: domain) } == .platformKeyInvalidated)
+            check("another provider state gives ROOT_MISMATCH before decrypting", code { _ = try root.open(sealed[...], aad: aad, providerState: otherState) } == .platformKeyInvalidated)
             try root.reset()
             check("reset removes the root", try !root.exists())
             check("reset is idempotent", code { try root.reset() } == nil)
-            check("open without a root gives ROOT_MISSING", code { _ = try root.open(sealed[...], aad: aad, providerState: state, domain: domain) } == .platformKeyInvalidated)
-            check("location names where the root lives", !root.location.isEmpty && root.location != "(unknown)", root.location)
+            check("open without a root gives ROOT_MISSING", code { _ = try root.open(sealed[...], aad: aad, providerState: state) } == .platformKeyInvalidated)
+            check("location names where the root lives", !root.location.isEmpty && !root.location.hasPrefix("(unknown"), root.location)
+            if plugin.descriptor.pointee.root_protection != nil {
+                let note = root.protection
+                check("protection note is one line", note.map { !$0.isEmpty && !$0.contains("\n") } ?? false, note ?? "none")
+            }
         } catch {
             check("root operations succeed", false, "\(error)")
         }

@@ -79,7 +79,7 @@ enum PluginLoader {
 
     private static func checkOwnerAndMode(_ path: String, what: String, shown: String, directory: Bool) throws {
         var st = stat()
-        guard stat(path, &st) == 0 else { throw PrivateDirectory.posixError("cannot inspect \(what)", shown) }
+        guard stat(path, &st) == 0 else { throw KeybayError.posix("cannot inspect \(what)", shown) }
         if directory ? (st.st_mode & S_IFMT) != S_IFDIR : (st.st_mode & S_IFMT) != S_IFREG {
             throw KeybayError(.pluginRefused, "\(what) \(shown) is not a \(directory ? "directory" : "regular file"); refusing to load from it")
         }

@@ -1,6 +1,6 @@
 import Glibc
 
-/// Where plugins are looked for, in order (BRIEF §6):
+/// Where plugins are looked for, in order :
 /// 1. the host's configured directories (the CLI's `--plugin-dir`),
 /// 2. `KEYBAY_PLUGIN_PATH` (colon-separated, absolute entries only),
 /// 3. the install directory, `<executable dir>/../lib/keybay/plugins`, then the system ones,
@@ -68,12 +68,7 @@ public struct KeybayPluginSearch: Sendable, Equatable {
     }
 
     /// Plugin ids: `[a-z0-9][a-z0-9._-]{0,63}`, checked before an id becomes a file name.
-    public static func isValidPluginID(_ id: String) -> Bool {
-        let b = Array(id.utf8)
-        guard (1...64).contains(b.count) else { return false }
-        func lowerAlnum(_ c: UInt8) -> Bool { (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x7a) }
-        return lowerAlnum(b[0]) && b.dropFirst().allSatisfy { lowerAlnum($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d }
-    }
+    public static func isValidPluginID(_ id: String) -> Bool { MethodNames.isValidPluginID(id) }
 
     public static func fileName(for id: String) -> String { "libkeybay-\(id).so" }
 

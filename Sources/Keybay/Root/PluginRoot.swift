@@ -9,11 +9,42 @@ struct PluginRoot: RootProvider {
 
     var id: String { plugin.id }
 
+    /// Where the root lives; "(unknown: <the plugin's reason>)" when it cannot say.
     var location: String {
+        do {
+            return try line("could not say where its root is") { d, h, c, text in
+                if let location = d.pointee.root_location_with_host { return location(h, c, text) }
+                return d.pointee.root_location(c, text)
+            } ?? "(unknown)"
+        } catch let e as KeybayError {
+            return "(unknown: \(e.message))"
+        } catch {
+            return "(unknown)"
+        }
+    }
+
+    /// The root's own one-line protection note, if it offers one (and can give it now).
+    var protection: String? {
+        try? line("could not describe its protection") { d, h, c, text in
+            guard let protection = d.pointee.root_protection else { return KEYBAY_ERR_UNSUPPORTED }
+            return protection(h, c, text)
+        }
+    }
+
+    /// One line of text from the plugin; nil when it does not offer it (UNSUPPORTED).
+    private func line(_ what: String, _ body: (UnsafePointer<keybay_plugin>, UnsafePointer<keybay_host>, UnsafePointer<keybay_root_context>,
+                                                 UnsafeMutablePointer<keybay_buffer>) -> keybay_status) throws -> String? {
         var text = keybay_buffer()
-        let status = withContext { c in plugin.locked { plugin.descriptor.pointee.root_location(c, &text) } }
-        guard status == KEYBAY_OK, let bytes = try? plugin.take(&text, limit: 4096, what: "location") else { return "(unknown)" }
-        return String(decoding: bytes, as: UTF8.self)
+        do {
+            try call(what) { d, h, c in body(d, h, c, &text) }
+        } catch let e as KeybayError where e.code == .unsupported {
+            plugin.discard(&text)
+            return nil
+        } catch {
+            plugin.discard(&text)
+            throw error
+        }
+        return String(decoding: try plugin.take(&text, limit: 4096, what: what), as: UTF8.self)
     }
 
     func exists() throws -> Bool {
@@ -22,13 +53,13 @@ struct PluginRoot: RootProvider {
         return exists != 0
     }
 
-    func create(domain: [UInt8]) throws -> [UInt8] {
+    func create() throws -> [UInt8] {
         var state = keybay_buffer()
         try call("could not create its root") { d, h, c in d.pointee.root_create(h, c, &state) }
         return try plugin.take(&state, limit: Suite1.maxProviderStateBytes, what: "provider state")
     }
 
-    func seal(_ plaintext: SecureBytes, aad: [UInt8], providerState: [UInt8], domain: [UInt8]) throws -> [UInt8] {
+    func seal(_ plaintext: SecureBytes, aad: [UInt8], providerState: [UInt8]) throws -> [UInt8] {
         var sealed = keybay_buffer()
         try call("could not seal the key package") { d, h, c in
             plaintext.withUnsafeBytes { p in
@@ -39,7 +70,7 @@ struct PluginRoot: RootProvider {
         return try plugin.take(&sealed, limit: StoreSuite.methods.maxSealedPackageBytes, what: "sealed package")
     }
 
-    func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8], domain: [UInt8]) throws -> SecureBytes {
+    func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8]) throws -> SecureBytes {
         var plain = keybay_buffer()
         try call("could not open the key package") { d, h, c in
             sealed.withUnsafeBufferPointer { s in

@@ -1,22 +1,23 @@
 /// A platform root owns one secret per application and seals the store's key package with it.
-/// The core never sees the secret. This is the shape the root-plugin ABI carries (BRIEF §6):
-/// create / exists / seal / open / reset, plus the opaque provider state written into the
-/// store's bootstrap so that a root that does not belong to a store is detected before any
-/// decryption.
+/// The core never sees the secret: it asks the root to create, seal, open and reset, and keeps
+/// the opaque provider state the root returns in the store's bootstrap, so that a root that does
+/// not belong to a store is detected before any decryption.
 protocol RootProvider: Sendable {
     /// Plugin id, e.g. `file-root`; also the storage-domain profile.
     var id: String { get }
     /// Where the root lives, for `status` and messages (a path, a keyring name, ...).
     var location: String { get }
+    /// The root's own line on what it protects against and what not; nil if it gives none.
+    var protection: String? { get }
 
     func exists() throws -> Bool
     /// Creates the root; never overwrites. Returns the provider state (≤ 64 bytes) for the bootstrap.
-    func create(domain: [UInt8]) throws -> [UInt8]
+    func create() throws -> [UInt8]
     /// Seals `plaintext` after checking that `providerState` belongs to this root.
-    func seal(_ plaintext: SecureBytes, aad: [UInt8], providerState: [UInt8], domain: [UInt8]) throws -> [UInt8]
+    func seal(_ plaintext: SecureBytes, aad: [UInt8], providerState: [UInt8]) throws -> [UInt8]
     /// Opens a sealed package; throws `.platformKeyInvalidated` when the root is absent or is not
     /// the one `providerState` names, `.integrity` when the package fails authentication.
-    func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8], domain: [UInt8]) throws -> SecureBytes
+    func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8]) throws -> SecureBytes
     /// Removes the root; idempotent.
     func reset() throws
 }

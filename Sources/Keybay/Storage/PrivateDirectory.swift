@@ -229,14 +229,7 @@ final class PrivateDirectory: @unchecked Sendable {
         guard fsync(fd) == 0 else { throw Self.posixError("cannot fsync directory", path) }
     }
 
-    static func posixError(_ what: String, _ path: String) -> KeybayError {
-        let code = errno
-        let reason = String(cString: strerror(code))
-        if code == EACCES || code == EPERM {
-            return KeybayError(.insecurePermissions, "\(what) \(path): \(reason)")
-        }
-        return KeybayError(.io, "\(what) \(path): \(reason)")
-    }
+    static func posixError(_ what: String, _ path: String) -> KeybayError { KeybayError.posix(what, path) }
 }
 
 /// Enough of stat(2) to tell that a file was replaced (every write renames a new inode in).

@@ -65,8 +65,8 @@ KEYBAY_FIDO2_HIDDEN keybay_status keybay_fido2_enroll(const keybay_host *host, c
 KEYBAY_FIDO2_HIDDEN keybay_status keybay_fido2_unwrap(const keybay_host *host, const uint8_t *params,
                                                       size_t params_length,
                                                       uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]);
-KEYBAY_FIDO2_HIDDEN keybay_status keybay_fido2_describe(const uint8_t *params, size_t params_length,
-                                                        keybay_buffer *text_out);
+KEYBAY_FIDO2_HIDDEN keybay_status keybay_fido2_describe(const keybay_host *host, const uint8_t *params,
+                                                        size_t params_length, keybay_buffer *text_out);
 
 /* The enroll options (device, rp, pin, presence, uv), for the descriptor. */
 #define KEYBAY_FIDO2_OPTION_COUNT 5u
@@ -89,8 +89,7 @@ KEYBAY_FIDO2_HIDDEN extern const keybay_option_spec keybay_fido2_option_specs[KE
         .probe = keybay_fido2_probe,                                 \
         .enroll = keybay_fido2_enroll,                               \
         .unwrap = keybay_fido2_unwrap,                               \
-        .verify = keybay_fido2_unwrap,                               \
-        .describe = keybay_fido2_describe,                           \
+        .describe_with_host = keybay_fido2_describe,                 \
     }
 
 #endif /* KEYBAY_FIDO2_CORE_H */

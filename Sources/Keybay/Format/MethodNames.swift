@@ -1,0 +1,34 @@
+/// The textual fields of a method envelope and how they are checked: plugin ids, labels and
+/// method ids. The decoder and the API share these rules, so a stored name is always one the API
+/// would accept.
+enum MethodNames {
+    /// Plugin ids: `[a-z0-9][a-z0-9._-]{0,63}` (they become file names).
+    static func isValidPluginID(_ id: String) -> Bool {
+        let b = Array(id.utf8)
+        guard (1...64).contains(b.count) else { return false }
+        func lowerAlnum(_ c: UInt8) -> Bool { (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x7a) }
+        return lowerAlnum(b[0]) && b.dropFirst().allSatisfy { lowerAlnum($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d }
+    }
+
+    /// Labels: 1–64 bytes of UTF-8 without control characters.
+    static func isValidLabel(_ label: String) -> Bool {
+        let bytes = label.utf8
+        return (1...MethodEnvelope.maxLabelBytes).contains(bytes.count) && label.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7f }
+    }
+
+    /// Method ids are 16 bytes, written as 32 lowercase hex characters.
+    static func parseMethodID(_ id: String) throws -> [UInt8] {
+        let chars = Array(id.utf8)
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c { case 0x30...0x39: c - 0x30; case 0x61...0x66: c - 0x61 + 10; default: nil }
+        }
+        let refusal = KeybayError(.invalidArgument, "method ids are 32 lowercase hex characters")
+        guard chars.count == 2 * MethodEnvelope.idBytes else { throw refusal }
+        var out: [UInt8] = []
+        for i in stride(from: 0, to: chars.count, by: 2) {
+            guard let hi = nibble(chars[i]), let lo = nibble(chars[i + 1]) else { throw refusal }
+            out.append(hi << 4 | lo)
+        }
+        return out
+    }
+}

@@ -1,0 +1,73 @@
+/// One application's store directory, and the only code that touches it: the interprocess
+/// lock, reading the live file, the durable replace and create-only write, reading back what
+/// was written, and removing the store. It knows bytes and file names, nothing of keys.
+struct StoreFile: Sendable {
+    static let liveName = "keybay.v2.store"
+    static let stagingName = "keybay.v2.stage"
+    static let lockName = "keybay.v2.lock"
+
+    private let directory: PrivateDirectory
+    /// The live file's path, for messages.
+    let path: String
+
+    /// Opens `<dataHome>/keybay/<app>/`, creating it when `create` is set; nil if it is missing.
+    static func open(_ configuration: KeybayConfiguration, create: Bool) throws -> StoreFile? {
+        guard let directory = try PrivateDirectory.open(base: configuration.dataHome, components: ["keybay", configuration.applicationID],
+                                                        create: create) else { return nil }
+        return StoreFile(directory: directory, path: configuration.storePath)
+    }
+
+    /// Runs `body` under the interprocess lock (the lock file is never deleted).
+    func withLock<R>(_ mode: FileLock.Mode, _ body: () throws -> R) throws -> R {
+        try FileLock.withLock(in: directory, name: Self.lockName, mode: mode, body)
+    }
+
+    /// The whole live file and its identity, or nil if there is none.
+    func read() throws -> (bytes: [UInt8], identity: FileIdentity)? {
+        try directory.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes)
+    }
+
+    /// The live file's first `count` bytes (a header), or nil if there is none.
+    func readPrefix(_ count: Int) throws -> [UInt8]? {
+        try directory.read(Self.liveName, maxBytes: StoreLayout.maxTotalBytes, prefix: count)?.bytes
+    }
+
+    /// The identity of the live file now (nil if it is gone), to notice a replacement with one stat.
+    func identity() -> FileIdentity? {
+        directory.identity(of: Self.liveName)
+    }
+
+    func hasLiveFile() throws -> Bool {
+        try directory.contains(Self.liveName)
+    }
+
+    /// Durable replace of the live file (staging file, fsync, rename, directory fsync).
+    func replace(with bytes: [UInt8]) throws {
+        try directory.replace(Self.liveName, stagingName: Self.stagingName, with: bytes)
+    }
+
+    /// Create-only write of the live file: it never overwrites one.
+    func create(with bytes: [UInt8]) throws {
+        try directory.createExclusive(Self.liveName, stagingName: Self.stagingName, with: bytes)
+    }
+
+    /// The identity of the live file if it holds exactly `expected`, else nil.
+    func readBack(equals expected: [UInt8]) throws -> FileIdentity? {
+        try directory.readBack(Self.liveName, equals: expected)
+    }
+
+    /// Removes a staging file left by an interrupted write; call only once the live file has authenticated.
+    func removeLeftoverStaging() throws {
+        guard try directory.contains(Self.stagingName) else { return }
+        try directory.removeIfPresent(Self.stagingName)
+        try directory.sync()
+    }
+
+    /// Removes the live and staging files (never the lock file: unlinking a held lock splits
+    /// mutual exclusion).
+    func removeStore() throws {
+        try directory.removeIfPresent(Self.liveName)
+        try directory.removeIfPresent(Self.stagingName)
+        try directory.sync()
+    }
+}

@@ -1,0 +1,235 @@
+import CKeybayPlugin
+
+/// One application's store and root, and the fail-closed lifecycle over them: never initialise
+/// over existing state, never reset on an error; `reset` is explicit. The directory is reached
+/// only through `StoreFile`, the key packages only through `Keyring`.
+struct StoreLifecycle: Sendable {
+    let configuration: KeybayConfiguration
+    let keyring: Keyring
+
+    /// Loads the configuration's root plugin (only that one: method plugins load on demand).
+    init(_ configuration: KeybayConfiguration) throws {
+        self.configuration = configuration
+        let plugin = try PluginLoader.load(id: configuration.rootPlugin, kind: KEYBAY_KIND_ROOT, search: configuration.pluginSearch)
+        let domain = StorageDomain.derive(identity: configuration.applicationID, profile: plugin.id,
+                                          location: "keybay/\(configuration.applicationID)/")
+        let root = PluginRoot(plugin: plugin, applicationID: configuration.applicationID, stateHome: configuration.stateHome, domain: domain)
+        keyring = Keyring(root: root, domain: domain, context: configuration.storePath)
+    }
+
+    var root: any RootProvider { keyring.root }
+    var storePath: String { configuration.storePath }
+
+    // MARK: - Lifecycle
+
+    /// Reads the bootstrap and, for a protected store, opens the package with the root to list
+    /// its methods. Never calls a method plugin, never creates or repairs anything.
+    func status() throws -> KeybayStatus {
+        let rootExists = try root.exists()
+        var state: KeybayStatus.State = rootExists ? .rootOnly : .absent
+        var methods: [KeybayMethod] = []
+        // Only the bootstrap and the sealed package are needed: read no more than they can take.
+        if let file = try StoreFile.open(configuration, create: false),
+           let header = try file.readPrefix(Bootstrap.maxBytes + StoreSuite.methods.maxSealedPackageBytes) {
+            var reader = ByteReader(header, context: storePath)
+            let bootstrap = try Bootstrap.decode(&reader)
+            let sealedPackage = try reader.take(bootstrap.sealedPackageLength, "sealed package")
+            if !rootExists {
+                state = .storeOnly
+            } else if bootstrap.suite == .platform {
+                state = .platformOnly
+            } else {
+                state = .protected
+                methods = try keyring.methods(bootstrap, sealedPackage: sealedPackage).map(KeybayMethod.init)
+            }
+        }
+        return KeybayStatus(state: state, storePath: storePath, rootPlugin: root.id, rootLocation: root.location, methods: methods,
+                            rootProtection: protectionNote(methods: methods.count))
+    }
+
+    /// The root's own note on what it protects against, and what the methods add.
+    func protectionNote(methods: Int) -> String {
+        let rootNote = root.protection ?? "platform root \(root.id) (it gives no note on what it protects against)"
+        return methods == 0 ? rootNote + "; enroll an unlock method for more"
+                            : rootNote + "; opening also needs one of the \(methods) enrolled method(s)"
+    }
+
+    /// Opens the existing store as `unlock` says, or creates one when there is nothing at all and
+    /// `create` is set (never for a named method: that store must exist). A method's ceremony
+    /// (a prompt, a touch) runs before the lock is taken, so it never blocks other writers; the
+    /// locked re-read then reuses its keys.
+    func open(create: Bool, unlock: Unlock) throws -> (StoreFile, Generation) {
+        let create = create && !unlock.needsExistingStore
+        guard let file = try StoreFile.open(configuration, create: create) else { throw try missingStore(unlock) }
+        var unlocked: Generation?
+        if unlock.mayRunCeremony, let read = try file.read() {
+            unlocked = try authenticate(read, unlock: unlock)
+        }
+        let generation = try file.withLock(.exclusive) { () throws -> Generation in
+            // The generation the ceremony unlocked is taken as it is if the file did not change.
+            if let live = try unlocked.map({ try current(file, previous: $0) }) ?? load(file, reusing: nil) {
+                // A leftover staging file is only removed once the live file has authenticated.
+                try file.removeLeftoverStaging()
+                return live
+            }
+            guard create else { throw try missingStore(unlock) }
+            return try createStore(in: file)
+        }
+        return (file, generation)
+    }
+
+    /// `init`: creates a store only when there is nothing at all.
+    func initialize() throws -> (StoreFile, Generation) {
+        let file = try StoreFile.open(configuration, create: true)!
+        let generation = try file.withLock(.exclusive) { () throws -> Generation in
+            if try file.hasLiveFile() {
+                throw KeybayError(.alreadyInitialized, "a store already exists at \(storePath); refusing to initialise over it")
+            }
+            return try createStore(in: file)
+        }
+        return (file, generation)
+    }
+
+    /// Removes the store, its staging file and the root; keeps the lock file. Idempotent, needs no credential.
+    func reset() throws {
+        if let file = try StoreFile.open(configuration, create: false) {
+            try file.withLock(.exclusive) {
+                try file.removeStore()
+                try root.reset()
+            }
+        } else {
+            try root.reset()
+        }
+    }
+
+    /// Why there is no store to open: a root without one is a state conflict (unless the caller
+    /// named a method: then the store is simply not there).
+    private func missingStore(_ unlock: Unlock = .platform) throws -> KeybayError {
+        if !unlock.needsExistingStore, try root.exists() {
+            return KeybayError(.stateConflict, "state conflict: the platform root \(root.location) exists but there is no store at \(storePath) (interrupted initialisation or partial restore); run reset to start over")
+        }
+        return KeybayError(.storeNotFound, "no store at \(storePath)")
+    }
+
+    /// Caller holds the exclusive lock and has seen no live file.
+    private func createStore(in file: StoreFile) throws -> Generation {
+        if try root.exists() { throw try missingStore() }
+        let providerState = try root.create()
+        var storeLinked = false
+        do {
+            let sealed = try keyring.first(providerState: providerState)
+            let encoded = try StoreEncoder.encodeStore(bootstrap: sealed.bootstrap, sealedPackage: sealed.package, frames: [],
+                                                       keys: sealed.keys, domain: keyring.domain)
+            try file.create(with: encoded.file)
+            storeLinked = true
+            return try verifyWritten(encoded, in: file) { try keyring.confirm(sealed, in: encoded.file, layout: $0) }
+        } catch {
+            // Undo only our own root, and only while no store refers to it.
+            if !storeLinked { try? root.reset() }
+            throw error
+        }
+    }
+
+    // MARK: - Generations
+
+    /// Authenticates a file as read: its package opened as `unlock` says (or with the keys of
+    /// `previous` when the package is the same), then its manifest.
+    private func authenticate(_ read: (bytes: [UInt8], identity: FileIdentity), unlock: Unlock = .platform,
+                              reusing previous: StoreSnapshot? = nil) throws -> Generation {
+        let layout = try StoreLayout.decode(read.bytes, context: storePath)
+        let opened: Keyring.Opened
+        if let previous, previous.hasSamePackage(as: layout, in: read.bytes) {
+            opened = Keyring.Opened(keys: previous.keys, methods: previous.methods)
+        } else {
+            opened = try keyring.open(layout, in: read.bytes, unlock: unlock)
+        }
+        let snapshot = try StoreSnapshot.authenticate(file: read.bytes, layout: layout, keys: opened.keys, methods: opened.methods,
+                                                      domain: keyring.domain, context: storePath)
+        return Generation(snapshot: snapshot, identity: read.identity)
+    }
+
+    /// Reads and authenticates the live file; nil if there is none. Only a platform-only store,
+    /// or one whose package `previous` already unlocked, opens.
+    private func load(_ file: StoreFile, reusing previous: StoreSnapshot?) throws -> Generation? {
+        guard let read = try file.read() else { return nil }
+        do {
+            return try authenticate(read, reusing: previous)
+        } catch let e as KeybayError where e.code == .authenticationRequired && previous != nil {
+            throw KeybayError(.keyChanged, "another process changed the unlock methods of \(storePath) (a new store key); open it again")
+        }
+    }
+
+    /// Re-reads the live file under a shared lock (another process replaced it).
+    func reload(_ file: StoreFile, reusing previous: StoreSnapshot) throws -> Generation {
+        try file.withLock(.shared) {
+            guard let generation = try load(file, reusing: previous) else { throw try missingStore() }
+            return generation
+        }
+    }
+
+    /// Read-modify-write under the exclusive lock: re-read the live file, let `change` produce
+    /// the new frames, write staging, fsync, rename, fsync the directory, verify.
+    func commit(_ file: StoreFile, previous: Generation, change: (StoreSnapshot) throws -> [PendingFrame]?) throws -> Generation {
+        try file.withLock(.exclusive) {
+            guard let current = try current(file, previous: previous) else { throw try missingStore() }
+            guard let frames = try change(current.snapshot) else { return current }
+            let snapshot = current.snapshot
+            let encoded = try StoreEncoder.encodeStore(bootstrap: snapshot.layout.bootstrap, sealedPackage: snapshot.sealedPackage,
+                                                       frames: frames, keys: snapshot.keys, domain: keyring.domain)
+            try file.replace(with: encoded.file)
+            return try verifyWritten(encoded, in: file) { _ in Keyring.Opened(keys: snapshot.keys, methods: snapshot.methods) }
+        }
+    }
+
+    /// Under the lock: the live generation. If the file is still the one `previous` came from
+    /// (same inode, size and times: every write renames a new file in), it is reused as it is;
+    /// otherwise the file is read and authenticated again.
+    private func current(_ file: StoreFile, previous: Generation) throws -> Generation? {
+        if let identity = file.identity(), identity == previous.identity { return previous }
+        return try load(file, reusing: previous.snapshot)
+    }
+
+    /// Adding, replacing or removing methods: the keyring's next generation (a fresh Kstore, the
+    /// next epoch, every surviving method re-sealed from its public key alone), every record
+    /// re-encrypted, all in one atomic replace. The new list is made under the lock from the live
+    /// methods, and only while they are still those of `expected` (what the caller decided on,
+    /// possibly before a long ceremony): a list computed earlier could bring back a method
+    /// another process removed meanwhile.
+    func rotate(_ file: StoreFile, previous: Generation, expecting expected: StoreSnapshot,
+                change: ([MethodEnvelope.Public]) -> [MethodEnvelope.Public]) throws -> Generation {
+        try file.withLock(.exclusive) {
+            guard let current = try current(file, previous: previous)?.snapshot else { throw try missingStore() }
+            guard current.sealedPackage.elementsEqual(expected.sealedPackage) else {
+                throw KeybayError(.stateConflict, "the unlock methods of \(storePath) changed meanwhile (another session or process); try again")
+            }
+            let sealed = try keyring.next(after: current.keys, providerState: current.layout.bootstrap.providerState,
+                                          methods: change(current.methods))
+            let encoded = try keyring.reencrypt(current, into: sealed)
+            try file.replace(with: encoded.file)
+            return try verifyWritten(encoded, in: file) { try keyring.confirm(sealed, in: encoded.file, layout: $0) }
+        }
+    }
+
+    /// Reads back what was just made durable: it must equal, byte for byte, what was encoded
+    /// (from authenticated parts, with every digest computed or copied), a new package must open
+    /// with the root to the generation it was sealed from, and the manifest must decrypt to
+    /// exactly the plaintext encoded. Frame digests are not hashed a second time.
+    private func verifyWritten(_ encoded: EncodedStore, in file: StoreFile,
+                               keys: (StoreLayout) throws -> Keyring.Opened) throws -> Generation {
+        guard let identity = try file.readBack(equals: encoded.file) else {
+            throw KeybayError(.io, "\(storePath) does not read back as written")
+        }
+        // The encoded bytes are now known to be what the disk holds.
+        let layout = try StoreLayout.decode(encoded.file, context: storePath)
+        let opened = try keys(layout)
+        let snapshot = try StoreSnapshot.authenticateWritten(encoded, layout: layout, keys: opened.keys, methods: opened.methods,
+                                                             domain: keyring.domain, context: storePath)
+        return Generation(snapshot: snapshot, identity: identity)
+    }
+}
+
+/// A snapshot and the identity of the file it came from.
+struct Generation: Sendable {
+    let snapshot: StoreSnapshot
+    let identity: FileIdentity
+}
