@@ -3,7 +3,7 @@ import Glibc
 import Testing
 @testable import Keybay
 
-/// The stable command-line interface (BRIEF §7), exercised as a real process.
+/// The stable command-line interface (what scripts outside the code base rely on), exercised as a real process.
 @Suite struct CLITests {
     @Test func walkthrough() throws {
         let box = Sandbox()

@@ -10,7 +10,7 @@ import Testing
     /// A minimal method plugin; the parameters let each test break one thing (the operations
     /// are given as C bodies).
     static func source(id: String = "t-plugin", abi: String = "KEYBAY_PLUGIN_ABI_VERSION", entry: String = "keybay_plugin_entry_v1",
-                       kind: String = "KEYBAY_KIND_METHOD", size: String = "sizeof(keybay_plugin)",
+                       kind: String = "KEYBAY_KIND_METHOD", size: String = "sizeof(keybay_plugin)", flags: String = "0",
                        probe: String = "return KEYBAY_OK;", enroll: String = "return KEYBAY_ERR_UNSUPPORTED;",
                        unwrap: String = "return KEYBAY_ERR_UNSUPPORTED;", describe: String = "return KEYBAY_ERR_UNSUPPORTED;") -> String {
         """
@@ -23,14 +23,14 @@ import Testing
         static keybay_status unwrap(const keybay_host *h, const uint8_t *p, size_t n, uint8_t s[32]) { \(unwrap) }
         static keybay_status describe(const uint8_t *p, size_t n, keybay_buffer *t) { \(describe) }
         static const keybay_plugin d = { .abi_version = \(abi), .struct_size = \(size), .id = "\(id)", .name = "t", .version = "1",
-            .kind = \(kind), .free_buffer = fb, .probe = probe, .enroll = enroll, .unwrap = unwrap, .describe = describe };
+            .kind = \(kind), .flags = \(flags), .free_buffer = fb, .probe = probe, .enroll = enroll, .unwrap = unwrap, .describe = describe };
         const keybay_plugin *\(entry)(void) { return &d; }
         """
     }
 
     /// Compiles `source` to `dir/libkeybay-<file id>.so`; returns the path.
     @discardableResult
-    static func build(_ source: String, fileID: String = "t-plugin", in dir: String) throws -> String {
+    static func build(_ source: String, fileID: String = "t-plugin", in dir: String, header: String = header) throws -> String {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         chmod(dir, 0o755)
         let c = dir + "/src-\(fileID).c"

@@ -1,7 +1,7 @@
 import Testing
 @testable import Keybay
 
-/// The published Keybay V2 suite-1 vectors (shared/vectors/keybay-v2-suite1.json), copied here so
+/// The published Keybay V2 suite-1 vectors (the reference's worked example, keybay-v2-suite1.json), copied here so
 /// CI needs nothing outside the repository. Every output is reproduced byte for byte.
 @Suite struct Suite1VectorTests {
     enum V {

@@ -28,7 +28,7 @@ public enum KeybayLogLevel: Int, Sendable, Comparable {
 }
 
 public struct KeybaySecretRequest: Sendable {
-    public enum Kind: Sendable { case passphrase, pin }
+    public enum Kind: String, Sendable { case passphrase, pin }
     public let kind: Kind
     /// One line to show.
     public let prompt: String
@@ -57,6 +57,6 @@ extension KeybayInteraction {
 public struct NonInteractive: KeybayInteraction {
     public init() {}
     public func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        throw KeybayError(.interactionRequired, "a \(request.kind == .pin ? "PIN" : "passphrase") is needed but this host cannot ask for one")
+        throw KeybayError(.interactionRequired, "a \(request.kind == .pin ? "PIN" : request.kind.rawValue) is needed but this host cannot ask for one")
     }
 }

@@ -1,0 +1,219 @@
+import CKeybayPlugin
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+@testable import Keybay
+
+/// The core treats every plugin alike: what a plugin is allowed or offers comes from its
+/// descriptor, never from its id; the ABI grows within version 1 without breaking older plugins.
+@Suite struct PluginStandingTests {
+    static func configuration(_ box: Sandbox, pluginDir: String) throws -> KeybayConfiguration {
+        var c = try box.configuration()
+        c.pluginSearch = KeybayPluginSearch(directories: [pluginDir, pluginDirectory], environmentPath: nil)
+        return c
+    }
+
+    /// A method whose secret is always seven sevens, with `flags` in its descriptor.
+    static func sevens(id: String, flags: String = "0") -> String {
+        PluginLoaderTests.source(id: id, flags: flags,
+                                 enroll: "p->data = calloc(1, 4); p->length = 4; memset(s, 7, 32); return KEYBAY_OK;",
+                                 unwrap: "memset(s, 7, 32); return KEYBAY_OK;",
+                                 describe: "t->data = calloc(1, 6); memcpy(t->data, \"sevens\", 6); t->length = 6; return KEYBAY_OK;")
+    }
+
+    @Test func aThirdPartyPluginDeclaringOnePerStoreIsRefusedASecondEnrollmentLikeThePassphrase() throws {
+        let box = Sandbox()
+        let dir = box.root + "/third-party"
+        try PluginLoaderTests.build(Self.sevens(id: "com.example.single", flags: "KEYBAY_FLAG_ONE_PER_STORE"), fileID: "com.example.single", in: dir)
+        try PluginLoaderTests.build(Self.sevens(id: "com.example.many"), fileID: "com.example.many", in: dir)
+        let config = try Self.configuration(box, pluginDir: dir)
+        let session = try KeybayStore.open(config)
+        let single = try session.auth.add(plugin: "com.example.single")
+        let before = readBytes(box.storePath)
+        let e = keybayError { _ = try session.auth.add(plugin: "com.example.single") }
+        #expect(e?.code == .invalidArgument && e?.message.contains("com.example.single allows one per store") == true, "\(String(describing: e))")
+        let unchanged = readBytes(box.storePath) == before
+        #expect(unchanged, "a refused enrollment writes nothing")
+        // Without the flag, a second method of the same plugin is fine.
+        try session.auth.add(plugin: "com.example.many")
+        try session.auth.add(plugin: "com.example.many")
+        #expect(try session.auth.list().map(\.plugin) == ["com.example.single", "com.example.many", "com.example.many"])
+        _ = single
+    }
+
+    @Test func thePassphrasePluginDeclaresItsRulesInItsDescriptor() throws {
+        let plugin = try PluginLoader.load(id: "passphrase", kind: KEYBAY_KIND_METHOD, search: KeybayPluginSearch(directories: [pluginDirectory], environmentPath: nil))
+        #expect(plugin.isOnePerStore && plugin.calibrates && !plugin.needsDevice)
+        #expect(plugin.descriptor.pointee.verify == nil, "first-party plugins leave verify to the host's fallback")
+    }
+
+    /// A plugin compiled from the first version-1 header (its descriptor ends at root_reset, it
+    /// has the host-less describe and no verify) loads and works end to end.
+    @Test func aPluginBuiltFromTheFirstVersion1HeaderLoadsAndWorks() async throws {
+        let box = Sandbox()
+        let dir = box.root + "/abi-1.0"
+        try PluginLoaderTests.build(Self.sevens(id: "com.example.old"), fileID: "com.example.old", in: dir,
+                                    header: packageDirectory + "/Tests/Fixtures/abi-1.0")
+        let config = try Self.configuration(box, pluginDir: dir)
+        let plugin = try PluginLoader.load(id: "com.example.old", kind: KEYBAY_KIND_METHOD, search: config.pluginSearch)
+        #expect(plugin.descriptor.pointee.describe_with_host == nil && plugin.descriptor.pointee.describe != nil)
+        let session = try await KeybayStore.open(config)
+        try session.set("k", string: "v")
+        let method = try await session.auth.add(plugin: "com.example.old")
+        session.close()
+        let reopened = try await KeybayStore.open(config, method: method.id)
+        #expect(try reopened.getString("k") == "v")
+        try await reopened.auth.verify(method.id)
+        #expect(try reopened.auth.describe(method.id) == "sevens")
+    }
+
+    @Test func aDescriptorSmallerThanTheFirstVersion1OneIsRefused() throws {
+        let box = Sandbox()
+        try PluginLoaderTests.build(PluginLoaderTests.source(size: "offsetof(keybay_plugin, root_reset)"), in: box.root + "/small")
+        let e = PluginLoaderTests.loadError(dir: box.root + "/small")
+        #expect(e?.code == .pluginRefused && e?.message.contains("expected at least \(LoadedPlugin.minimumDescriptorBytes)") == true, "\(String(describing: e))")
+    }
+
+    /// Lines below the host's log level are dropped; the others arrive with their level.
+    @Test func theHostHonoursThePluginsLogLevel() throws {
+        let box = Sandbox()
+        let probe = """
+            h->log(h->context, KEYBAY_LOG_DEBUG, "d"); h->log(h->context, KEYBAY_LOG_INFO, "i");
+            h->log(h->context, KEYBAY_LOG_ERROR, "e"); return KEYBAY_OK;
+            """
+        try PluginLoaderTests.build(PluginLoaderTests.source(id: "com.example.logs", probe: probe), fileID: "com.example.logs", in: box.root + "/logs")
+        let plugin = try PluginLoader.load(id: "com.example.logs", kind: KEYBAY_KIND_METHOD,
+                                           search: KeybayPluginSearch(directories: [box.root + "/logs"], environmentPath: nil))
+        for (level, expected) in [(KeybayLogLevel.debug, ["debug d", "info i", "error e"]), (.info, ["info i", "error e"]), (.error, ["error e"])] {
+            let recorder = LogRecorder(level: level)
+            try plugin.call(recorder, "probe") { d, h in d.pointee.probe(h) }
+            #expect(recorder.lines.withLock { $0 } == expected)
+        }
+    }
+
+    @Test func pluginsSayWhichNeedADevice() throws {
+        let box = Sandbox()
+        let r = try box.cli("plugins", "--json")
+        #expect(r.status == 0)
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [[String: Any]])
+        let needs = Dictionary(uniqueKeysWithValues: list.compactMap { p in (p["id"] as? String).map { ($0, p["needsDevice"] as? Bool) } })
+        #expect(needs["fido2"] == true && needs["test-fido2"] == true && needs["passphrase"] == false && needs["file-root"] == false, "\(needs)")
+        #expect(try box.cli("plugins").out.contains { _ in true } && box.cli("plugins").out.split(separator: "\n").contains { $0.hasPrefix("fido2 ") && $0.contains("needs a device") })
+    }
+
+    @Test func benchmarkRunsAPluginThatCalibratesAndRefusesOneThatDoesNot() throws {
+        let box = Sandbox()
+        let r = try box.cli("benchmark", "--json", "--opt", "memory-kib=8192", "--opt", "iterations=1", "--opt", "lanes=1")
+        #expect(r.status == 0 && r.out.contains("\"plugin\":\"passphrase\"") && r.out.contains("Argon2id v1.3, 8 MiB, t=1, p=1"), "\(r.out) \(r.stderr)")
+        let refused = try box.cli("benchmark", "test-counting")
+        #expect(refused.status == 1 && refused.stderr.contains("test-counting does not calibrate") && refused.stderr.contains("[unsupported]"), "\(refused.stderr)")
+    }
+
+    @Test func statusShowsTheRootsOwnProtectionNote() throws {
+        let box = Sandbox()
+        #expect(try box.cli("init").status == 0)
+        let status = try KeybayStore.status(box.configuration())
+        #expect(status.rootProtection.hasPrefix("file-root keeps the platform key in a private file: it protects against copied files, backups and other users, not against other programs running as this user"))
+        #expect(status.rootProtection.hasSuffix("; enroll an unlock method for more"))
+    }
+}
+
+/// Records plugin log lines at or above `level`.
+final class LogRecorder: KeybayInteraction, Sendable {
+    let level: KeybayLogLevel
+    let lines = Mutex<[String]>([])
+    init(level: KeybayLogLevel) { self.level = level }
+    func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        throw KeybayError(.interactionRequired, "no secrets here")
+    }
+    var logLevel: KeybayLogLevel { level }
+    func log(_ text: String, level: KeybayLogLevel) {
+        lines.withLock { $0.append("\(level == .debug ? "debug" : level == .info ? "info" : "error") \(text)") }
+    }
+}
+
+/// The async entry points run ceremonies on threads of their own: a plugin waiting for the user
+/// holds no cooperative thread, and cancelling the task ends the wait.
+@Suite struct AsyncCeremonyTests {
+    /// Answers "1234" once released; counts who is waiting. Released by a task, or (only if no
+    /// task could run) by a watchdog thread after 60 s. (The plugin is called by one thread at a
+    /// time, so the other opens wait for it meanwhile: on their own threads, or, if the async
+    /// forms ran ceremonies inline, on the cooperative threads the answering task needs.)
+    final class HeldAnswer: KeybayInteraction, Sendable {
+        let waiting = Atomic<Int>(0)
+        /// 0: held; 1: released by a task; 2: released by the watchdog.
+        let releasedBy = Atomic<Int>(0)
+        func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            waiting.add(1, ordering: .sequentiallyConsistent)
+            while releasedBy.load(ordering: .sequentiallyConsistent) == 0 { usleep(1000) }
+            buffer.copyBytes(from: Array("1234".utf8))
+            return 4
+        }
+    }
+
+    static func protectedStore(_ box: Sandbox, pin: String) throws -> (KeybayConfiguration, KeybayMethod) {
+        let config = try box.configuration()
+        let session = try KeybayStore.open(config, interaction: ScriptedInteraction([pin, pin]))
+        try session.set("k", string: "v")
+        let method = try session.auth.add(plugin: "test-counting")
+        session.close()
+        return (config, method)
+    }
+
+    @Test func moreWaitingOpensThanCoresLeaveThePoolFreeForTheTaskThatAnswers() async throws {
+        let box = Sandbox()
+        let (config, method) = try Self.protectedStore(box, pin: "1234")
+        let answer = HeldAnswer()
+        Thread.detachNewThread {
+            for _ in 0..<60_000 where answer.releasedBy.load(ordering: .sequentiallyConsistent) == 0 { usleep(1000) }
+            _ = answer.releasedBy.compareExchange(expected: 0, desired: 2, ordering: .sequentiallyConsistent)
+        }
+        let opens = ProcessInfo.processInfo.activeProcessorCount + 2
+        let values = try await withThrowingTaskGroup(of: String?.self) { group in
+            for _ in 0..<opens {
+                group.addTask {
+                    let session = try await KeybayStore.open(config, method: method.id, interaction: answer)
+                    defer { session.close() }
+                    return try session.getString("k")
+                }
+            }
+            group.addTask {
+                while answer.waiting.load(ordering: .sequentiallyConsistent) == 0 { try await Task.sleep(nanoseconds: 1_000_000) }
+                _ = answer.releasedBy.compareExchange(expected: 0, desired: 1, ordering: .sequentiallyConsistent)
+                return nil
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        let releasedBy = answer.releasedBy.load(ordering: .sequentiallyConsistent)
+        #expect(releasedBy == 1, "the answering task never ran while the opens waited")
+        #expect(values.compactMap { $0 } == Array(repeating: "v", count: opens))
+    }
+
+    /// Gives "wait-for-cancel" (the counting plugin then polls is_cancelled) and notes that it was asked.
+    final class WaitForCancel: KeybayInteraction, Sendable {
+        let asked = Atomic<Bool>(false)
+        func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            asked.store(true, ordering: .sequentiallyConsistent)
+            let bytes = Array("wait-for-cancel".utf8)
+            buffer.copyBytes(from: bytes)
+            return bytes.count
+        }
+    }
+
+    @Test func cancellingTheTaskEndsThePluginsWaitAndChangesNothing() async throws {
+        let box = Sandbox()
+        let (config, method) = try Self.protectedStore(box, pin: "wait-for-cancel")
+        let before = readBytes(box.storePath)
+        let interaction = WaitForCancel()
+        let task = Task { try await KeybayStore.open(config, method: method.id, interaction: interaction) }
+        for _ in 0..<30_000 where !interaction.asked.load(ordering: .sequentiallyConsistent) { try await Task.sleep(nanoseconds: 1_000_000) }
+        let asked = interaction.asked.load(ordering: .sequentiallyConsistent)
+        #expect(asked, "the plugin never asked for the PIN")
+        task.cancel()
+        let e = await keybayError { _ = try await task.value }
+        #expect(e?.code == .cancelled, "\(String(describing: e))")
+        let unchanged = readBytes(box.storePath) == before
+        #expect(unchanged, "a cancelled open writes nothing")
+    }
+}
