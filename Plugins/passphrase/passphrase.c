@@ -1,47 +1,14 @@
 /*
  * libkeybay-passphrase.so — the first-party `passphrase` method plugin (Keybay plugin ABI v1).
  *
- * The method secret is M = Argon2id v1.3 (libargon2) over the passphrase with a random 16-byte
- * salt, 32 bytes of output. There is no verifier: the plugin cannot tell a wrong passphrase from
- * a right one, so unwrap (and verify, the same function) just derives M; the host checks M
- * against the stored public key.
+ * M = Argon2id v1.3 (libargon2) over the passphrase, 32 bytes. The 33-byte public parameters and
+ * the derivation are specified in docs/format.md §11; the options, the calibration and the
+ * handling of the secret are described in docs/plugins.md ("The first-party passphrase plugin").
  *
- * Public parameters, as returned by enroll (stored in the store, readable by anyone who has the
- * root); integers are big-endian:
- *
- *   offset  size  field
- *        0     1  format       u8   = 1
- *        1     4  version      u32  = 0x13 (Argon2 v1.3)
- *        5     4  memory_kib   u32  8 x lanes ... 2,097,152 (2 GiB)
- *        9     4  iterations   u32  1 ... 16
- *       13     4  lanes        u32  1 ... 8 (Argon2 parallelism; also the thread count)
- *       17    16  salt
- *   total 33 bytes
- *
- * Decoding is strict (exact length, format 1, version 0x13, every field in range) and happens
- * before anything is allocated or asked, so stored parameters cannot make the plugin allocate
- * more than 2 GiB or spin for more than 16 passes. Malformed parameters give
- * KEYBAY_ERR_MALFORMED_PARAMS and a set_error line naming the field.
- *
- * Enroll options (--opt name=value): memory-kib, iterations, lanes, target-ms. Explicit values
- * are used as given (within the caps above; values below RFC 9106's 64 MiB / t=3 only when given
- * explicitly). Whatever of memory-kib / iterations is not given is calibrated to target-ms
- * (default 1000 ms): lanes = min(4, online CPUs) unless given; start at 64 MiB, t=3; raise the
- * memory first (doubling while the measured time says at least twice as much fits, then one
- * extrapolated step, or one step back after an overshooting doubling) up to min(1 GiB, RAM/4,
- * cgroup memory.max/4); then raise iterations (at most 16) by linear extrapolation. A
- * calibrated value is never below 64 MiB / t=3. Trials run on a dummy password and are timed
- * in wall-clock time (CLOCK_MONOTONIC); is_cancelled is polled between them. Each trial is a
- * PROGRESS message; the choice and the measured time of the real derivation, one INFO message.
- *
- * The passphrase (1 to 1024 bytes) is asked for first (before any calibration), through
- * host->ask_secret into sodium_malloc'ed memory, which also receives the Argon2 output; it is
- * wiped and freed before returning. secret_out is written only on success. Statuses from
- * ask_secret are passed on unchanged and nothing is retried. message() answering CANCELLED
- * stops the operation; answering INTERACTION_UNAVAILABLE (a host that cannot show messages)
- * does not, since the messages are only informational.
- *
- * Only keybay_plugin_entry_v1 is exported; everything else is static.
+ * Why it looks the way it does: there is no verifier (the host's public-key comparison catches a
+ * wrong passphrase, so unwrap only derives M); parameters are decoded and capped before anything
+ * is allocated or asked, because anyone holding the root can write them; the passphrase is asked
+ * for before calibrating, so a refused or cancelled prompt costs no Argon2id runs.
  */
 #define _POSIX_C_SOURCE 200809L
 

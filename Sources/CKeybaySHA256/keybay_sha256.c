@@ -1,6 +1,12 @@
 /*
  * keybay_sha256.c - SHA-256 (FIPS 180-4) with an x86 SHA-NI fast path.
  *
+ * Why our own: linking OpenSSL's libcrypto into the CLI would cost about 2 ms of process start
+ * on the development machine (a C program that links libcrypto and hashes 3 bytes runs 2.5x
+ * longer than one that links libsodium), which would undo the CLI `get` vs `age` row of
+ * docs/performance.md; libsodium 1.0.18's portable SHA-256 (about 200 MiB/s) bounds store reads.
+ * Tests/KeybayTests/SHA256Tests.swift cross-checks this implementation against libsodium's.
+ *
  * Layout:
  *   - portable compression function (plain C, FIPS 180-4 section 6.2.2)
  *   - SHA-NI compression function (x86/x86-64 GCC/Clang only), compiled

@@ -1,59 +1,20 @@
 /*
  * The `fido2` method (Keybay plugin ABI v1): M is the 32-byte output of the CTAP2 hmac-secret
- * extension of a credential on a FIDO2 security key, via libfido2. The core does not link
- * libfido2: it opens libfido2.so.1 on first use (below), so loading the plugin stays cheap and a
- * process that only lists plugins or uses other methods never maps libfido2 and its dependencies.
+ * extension of a non-resident credential on a FIDO2 security key, via libfido2. docs/fido2.md
+ * specifies the public parameters, the modes (pin, presence, uv), the options, the enrollment
+ * and unlock ceremonies and what each error means.
  *
- * Enrollment makes a non-resident ES256 credential with hmac-secret for the relying party
- * `rp` (option rp=, default "keybay.local": the ABI does not tell a method plugin the
- * application's id), picks 32 random bytes as the PRF input, and sends the WebAuthn PRF salt
- * SHA-256("WebAuthn PRF" | 0x00 | input) — so a browser passkey's PRF over the same input gives
- * the same secret. It then runs two assertions in the recorded mode and requires the same output
- * twice before returning it as M. Unlock runs one assertion; its hmac-secret output is M.
- *
- * Public parameters (stored in the store, readable by anyone who has the root), big-endian:
- *
- *   offset   size  field
- *        0      1  format          u8  = 1
- *        1      1  modes           u8  0x01 pin, 0x02 presence, 0x04 uv; other bits must be 0
- *        2     32  prf_input       the stored PRF input (the salt sent is SHA-256 of it, above)
- *       34     64  public_key      the credential's P-256 public key, x | y (ES256)
- *       98      1  rp_length       R, 1 ... 253
- *       99      R  rp_id           [a-z0-9][a-z0-9.-]*
- *     99+R      2  cred_id_length  C, 16 ... 1023
- *    101+R      C  credential_id
- *   total 101 + R + C bytes (at most 1377)
- *
- * Decoding is strict (exact total length, format 1, no unknown mode bits, every length and the
- * rp id's characters in range) and happens before any device is touched or anything is asked.
- * Malformed parameters give KEYBAY_ERR_MALFORMED_PARAMS and a set_error line naming the field.
- *
- * Modes (options pin=, presence=, uv= at enrollment, recorded, enforced identically at unlock):
- *   pin=required   the PIN is asked (host->ask_secret, KEYBAY_SECRET_PIN, with the retries left
- *                  from fido_dev_get_retry_count) and the assertion is user-verified with it;
- *                  default when the key has a PIN set, else no.
- *   presence=required  the key must be touched (up=true); no: up=false. Default required.
- *   uv=required    the assertion must be user-verified: by the PIN when pin=required, else by
- *                  the key's built-in verification (a fingerprint). Default no.
- * CTAP 2.1 keys derive a different hmac-secret with and without user verification, so unlock
- * checks the UV flag of the answer against pin|uv and refuses a mismatch
- * (KEYBAY_ERR_UNSUPPORTED) instead of returning a secret that cannot open the store; it also
- * checks the UP flag and the assertion's signature against the stored public key.
- * A key with a PIN set needs the PIN to create a credential, so enrollment asks for it then
- * even with pin=no (the PIN is not used for the assertions in that mode).
- *
- * The PIN is asked once per operation and never retried automatically. Errors: libfido2.so.1
- * cannot be loaded, no key present or the credential is not on any key present ->
- * NOT_AVAILABLE; wrong PIN -> WRONG_SECRET (the line says how many tries are left); PIN
- * blocked, or three wrong PINs in a row (the key must be re-plugged) -> LOCKED; touch refused
- * or the operation cancelled -> CANCELLED; no touch in time -> TIMED_OUT; mode not offered by
- * this key -> UNSUPPORTED. With several keys present, unlock asks each (up=false, no PIN:
- * nothing to touch) whether it holds the credential and uses the first that does; enrollment
- * needs device=PATH then. While a touch is awaited the host is told so (message) and
- * host->is_cancelled is polled every 50 ms from the calling thread while a worker thread talks
- * to the key; a cancel is sent to the key (CTAPHID_CANCEL).
- *
- * The PIN and the hmac-secret outputs live in sodium_malloc'ed memory, wiped after use.
+ * Non-obvious choices:
+ * - libfido2 is not linked: it is opened on first use (below), so loading the plugin stays cheap
+ *   and a process that only lists plugins or uses other methods never maps libfido2 and its
+ *   dependencies.
+ * - The salt sent to the key is the WebAuthn PRF salt of the stored input, so a browser passkey's
+ *   PRF over the same input gives the same secret.
+ * - CTAP 2.1 keys derive a different hmac-secret with and without user verification, so unlock
+ *   checks the answer's UV (and UP) flags against the recorded mode and refuses a mismatch
+ *   instead of returning a secret that cannot open the store.
+ * - While a touch is awaited a worker thread talks to the key and the calling thread polls
+ *   host->is_cancelled, so a cancel reaches the key (CTAPHID_CANCEL).
  */
 #define _POSIX_C_SOURCE 200809L
 
