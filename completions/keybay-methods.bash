@@ -140,7 +140,7 @@ _keybay_methods() {
             --opt)
                 local plugin=""
                 [[ "$command" == enroll ]] && plugin="${positionals[0]}"
-                [[ "$command" == benchmark ]] && plugin=passphrase
+                [[ "$command" == benchmark ]] && plugin="${positionals[0]:-passphrase}"
                 COMPREPLY=($(compgen -W "$(_keybay_methods_opt_names "$plugin")" -- "$cur"))
                 compopt -o nospace 2>/dev/null ;;
         esac
@@ -166,7 +166,7 @@ _keybay_methods() {
 
     (( ${#positionals[@]} == 0 )) || return 0
     case "$command" in
-        enroll)
+        enroll|benchmark)
             COMPREPLY=($(compgen -W "$(_keybay_methods_plugin_ids)" -- "$cur")) ;;
         remove|verify)
             COMPREPLY=($(compgen -W "$(_keybay_methods_method_ids)" -- "$cur")) ;;

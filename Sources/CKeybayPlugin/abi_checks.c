@@ -6,3 +6,7 @@ _Static_assert(offsetof(keybay_plugin, struct_size) == 4, "struct_size comes sec
 _Static_assert(offsetof(keybay_host, abi_version) == 0, "abi_version comes first");
 _Static_assert(offsetof(keybay_host, struct_size) == 4, "struct_size comes second");
 _Static_assert(sizeof(keybay_status) == sizeof(int), "statuses are int-sized");
+_Static_assert(KEYBAY_PLUGIN_STRUCT_SIZE_V1_0 == offsetof(keybay_plugin, describe_with_host),
+               "the first version-1 descriptor ends where the added fields begin");
+_Static_assert(sizeof(keybay_plugin) == KEYBAY_PLUGIN_STRUCT_SIZE_V1_0 + 3 * sizeof(void (*)(void)),
+               "three function pointers were added after root_reset");

@@ -136,6 +136,19 @@ import Testing
         #expect(layoutCode(hex("4b425632000100000000") + [0, 0, 0x10, 0x01] + [UInt8](repeating: 0, count: 5000)) == .malformed) // package > 4 KiB
         #expect(layoutCode(Array(base.dropLast(4)) + [0xff, 0xff, 0xff, 0xff]) == .malformed)
 
+        // Sizes: all but the sealed package within 16 MiB, and never more than 16 MiB + 160 KiB in all.
+        let package = Suite1VectorTests.V.sealedPackage.count
+        let packageEnd = hex(Suite1VectorTests.V.bootstrap).count + package
+        func besidesThePackage(_ n: Int) -> [UInt8] {
+            Array(base[..<packageEnd]) + [UInt8](repeating: 0, count: n - (base.count - package)) + base[packageEnd...]
+        }
+        #expect(layoutCode(besidesThePackage(16 * 1024 * 1024)) == nil)
+        let tooLong = keybayError { _ = try StoreLayout.decode(besidesThePackage(16 * 1024 * 1024 + 1), context: "t") }
+        #expect(tooLong?.code == .malformed && tooLong?.message.contains("more than 16 MiB besides its") == true, "\(String(describing: tooLong))")
+        #expect(StoreLayout.maxTotalBytes == 16_941_056)
+        let oversized = keybayError { _ = try StoreLayout.decode([UInt8](repeating: 0, count: 16_941_057), context: "t") }
+        #expect(oversized?.code == .malformed && oversized?.message.contains("limit 16941056") == true, "\(String(describing: oversized))")
+
         // Manifest: unsorted, duplicate, bad key, impossible count, trailing bytes.
         func manifestCode(_ m: [UInt8]) -> KeybayError.Code? {
             keybayCode { _ = try Manifest.decode(m, context: "t") }

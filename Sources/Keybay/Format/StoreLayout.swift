@@ -8,8 +8,9 @@ struct StoreLayout {
 
     static let maxSealedManifestBytes = 4 + Suite1.maxRecords * (4 + Suite1.maxKeyBytes + 4 + 32) + XChaCha20Poly1305.overhead
 
-    /// The largest file that can hold a valid store: the 16 MiB store plus the bootstrap and package.
-    static let maxTotalBytes = Suite1.maxFileBytes + Bootstrap.maxBytes + StoreSuite.methods.maxSealedPackageBytes
+    /// The largest file that can hold a valid store: the 16 MiB a writer keeps (bootstrap
+    /// included) plus the largest sealed package of any suite.
+    static let maxTotalBytes = Suite1.maxFileBytes + StoreSuite.methods.maxSealedPackageBytes
 
     static func decode(_ file: [UInt8], context: String) throws -> StoreLayout {
         guard file.count <= maxTotalBytes else {
@@ -20,6 +21,9 @@ struct StoreLayout {
         let packageStart = r.offset
         _ = try r.take(bootstrap.sealedPackageLength, "sealed package")
         let framesStart = r.offset
+        guard file.count - bootstrap.sealedPackageLength <= Suite1.maxFileBytes else {
+            throw r.malformed("file is \(file.count) bytes, more than 16 MiB besides its \(bootstrap.sealedPackageLength)-byte sealed package")
+        }
         guard r.remaining >= 4 else { throw r.malformed("truncated: no sealed manifest length") }
         let manifestLength = file[(file.count - 4)...].reduce(0) { $0 << 8 | Int($1) }
         guard manifestLength > XChaCha20Poly1305.overhead, manifestLength <= maxSealedManifestBytes,

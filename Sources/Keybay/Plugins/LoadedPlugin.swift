@@ -24,8 +24,10 @@ public final class LoadedPlugin: @unchecked Sendable {
     public let options: [(name: String, help: String)]
     private let callLock = Mutex(())
 
-    /// The smallest descriptor a host accepts: the first version-1 header's, which ends at `root_reset`.
-    static let minimumDescriptorBytes = MemoryLayout<keybay_plugin>.offset(of: \keybay_plugin.root_reset)! + MemoryLayout<UnsafeRawPointer>.size
+    /// The smallest descriptor a host accepts: the first version-1 header's, which ends at
+    /// `root_reset`; three function pointers were added after it (abi_checks.c asserts both).
+    /// Plain arithmetic, not a key path offset: key paths cost start-up time the CLI measures.
+    static let minimumDescriptorBytes = MemoryLayout<keybay_plugin>.size - 3 * MemoryLayout<UnsafeRawPointer>.size
 
     init(descriptor raw: UnsafePointer<keybay_plugin>, path: String) throws {
         func refuse(_ why: String) -> KeybayError { KeybayError(.pluginRefused, "plugin \(path): \(why); refusing to load it") }
