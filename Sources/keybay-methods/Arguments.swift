@@ -9,6 +9,10 @@ struct Arguments {
     var pinFD: Int32?
     var command: String?
     var positionals: [String] = []
+    /// The positionals as given (bytes); `set KEY VALUE` stores the value from here.
+    var positionalBytes: [[UInt8]] = []
+    /// Positionals that are not UTF-8: refused unless the command takes bytes there.
+    var nonUTF8Positionals: Set<Int> = []
     /// Command options seen (`--stdin`, `--yes`), checked against the command later.
     var flags: Set<String> = []
     var label: String?
@@ -28,16 +32,42 @@ struct Arguments {
         "plugin-check": ["--opt"],
     ]
 
-    init(_ argv: [String]) throws {
+    /// Parses arguments given as bytes. An option, its value, the command or a positional that
+    /// is not UTF-8 is refused (exit 2), except a positional a command takes as bytes (`set`'s
+    /// VALUE), which is kept as given.
+    init(bytes argv: [[UInt8]]) throws {
+        var strings: [String] = []
+        var invalid: Set<Int> = []
+        for (i, bytes) in argv.enumerated() {
+            if let text = String(validating: bytes, as: UTF8.self) { strings.append(text) } else {
+                invalid.insert(i)
+                strings.append(String(decoding: bytes, as: UTF8.self))
+            }
+        }
+        try self.init(strings, raw: argv, nonUTF8: invalid)
+    }
+
+    init(_ argv: [String], raw: [[UInt8]]? = nil, nonUTF8: Set<Int> = []) throws {
         var i = 0
         var optionsEnded = false
         var commandOptionsSeen: Set<String> = []
         while i < argv.count {
             let arg = argv[i]
+            let index = i
             i += 1
             if optionsEnded || !arg.hasPrefix("-") || arg == "-" {
-                if command == nil { command = arg } else { positionals.append(arg) }
+                if command == nil {
+                    guard !nonUTF8.contains(index) else { throw UsageError(message: "the command is not UTF-8 text") }
+                    command = arg
+                } else {
+                    if nonUTF8.contains(index) { nonUTF8Positionals.insert(positionals.count) }
+                    positionals.append(arg)
+                    positionalBytes.append(raw?[index] ?? Array(arg.utf8))
+                }
                 continue
+            }
+            guard !nonUTF8.contains(index) && !(i < argv.count && nonUTF8.contains(i) && Self.valueOptions.contains(arg)) else {
+                throw UsageError(message: "option \(arg.prefix(40)) or its value is not UTF-8 text")
             }
             if arg == "--" { optionsEnded = true; continue }
             var name = arg
@@ -95,7 +125,15 @@ struct Arguments {
     }
 
     /// Exactly the positionals named, the last `optional` of them optional.
-    func expect(_ names: [String], optional: Int = 0) throws {
+    /// `expect`, refusing any positional that is not UTF-8 except those at `bytes`.
+    func expect(_ names: [String], optional: Int = 0, bytesAt: Set<Int> = []) throws {
+        try expectCount(names, optional: optional)
+        if let bad = nonUTF8Positionals.subtracting(bytesAt).min() {
+            throw UsageError(message: "\(names[min(bad, names.count - 1)]) is not UTF-8 text")
+        }
+    }
+
+    private func expectCount(_ names: [String], optional: Int) throws {
         if positionals.count < names.count - optional {
             throw UsageError(message: "'\(command!)' needs \(names[positionals.count])")
         }

@@ -88,9 +88,9 @@ enum Command {
 
     static func set(_ c: Context) throws -> Int32 {
         let a = c.a
-        try a.expect(c.standardInput != nil ? ["KEY"] : ["KEY", "VALUE"])
+        try a.expect(c.standardInput != nil ? ["KEY"] : ["KEY", "VALUE"], bytesAt: [1])
         let key = a.positionals[0]
-        let value = c.standardInput ?? Array(a.positionals[1].utf8)
+        let value = c.standardInput ?? a.positionalBytes[1]
         guard value.count <= KeybayRecordKey.maxValueBytes else {
             throw KeybayError(.valueTooLarge, "the value for '\(key)' exceeds 1 MiB")
         }

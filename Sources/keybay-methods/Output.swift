@@ -1,15 +1,34 @@
 import Glibc
 
 /// Raw, unbuffered output: the CLI writes little, and values must reach stdout byte for byte.
+/// A write to standard output that fails or falls short (a full disk, a closed descriptor, a
+/// reader gone) is remembered: the command then fails with `io` (exit 1), never exit 0 with
+/// half a value. Failures on standard error cannot be reported anywhere and are dropped.
 enum Output {
+    /// Why standard output failed, if it did (the first failure).
+    nonisolated(unsafe) static var standardOutputFailure: String?
+
     static func write(_ fd: Int32, _ bytes: [UInt8]) {
         bytes.withUnsafeBytes { buf in
             var done = 0
             while done < buf.count {
                 let n = Glibc.write(fd, buf.baseAddress! + done, buf.count - done)
-                if n < 0 { if errno == EINTR { continue }; return } // EPIPE: the reader went away
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 {
+                    if fd == 1, standardOutputFailure == nil {
+                        standardOutputFailure = n < 0 ? String(cString: strerror(errno)) : "nothing was written"
+                    }
+                    return
+                }
                 done += n
             }
+        }
+    }
+
+    /// Closes standard output, so a failure the kernel reports only then (a full NFS disk) is seen.
+    static func closeStandardOutput() {
+        if close(1) != 0, errno != EBADF, standardOutputFailure == nil {
+            standardOutputFailure = String(cString: strerror(errno))
         }
     }
 

@@ -5,6 +5,9 @@ import Keybay
 var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
 setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
 signal(SIGPIPE, SIG_IGN)
+// A file-size limit (ulimit -f) makes a write fail with EFBIG, reported as `io` with the staging
+// file removed, instead of killing the process mid-write.
+signal(SIGXFSZ, SIG_IGN)
 // A parent may have started us with signals blocked (they are inherited): Ctrl-C and SIGTERM
 // must still end a prompt or a wait for a touch.
 var unblocked = sigset_t()
@@ -25,9 +28,14 @@ enum Exit {
     }
 }
 
-let status: Int32
+var status: Int32
 do {
-    let arguments = try Arguments(Array(CommandLine.arguments.dropFirst()))
+    // Arguments as the bytes they are: a value is stored byte for byte, anything else must be UTF-8.
+    let argv = (1..<Int(CommandLine.argc)).map { i in
+        Array(UnsafeBufferPointer(start: UnsafeRawPointer(CommandLine.unsafeArgv[i]!).assumingMemoryBound(to: UInt8.self),
+                                  count: strlen(CommandLine.unsafeArgv[i]!)))
+    }
+    let arguments = try Arguments(bytes: argv)
     status = try Command.run(arguments)
 } catch let e as Arguments.UsageError {
     Output.error(e.message + " (see 'keybay-methods --help')")
@@ -37,6 +45,11 @@ do {
     status = Exit.code(for: e)
 } catch {
     Output.error("\(error)")
+    status = Exit.failure
+}
+Output.closeStandardOutput()
+if let failure = Output.standardOutputFailure, status == Exit.success || status == Exit.notFound {
+    Output.error("cannot write standard output: \(failure) [io]")
     status = Exit.failure
 }
 exit(status)
