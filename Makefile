@@ -27,7 +27,8 @@ plugindir = $(PREFIX)/lib/keybay/plugins
 includedir = $(PREFIX)/include/keybay
 pkgconfigdir = $(PREFIX)/lib/pkgconfig
 
-PLUGINS = libkeybay-file-root.so libkeybay-passphrase.so
+# Every first-party plugin: one directory under Plugins/ each, named by its id.
+PLUGINS = $(patsubst $(TOP)/Plugins/%/,libkeybay-%.so,$(sort $(dir $(wildcard $(TOP)/Plugins/*/))))
 HEADER = $(TOP)/Sources/CKeybayPlugin/include/keybay_plugin.h
 
 all: build

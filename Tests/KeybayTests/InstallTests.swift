@@ -24,6 +24,11 @@ import Testing
         env["KEYBAY_PLUGIN_PATH"] = nil // the installed plugins only, even in a sanitizer run
         let plugins = try run(installed, ["plugins", "--json"], environment: env)
         #expect(plugins.out.contains("\"path\":\"\(prefix)/lib/keybay/plugins/libkeybay-file-root.so\""), "\(plugins.out)")
+        // Every first-party plugin (a directory under Plugins/ each) is installed and listed, and nothing else.
+        let firstParty = try FileManager.default.contentsOfDirectory(atPath: packageDirectory + "/Plugins")
+            .filter { var d: ObjCBool = false; return FileManager.default.fileExists(atPath: packageDirectory + "/Plugins/" + $0, isDirectory: &d) && d.boolValue }
+        let listed = try #require(try JSONSerialization.jsonObject(with: Data(plugins.out.utf8)) as? [[String: Any]]).compactMap { $0["id"] as? String }
+        #expect(firstParty.count >= 3 && Set(listed) == Set(firstParty) && listed.count == firstParty.count, "installed \(listed), Plugins/ has \(firstParty)")
         #expect(try run(installed, ["set", "k", "v"], environment: env).status == 0)
         #expect(try run(installed, ["get", "k"], environment: env).out == "v")
         let uninstall = try run("/usr/bin/make", ["-C", packageDirectory, "uninstall", "PREFIX=" + prefix], environment: ["PATH": "/usr/bin:/bin"])
