@@ -67,23 +67,30 @@ enum Command {
         return Exit.success
     }
 
-    static func get(_ c: Context) throws -> Int32 {
-        let a = c.a
-        try a.expect(["KEY"])
-        let key = a.positionals[0]
+    /// `get KEY` / `rm KEY`: the key, checked before the store is opened, and the open store
+    /// (never created) for `body`.
+    static func withExistingRecord(_ c: Context, _ body: (String, KeybaySession) throws -> Int32) throws -> Int32 {
+        try c.a.expect(["KEY"])
+        let key = c.a.positionals[0]
         try validateKey(key)
-        let session = try unlock(a, c.interaction, createIfAbsent: false)
+        let session = try unlock(c.a, c.interaction, createIfAbsent: false)
         defer { session.close() }
-        guard let value = try session.get(key) else { return notFound(key, session) }
-        if a.json {
-            let field: (String, JSON.Value) = String(validating: value, as: UTF8.self).map { ("value", .string($0)) }
-                ?? ("valueHex", .string(value.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()))
-            Output.line(JSON.render(.object([("key", .string(key)), field])))
-        } else {
-            Output.write(1, value)
-            if isatty(1) == 1, value.last != 0x0a { Output.out("\n") }
+        return try body(key, session)
+    }
+
+    static func get(_ c: Context) throws -> Int32 {
+        try withExistingRecord(c) { key, session in
+            guard let value = try session.get(key) else { return notFound(key, session) }
+            if c.a.json {
+                let field: (String, JSON.Value) = String(validating: value, as: UTF8.self).map { ("value", .string($0)) }
+                    ?? ("valueHex", .string(value.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()))
+                Output.line(JSON.render(.object([("key", .string(key)), field])))
+            } else {
+                Output.write(1, value)
+                if isatty(1) == 1, value.last != 0x0a { Output.out("\n") }
+            }
+            return Exit.success
         }
-        return Exit.success
     }
 
     static func set(_ c: Context) throws -> Int32 {
@@ -104,15 +111,11 @@ enum Command {
     }
 
     static func remove(_ c: Context) throws -> Int32 {
-        let a = c.a
-        try a.expect(["KEY"])
-        let key = a.positionals[0]
-        try validateKey(key)
-        let session = try unlock(a, c.interaction, createIfAbsent: false)
-        defer { session.close() }
-        guard try session.delete(key) else { return notFound(key, session) }
-        if a.json { Output.line(JSON.render(.object([("key", .string(key)), ("removed", .bool(true))]))) }
-        return Exit.success
+        try withExistingRecord(c) { key, session in
+            guard try session.delete(key) else { return notFound(key, session) }
+            if c.a.json { Output.line(JSON.render(.object([("key", .string(key)), ("removed", .bool(true))]))) }
+            return Exit.success
+        }
     }
 
     static func keys(_ c: Context) throws -> Int32 {
