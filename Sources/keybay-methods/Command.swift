@@ -3,18 +3,23 @@ import Keybay
 
 enum Command {
     /// Runs the command; if another process rotated the store key (enrolled or removed a method)
-    /// between our unlock and our write, unlocks again and retries, at most twice.
+    /// between our unlock and our write, unlocks again and retries, at most twice. `set` retries
+    /// too when the store vanished meanwhile (a racing `reset`): it creates one when there is none.
     /// Standard input and the secret descriptors are read once, before the first attempt: a
     /// retry finds them at EOF.
     static func run(_ a: Arguments) throws -> Int32 {
         let interaction = TerminalInteraction(passphraseFD: a.passphraseFD, pinFD: a.pinFD, noInput: a.noInput)
         let standardInput = a.command == "set" && a.flags.contains("--stdin") ? try readStandardInput(limit: KeybayRecordKey.maxValueBytes) : nil
-        var attempt = 0
+        var attempt = 0, vanished = 0
         while true {
             do {
                 return try runOnce(a, interaction: interaction, standardInput: standardInput)
             } catch let e as KeybayError where attempt < 2 && (e.code == .keyChanged || (e.code == .authenticationRequired && a.method == nil)) {
                 attempt += 1
+            } catch let e as KeybayError where vanished < 10 && e.code == .storeNotFound && a.command == "set" && a.method == nil {
+                // Each retry opens (or creates) the store afresh; only a reset looping faster
+                // than we can write exhausts them.
+                vanished += 1
             }
         }
     }

@@ -52,4 +52,21 @@ import Testing
         let unchanged = readBytes(box.storePath) == before
         #expect(unchanged)
     }
+
+    /// `set` creates the store when nothing is there, so a `reset --yes` racing with it (the
+    /// store removed between the open and the write) is no reason to fail.
+    @Test func setRacingResetAlwaysLands() throws {
+        let box = Sandbox()
+        let errors = box.root + "/errors"
+        let r = try Self.shell(box, """
+            ( i=0; while [ $i -lt 200 ]; do "$0" reset --yes >/dev/null || exit 1; i=$((i+1)); done ) & resetter=$!
+            status=0; i=0
+            while [ $i -lt 200 ]; do "$0" set k v$i 2>>"\(errors)" || status=1; i=$((i+1)); done
+            wait $resetter || status=2
+            exit $status
+            """)
+        let failures = readBytes(errors).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        #expect(failures.isEmpty, "\(failures)")
+        #expect(r.status == 0)
+    }
 }
