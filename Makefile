@@ -27,8 +27,9 @@ plugindir = $(PREFIX)/lib/keybay/plugins
 includedir = $(PREFIX)/include/keybay
 pkgconfigdir = $(PREFIX)/lib/pkgconfig
 
-# Every first-party plugin: one directory under Plugins/ each, named by its id.
-PLUGINS = $(patsubst $(TOP)/Plugins/%/,libkeybay-%.so,$(sort $(dir $(wildcard $(TOP)/Plugins/*/))))
+# Every first-party plugin (one directory under Plugins/ each; InstallTests checks that the
+# installed CLI lists exactly those).
+PLUGINS = libkeybay-file-root.so libkeybay-passphrase.so libkeybay-fido2.so
 HEADER = $(TOP)/Sources/CKeybayPlugin/include/keybay_plugin.h
 
 all: build
