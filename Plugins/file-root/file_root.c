@@ -80,7 +80,12 @@ static keybay_status make_base(const keybay_host *host, const char *base) {
         if (i == n || base[i] == '/') {
             memcpy(prefix, base, i);
             prefix[i] = 0;
-            if (mkdir(prefix, 0700) != 0 && errno != EEXIST) return fail_errno(host, "cannot create directory", prefix);
+            if (mkdir(prefix, 0700) == 0) {
+                /* The umask may have taken bits away: a new level is exactly 0700. */
+                if (chmod(prefix, 0700) != 0) return fail_errno(host, "cannot set the mode of", prefix);
+            } else if (errno != EEXIST) {
+                return fail_errno(host, "cannot create directory", prefix);
+            }
         }
     }
     return KEYBAY_OK;
@@ -105,7 +110,14 @@ static keybay_status open_root_dir(const keybay_host *host, const keybay_root_co
         snprintf(path + used, path_size - used, "/%s", components[i]);
         int next = openat(current, components[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (next < 0 && errno == ENOENT && create) {
-            if (mkdirat(current, components[i], 0700) != 0 && errno != EEXIST) {
+            if (mkdirat(current, components[i], 0700) == 0) {
+                /* Exactly 0700 whatever the umask (the parent is ours: nothing can swap the entry). */
+                if (fchmodat(current, components[i], 0700, 0) != 0) {
+                    keybay_status s = fail_errno(host, "cannot set the mode of", path);
+                    close(current);
+                    return s;
+                }
+            } else if (errno != EEXIST) {
                 keybay_status s = fail_errno(host, "cannot create directory", path);
                 close(current);
                 return s;
@@ -127,6 +139,16 @@ static keybay_status open_root_dir(const keybay_host *host, const keybay_root_co
     }
     *fd = current;
     return KEYBAY_OK;
+}
+
+/* Removes a staging entry left by an interrupted create: a file, or an empty directory of that
+   name (which Keybay never makes); anything else is named for the user to remove by hand. */
+static keybay_status remove_staging(const keybay_host *host, int dir, const char *staging) {
+    if (unlinkat(dir, STAGING_NAME, 0) == 0 || errno == ENOENT) return KEYBAY_OK;
+    if (errno == EISDIR && unlinkat(dir, STAGING_NAME, AT_REMOVEDIR) == 0) return KEYBAY_OK;
+    if (errno == ENOTEMPTY || errno == EEXIST)
+        return fail(host, KEYBAY_ERR_IO, "%s is a directory that is not empty (Keybay never makes one there); remove it by hand", staging);
+    return fail_errno(host, "cannot remove", staging);
 }
 
 static void file_path(const char *dir_path, char *out, size_t size) {
@@ -245,10 +267,21 @@ static keybay_status root_create(const keybay_host *host, const keybay_root_cont
     randombytes_buf(file + 6, ROOT_BYTES);
     /* Create-only: write a staging file, then link(2) it to the final name, which fails if the
        name exists; the root appears complete or not at all and is never overwritten. */
-    unlinkat(dir, STAGING_NAME, 0);
-    int fd = openat(dir, STAGING_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) s = fail_errno(host, "cannot create", path);
-    else {
+    char staging[4200];
+    snprintf(staging, sizeof staging, "%s/%s", dir_path, STAGING_NAME);
+    s = remove_staging(host, dir, staging);
+    int fd = -1;
+    if (s == KEYBAY_OK) {
+        fd = openat(dir, STAGING_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            s = fail_errno(host, "cannot create", staging);
+        } else if (fchmod(fd, 0600) != 0) { /* exactly 0600 whatever the umask */
+            s = fail_errno(host, "cannot set the mode of", staging);
+            close(fd);
+            unlinkat(dir, STAGING_NAME, 0);
+        }
+    }
+    if (s == KEYBAY_OK) {
         s = write_all_and_sync(fd, file, ROOT_FILE_BYTES);
         if (close(fd) != 0 && s == KEYBAY_OK) s = KEYBAY_ERR_IO;
         if (s != KEYBAY_OK) s = fail_errno(host, "cannot write", path);
@@ -349,7 +382,9 @@ static keybay_status root_reset(const keybay_host *host, const keybay_root_conte
     keybay_status s = open_root_dir(host, c, 0, &dir, dir_path, sizeof dir_path);
     if (s != KEYBAY_OK || dir < 0) return s;
     file_path(dir_path, path, sizeof path);
-    if (unlinkat(dir, STAGING_NAME, 0) != 0 && errno != ENOENT) s = fail_errno(host, "cannot remove", path);
+    char staging[4200];
+    snprintf(staging, sizeof staging, "%s/%s", dir_path, STAGING_NAME);
+    s = remove_staging(host, dir, staging);
     if (s == KEYBAY_OK && unlinkat(dir, FILE_NAME, 0) != 0 && errno != ENOENT) s = fail_errno(host, "cannot remove", path);
     if (s == KEYBAY_OK && fsync(dir) != 0) s = fail_errno(host, "cannot fsync directory", dir_path);
     close(dir);

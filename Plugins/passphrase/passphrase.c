@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -295,9 +296,34 @@ static keybay_status pp_parse_options(const keybay_host *host, const keybay_opti
 
 /* ---- calibration ---- */
 
-/* min(1 GiB, RAM/4, cgroup v2 memory.max/4), in whole MiB, never below the 64 MiB floor. */
-static uint32_t pp_calibration_cap_kib(void) {
+/* What the process may still map under its address-space limit (ulimit -v), less room for the
+   Argon2 threads' stacks and a margin; UINT64_MAX without a limit. A calibration that ignored
+   it would time a size the final derivation then cannot allocate. */
+static uint64_t pp_address_space_left_kib(uint32_t lanes) {
+    struct rlimit as;
+    if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur == RLIM_INFINITY) return UINT64_MAX;
+    uint64_t used_kib = 0;
+    FILE *statm = fopen("/proc/self/statm", "r");
+    if (statm != NULL) {
+        unsigned long long pages = 0;
+        if (fscanf(statm, "%llu", &pages) == 1) used_kib = (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE) / 1024u;
+        fclose(statm);
+    }
+    struct rlimit stack;
+    uint64_t stack_kib = 8192;
+    if (getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY && stack.rlim_cur / 1024u < stack_kib)
+        stack_kib = stack.rlim_cur / 1024u;
+    uint64_t reserved = used_kib + (uint64_t)lanes * stack_kib + 16384u; /* 16 MiB for everything else */
+    uint64_t limit_kib = (uint64_t)as.rlim_cur / 1024u;
+    return limit_kib > reserved ? limit_kib - reserved : 0;
+}
+
+/* min(1 GiB, RAM/4, cgroup v2 memory.max/4, what the address-space limit leaves), in whole MiB,
+   never below the 64 MiB floor. */
+static uint32_t pp_calibration_cap_kib(uint32_t lanes) {
     uint64_t cap = PP_CAP_MEMORY_KIB;
+    uint64_t left = pp_address_space_left_kib(lanes);
+    if (left < cap) cap = left;
     long pages = sysconf(_SC_PHYS_PAGES);
     long page_size = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page_size > 0) {
@@ -574,7 +600,7 @@ static keybay_status pp_enroll(const keybay_host *host, const keybay_option *opt
     if (status != KEYBAY_OK) goto done;
 
     int calibrate = !(o.has_memory && o.has_iterations);
-    const uint32_t cap_kib = pp_calibration_cap_kib(); /* reads sysfs: once per enrollment */
+    const uint32_t cap_kib = pp_calibration_cap_kib(o.lanes); /* reads sysfs: once per enrollment */
     pp_choice choice = {.memory_kib = o.memory_kib, .iterations = o.iterations};
     if (calibrate) {
         status = pp_calibrate(host, &o, cap_kib, &choice);

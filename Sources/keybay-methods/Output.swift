@@ -32,9 +32,31 @@ enum Output {
         }
     }
 
-    static func out(_ text: String) { write(1, Array(text.utf8)) }
+    /// Text output (never a record's value, which `get` writes as raw bytes).
+    static func out(_ text: String) { write(1, Array(displayable(text).utf8)) }
     static func line(_ text: String) { out(text + "\n") }
-    static func error(_ text: String) { write(2, Array(("keybay-methods: " + text + "\n").utf8)) }
+    static func error(_ text: String) { write(2, Array(displayable("keybay-methods: " + text + "\n").utf8)) }
+
+    /// Text as it may reach a terminal: control characters other than newline and tab (C0, DEL,
+    /// C1) and the bidirectional overrides and isolates are shown as `\u{XX}`, so no stored text
+    /// (a label, a plugin's message) can move the cursor, recolour the screen or reorder the
+    /// line it is on, whatever version of Keybay wrote it.
+    static func displayable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isUnsafeOnTerminal) else { return text }
+        var out = ""
+        for u in text.unicodeScalars {
+            if isUnsafeOnTerminal(u) { out += "\\u{" + String(u.value, radix: 16) + "}" } else { out.unicodeScalars.append(u) }
+        }
+        return out
+    }
+
+    static func isUnsafeOnTerminal(_ u: Unicode.Scalar) -> Bool {
+        switch u.value {
+        case 0x0a, 0x09: false
+        case 0x00..<0x20, 0x7f...0x9f, 0x202a...0x202e, 0x2066...0x2069: true
+        default: false
+        }
+    }
 }
 
 /// A minimal JSON writer for the CLI's `--json` output (no Foundation on the CLI's path).
@@ -66,7 +88,7 @@ enum JSON {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where u.value < 0x20:
+            case _ where Output.isUnsafeOnTerminal(u):
                 let hex = String(u.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(u)

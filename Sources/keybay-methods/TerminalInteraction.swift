@@ -33,29 +33,22 @@ final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
         var prompt = request.isConfirmation ? "Repeat the \(what): " : (request.prompt.isEmpty ? "Enter the \(what): " : request.prompt + ": ")
         if let retries = request.retriesLeft { prompt = "(\(retries) tries left) " + prompt }
         writeAll(tty, prompt)
-        var saved = termios()
-        let haveTermios = tcgetattr(tty, &saved) == 0
-        if haveTermios {
-            var quiet = saved
-            quiet.c_lflag &= ~tcflag_t(ECHO)
-            tcsetattr(tty, TCSAFLUSH, &quiet)
-        }
-        defer {
-            if haveTermios { tcsetattr(tty, TCSAFLUSH, &saved) }
-            writeAll(tty, "\n")
-        }
+        defer { writeAll(tty, "\n") }
         // Byte by byte straight into the caller's guarded buffer: no stdio copies of the secret.
-        var n = 0
-        var byte: UInt8 = 0
-        while true {
-            let r = read(tty, &byte, 1)
-            if r < 0 { if errno == EINTR { continue }; throw KeybayError(.io, "cannot read from the terminal") }
-            if r == 0 || byte == 0x0a { break }
-            guard n < buffer.count else { byte = 0; throw KeybayError(.invalidArgument, "the \(what) is longer than \(buffer.count) bytes") }
-            buffer[n] = byte
-            n += 1
+        let n = try EchoGuard.withEchoOff(tty) { () throws -> Int in
+            var n = 0
+            var byte: UInt8 = 0
+            defer { byte = 0 }
+            while true {
+                let r = read(tty, &byte, 1)
+                if r < 0 { if errno == EINTR { continue }; throw KeybayError(.io, "cannot read from the terminal") }
+                if r == 0 || byte == 0x0a { break }
+                guard n < buffer.count else { throw KeybayError(.invalidArgument, "the \(what) is longer than \(buffer.count) bytes") }
+                buffer[n] = byte
+                n += 1
+            }
+            return n
         }
-        byte = 0
         if n == 0 { throw KeybayError(.cancelled, "no \(what) was entered") }
         return n
     }
@@ -137,7 +130,9 @@ final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
         return secret
     }
 
+    /// Everything shown on the terminal passes `Output.displayable`: prompts and messages carry
+    /// plugins' text and stored labels.
     private func writeAll(_ fd: Int32, _ text: String) {
-        Output.write(fd, Array(text.utf8))
+        Output.write(fd, Array(Output.displayable(text).utf8))
     }
 }

@@ -69,4 +69,151 @@ import Testing
         #expect(failures.isEmpty, "\(failures)")
         #expect(r.status == 0)
     }
+
+    /// Every directory and file Keybay makes has its exact mode, whatever the umask.
+    @Test(arguments: ["000", "077", "0377", "0477", "0777"])
+    func modesDoNotDependOnTheUmask(_ umask: String) throws {
+        let box = Sandbox()
+        let r = try Self.shell(box, """
+            umask \(umask)
+            "$0" init >/dev/null && "$0" set k v && "$0" get k >/dev/null && "$0" keys >/dev/null || exit 10
+            """)
+        #expect(r.status == 0, "\(r.stderr)")
+        for dir in [box.dataHome, box.dataHome + "/keybay", box.storeDirectory, box.stateHome, box.stateHome + "/keybay",
+                    box.stateHome + "/keybay/" + box.app] {
+            #expect(mode(dir) & 0o7777 == 0o700, "\(dir): \(String(mode(dir) & 0o7777, radix: 8))")
+        }
+        for file in [box.storePath, box.lockPath, box.rootPath] {
+            #expect(mode(file) & 0o7777 == 0o600, "\(file): \(String(mode(file) & 0o7777, radix: 8))")
+        }
+        let reset = try Self.shell(box, "umask \(umask); exec \"$0\" reset --yes")
+        #expect(reset.status == 0 && !exists(box.storePath) && !exists(box.rootPath), "\(reset.stderr)")
+    }
+
+    /// A lock file spoilt by an old umask (ours, not secret) is repaired by reset, never a trap.
+    @Test func resetRepairsTheLockFilesMode() throws {
+        let box = Sandbox()
+        #expect(try box.cli("set", "k", "v").status == 0)
+        chmod(box.lockPath, 0o200)
+        let reset = try box.cli("reset", "--yes")
+        #expect(reset.status == 0 && mode(box.lockPath) & 0o7777 == 0o600, "\(reset.stderr)")
+    }
+
+    /// reset checks the store's and the root's places before it removes anything.
+    @Test(arguments: ["0755", "link"])
+    func resetWithAnInsecureStateDirectoryDeletesNothing(_ change: String) throws {
+        let box = Sandbox()
+        #expect(try box.cli("set", "k", "v").status == 0)
+        let stateDir = box.stateHome + "/keybay/" + box.app
+        if change == "link" {
+            let moved = box.root + "/elsewhere"
+            #expect(rename(stateDir, moved) == 0 && symlink(moved, stateDir) == 0)
+        } else {
+            chmod(stateDir, 0o755)
+        }
+        let before = readBytes(box.storePath)
+        let reset = try box.cli("reset", "--yes")
+        #expect(reset.status == 1 && reset.stderr.contains(stateDir) && reset.stderr.contains("[insecure-permissions]"), "\(reset.stderr)")
+        let kept = readBytes(box.storePath) == before && before != nil
+        #expect(kept, "the store was deleted although the root's side was refused")
+    }
+
+    /// Readers take the shared lock, opened read-only: two `get`s run while another process holds
+    /// a shared lock, and an intact store reads on a read-only mount.
+    @Test func readersShareTheLock() throws {
+        let box = Sandbox()
+        #expect(try box.cli("set", "k", "v").status == 0)
+        let r = try Self.shell(box, """
+            exec 9<"\(box.lockPath)"; flock -s 9
+            timeout 20 "$0" get k && timeout 20 "$0" keys
+            """)
+        #expect(r.status == 0 && r.out == "vk\n", "\(r.status) \(r.stderr)")
+    }
+
+    @Test(.enabled(if: geteuid() == 0, "mounting a read-only file system needs root"))
+    func anIntactStoreReadsOnAReadOnlyMount() throws {
+        let box = Sandbox()
+        let mountPoint = box.root + "/mnt"
+        mkdir(mountPoint, 0o700)
+        let mounted = try run("/bin/mount", ["-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", mountPoint], environment: ["PATH": "/usr/bin:/bin"])
+        try #require(mounted.status == 0, "cannot mount a tmpfs: \(mounted.stderr)")
+        defer { _ = try? run("/bin/umount", [mountPoint], environment: ["PATH": "/usr/bin:/bin"]) }
+        var env = box.environment
+        env["XDG_DATA_HOME"] = mountPoint + "/data"
+        env["XDG_STATE_HOME"] = mountPoint + "/state"
+        #expect(try run(cliPath, ["set", "k", "v"], environment: env).status == 0)
+        // A staging file left over: a writer would remove it, a reader leaves it.
+        writeBytes(mountPoint + "/data/keybay/" + box.app + "/keybay.v2.stage", [1, 2, 3])
+        let remount = try run("/bin/mount", ["-o", "remount,ro", mountPoint], environment: ["PATH": "/usr/bin:/bin"])
+        try #require(remount.status == 0, "\(remount.stderr)")
+        let get = try run(cliPath, ["get", "k"], environment: env)
+        #expect(get.status == 0 && get.out == "v", "\(get.stderr)")
+        let keys = try run(cliPath, ["keys"], environment: env)
+        #expect(keys.status == 0 && keys.out == "k\n", "\(keys.stderr)")
+        let set = try run(cliPath, ["set", "k", "w"], environment: env)
+        #expect(set.status == 1 && set.stderr.contains("Read-only file system"), "\(set.stderr)")
+    }
+
+    /// Directories where Keybay's own stage files go: a reader is not bothered, reset removes an
+    /// empty one, and a file-root stage directory is named as what it is.
+    @Test func stageNamesThatAreDirectories() throws {
+        let box = Sandbox()
+        #expect(try box.cli("set", "k", "v").status == 0)
+        mkdir(box.stagingPath, 0o700)
+        #expect(try box.cli("get", "k").out == "v")
+        let set = try box.cli("set", "k", "w")
+        #expect(set.status == 1 && set.stderr.contains(box.stagingPath), "a writer names the stage entry: \(set.stderr)")
+        #expect(try box.cli("reset", "--yes").status == 0 && !exists(box.stagingPath))
+
+        let rootStage = box.stateHome + "/keybay/" + box.app + "/file-root.key.stage"
+        mkdir(rootStage, 0o700)
+        writeBytes(rootStage + "/something", [1])
+        let initialize = try box.cli("init")
+        #expect(initialize.status == 1 && initialize.stderr.contains(rootStage) && initialize.stderr.contains("remove it by hand"), "\(initialize.stderr)")
+        let reset = try box.cli("reset", "--yes")
+        #expect(reset.status == 1 && reset.stderr.contains(rootStage) && reset.stderr.contains("remove it by hand"), "\(reset.stderr)")
+        unlink(rootStage + "/something")
+        #expect(try box.cli("reset", "--yes").status == 0 && !exists(rootStage), "an empty one is Keybay's to remove")
+        #expect(try box.cli("init").status == 0)
+    }
+
+    /// Stored text is shown escaped: no control character or bidirectional override from a
+    /// label reaches the terminal, in text or JSON.
+    @Test func labelsNeverPrintAControlCharacter() throws {
+        let box = Sandbox()
+        // U+009B (C1 CSI) and U+202E (right-to-left override), as UTF-8.
+        let enroll = try Self.shell(box, "printf '1234\\n' > \"$HOME/pin\"; exec \"$0\" enroll test-counting --label \"$(printf 'a\\302\\233b\\342\\200\\256c')\" --pin-fd 3 3<\"$HOME/pin\"")
+        #expect(enroll.status == 0, "\(enroll.stderr)")
+        for args in [["list"], ["status"], ["list", "--json"], ["status", "--json"]] {
+            let r = try box.cli(args, secret: nil, option: nil)
+            let bytes = r.stdout + Array(r.stderr.utf8)
+            let raw = bytes.indices.contains { i in
+                (bytes[i] == 0xc2 && i + 1 < bytes.count && bytes[i + 1] == 0x9b) || (bytes[i] == 0xe2 && i + 2 < bytes.count && bytes[i + 1] == 0x80 && bytes[i + 2] == 0xae)
+            }
+            #expect(!raw, "\(args) printed a raw control character")
+            let shown = String(decoding: bytes, as: UTF8.self)
+            #expect(shown.contains("a\\u{9b}b\\u{202e}c") || shown.contains("a\\u009bb\\u202ec"), "\(args): \(shown)")
+        }
+    }
+
+    /// Echo comes back when a signal ends the process at a secret prompt.
+    @Test(arguments: [SIGINT, SIGTERM, SIGHUP, SIGQUIT])
+    func aSignalAtAPromptRestoresTheTerminal(_ signal: Int32) throws {
+        let box = Sandbox()
+        #expect(try box.cli("init").status == 0)
+        let script = packageDirectory + "/Tests/KeybayTests/prompt_signal.py"
+        let r = try run("/usr/bin/python3", [script, cliPath, String(signal)], environment: box.environment)
+        #expect(r.status == 0 && r.out == "died of \(signal), echo on\n", "\(r.out) \(r.stderr)")
+    }
+
+    /// Calibration stays within what the address-space limit leaves for the final derivation
+    /// (200,000 KiB leaves about 150 MiB here; a 1 s target would want more on any machine
+    /// less than five times slower than this one).
+    @Test func calibrationRespectsTheAddressSpaceLimit() throws {
+        let box = Sandbox()
+        #expect(try box.cli("init").status == 0)
+        let r = try Self.shell(box, "printf 'pw\\n' > \"$HOME/pw\"; ulimit -v 200000; exec \"$0\" enroll passphrase --opt target-ms=1000 --passphrase-fd 3 3<\"$HOME/pw\"")
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.contains("memory capped at"), "\(r.stderr)")
+    }
 }

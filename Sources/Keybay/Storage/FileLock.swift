@@ -5,19 +5,49 @@ import Glibc
 enum FileLock {
     enum Mode { case shared, exclusive }
 
-    /// Runs `body` while holding the lock; closing the descriptor releases it.
+    /// Runs `body` while holding the lock; closing the descriptor releases it. Readers (`shared`)
+    /// open the lock file read-only, so they work where nothing can be written; on a read-only
+    /// file system that has no lock file they read unlocked: no process can write there either.
     static func withLock<R>(in directory: PrivateDirectory, name: String, mode: Mode, _ body: () throws -> R) throws -> R {
-        let f = openat(directory.fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if f < 0 {
-            if errno == ELOOP { throw KeybayError(.insecurePermissions, "\(directory.pathOf(name)) is a symbolic link; refusing to use it") }
-            throw PrivateDirectory.posixError("cannot open lock file", directory.pathOf(name))
-        }
+        guard let f = try open(in: directory, name: name, mode: mode) else { return try body() }
         defer { close(f) }
-        try PrivateDirectory.checkPrivate(fd: f, path: directory.pathOf(name), directory: false)
         while flock(f, mode == .shared ? LOCK_SH : LOCK_EX) != 0 {
             if errno == EINTR { continue }
             throw PrivateDirectory.posixError("cannot lock", directory.pathOf(name))
         }
         return try body()
+    }
+
+    /// The checked lock file's descriptor; nil for a reader on a read-only file system without one.
+    private static func open(in directory: PrivateDirectory, name: String, mode: Mode) throws -> Int32? {
+        let path = directory.pathOf(name)
+        func opened(_ f: Int32) throws -> Int32 {
+            do { try PrivateDirectory.checkPrivate(fd: f, path: path, directory: false) } catch { close(f); throw error }
+            return f
+        }
+        func failure() -> KeybayError {
+            errno == ELOOP ? KeybayError(.insecurePermissions, "\(path) is a symbolic link; refusing to use it")
+                           : PrivateDirectory.posixError("cannot open lock file", path)
+        }
+        if mode == .shared {
+            let f = openat(directory.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            if f >= 0 { return try opened(f) }
+            guard errno == ENOENT else { throw failure() }
+        }
+        // A new lock file gets exactly 0600, whatever the umask.
+        let created = openat(directory.fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        if created >= 0 {
+            guard fchmod(created, 0o600) == 0 else {
+                let e = PrivateDirectory.posixError("cannot set the mode of", path)
+                close(created)
+                throw e
+            }
+            return try opened(created)
+        }
+        if errno == EROFS && mode == .shared { return nil }
+        guard errno == EEXIST else { throw failure() }
+        let existing = openat(directory.fd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC)
+        guard existing >= 0 else { throw failure() }
+        return try opened(existing)
     }
 }

@@ -30,7 +30,14 @@ final class PrivateDirectory: @unchecked Sendable {
             path += "/" + component
             var next = openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             if next < 0 && errno == ENOENT && create {
-                if mkdirat(current, component, 0o700) != 0 && errno != EEXIST {
+                if mkdirat(current, component, 0o700) == 0 {
+                    // Exactly 0700 whatever the umask (the parent is ours: nothing can swap the entry).
+                    if fchmodat(current, component, 0o700, 0) != 0 {
+                        let e = posixError("cannot set the mode of", path)
+                        close(current)
+                        throw e
+                    }
+                } else if errno != EEXIST {
                     let e = posixError("cannot create directory", path)
                     close(current)
                     throw e
@@ -65,7 +72,10 @@ final class PrivateDirectory: @unchecked Sendable {
         var prefix = ""
         for part in base.split(separator: "/", omittingEmptySubsequences: true) {
             prefix += "/" + part
-            if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
+            if mkdir(prefix, 0o700) == 0 {
+                // The umask may have taken bits away: a new level is exactly 0700.
+                guard chmod(prefix, 0o700) == 0 else { throw posixError("cannot set the mode of", prefix) }
+            } else if errno != EEXIST {
                 throw posixError("cannot create directory", prefix)
             }
         }
@@ -201,14 +211,16 @@ final class PrivateDirectory: @unchecked Sendable {
         let f = openat(fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard f >= 0 else { throw Self.posixError("cannot create", pathOf(name)) }
         var failure: KeybayError?
-        bytes.withUnsafeBytes { buf in
+        // Exactly 0600 whatever the umask.
+        if fchmod(f, 0o600) != 0 { failure = Self.posixError("cannot set the mode of", pathOf(name)) }
+        if failure == nil { bytes.withUnsafeBytes { buf in
             var done = 0
             while done < buf.count {
                 let n = write(f, buf.baseAddress! + done, buf.count - done)
                 if n < 0 { if errno == EINTR { continue }; failure = Self.posixError("cannot write", pathOf(name)); return }
                 done += n
             }
-        }
+        } }
         if failure == nil && fsync(f) != 0 { failure = Self.posixError("cannot fsync", pathOf(name)) }
         if close(f) != 0 && failure == nil { failure = Self.posixError("cannot close", pathOf(name)) }
         if let failure {
@@ -217,11 +229,24 @@ final class PrivateDirectory: @unchecked Sendable {
         }
     }
 
-    /// Removes `name` if present; idempotent.
-    func removeIfPresent(_ name: String) throws {
-        if unlinkat(fd, name, 0) != 0 && errno != ENOENT {
-            throw Self.posixError("cannot remove", pathOf(name))
-        }
+    /// Gives our own regular file `name` exactly `mode` (for a file that is not secret, such as
+    /// the lock file, whose mode an earlier umask may have spoilt); anything else is left alone.
+    func repairMode(of name: String, to mode: mode_t) throws {
+        var st = stat()
+        guard fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_uid == geteuid(),
+              st.st_mode & 0o7777 != mode else { return }
+        guard fchmodat(fd, name, mode, 0) == 0 else { throw Self.posixError("cannot set the mode of", pathOf(name)) }
+    }
+
+    /// Removes `name` if present; idempotent. With `orEmptyDirectory`, an empty directory of
+    /// that name goes too (`reset` clears Keybay's own names whatever stands there); a directory
+    /// that is not empty is named for the user to remove.
+    func removeIfPresent(_ name: String, orEmptyDirectory: Bool = false) throws {
+        if unlinkat(fd, name, 0) == 0 || errno == ENOENT { return }
+        guard orEmptyDirectory, errno == EISDIR else { throw Self.posixError("cannot remove", pathOf(name)) }
+        if unlinkat(fd, name, AT_REMOVEDIR) == 0 { return }
+        guard errno == ENOTEMPTY || errno == EEXIST else { throw Self.posixError("cannot remove", pathOf(name)) }
+        throw KeybayError(.io, "\(pathOf(name)) is a directory that is not empty (Keybay never makes one there); remove it by hand")
     }
 
     /// fsync of the directory makes renames, links and unlinks in it durable.

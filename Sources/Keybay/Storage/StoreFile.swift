@@ -56,7 +56,8 @@ struct StoreFile: Sendable {
         try directory.readBack(Self.liveName, equals: expected)
     }
 
-    /// Removes a staging file left by an interrupted write; call only once the live file has authenticated.
+    /// Removes a staging file left by an interrupted write; call only once the live file has
+    /// authenticated, and only holding the exclusive lock.
     func removeLeftoverStaging() throws {
         guard try directory.contains(Self.stagingName) else { return }
         try directory.removeIfPresent(Self.stagingName)
@@ -64,10 +65,17 @@ struct StoreFile: Sendable {
     }
 
     /// Removes the live and staging files (never the lock file: unlinking a held lock splits
-    /// mutual exclusion).
+    /// mutual exclusion). A directory in the staging file's place is removed when empty (Keybay
+    /// never makes one), else named for the user to remove.
     func removeStore() throws {
         try directory.removeIfPresent(Self.liveName)
-        try directory.removeIfPresent(Self.stagingName)
+        try directory.removeIfPresent(Self.stagingName, orEmptyDirectory: true)
         try directory.sync()
+    }
+
+    /// The lock file is not secret: a wrong mode (an old umask's) is repaired, so that `reset`
+    /// can always take the lock.
+    func repairLockMode() throws {
+        try directory.repairMode(of: Self.lockName, to: 0o600)
     }
 }

@@ -57,19 +57,28 @@ struct StoreLifecycle: Sendable {
     /// Opens the existing store as `unlock` says, or creates one when there is nothing at all and
     /// `create` is set (never for a named method: that store must exist). A method's ceremony
     /// (a prompt, a touch) runs before the lock is taken, so it never blocks other writers; the
-    /// locked re-read then reuses its keys.
+    /// locked re-read then reuses its keys. An open that may not create is a reader: it takes the
+    /// shared lock (it works on a read-only file system) and leaves a leftover staging file to the
+    /// next writer.
     func open(create: Bool, unlock: Unlock) throws -> (StoreFile, Generation) {
         let create = create && !unlock.needsExistingStore
         guard let file = try StoreFile.open(configuration, create: create) else { throw try missingStore(unlock) }
         var unlocked: Generation?
         if unlock.mayRunCeremony, let read = try file.read() {
-            unlocked = try authenticate(read, unlock: unlock)
+            do {
+                unlocked = try authenticate(read, unlock: unlock)
+            } catch is KeybayError where file.identity() != read.identity {
+                // The file was replaced or removed while it was read (a racing write or reset),
+                // so the failure may be that change's, not the store's: decide under the lock,
+                // as an open without a ceremony does (a protected store then asks to be opened
+                // again; nothing at all is created when `create` allows it).
+            }
         }
-        let generation = try file.withLock(.exclusive) { () throws -> Generation in
+        let generation = try file.withLock(create ? .exclusive : .shared) { () throws -> Generation in
             // The generation the ceremony unlocked is taken as it is if the file did not change.
             if let live = try unlocked.map({ try current(file, previous: $0) }) ?? load(file, reusing: nil) {
                 // A leftover staging file is only removed once the live file has authenticated.
-                try file.removeLeftoverStaging()
+                if create { try file.removeLeftoverStaging() }
                 return live
             }
             guard create else { throw try missingStore(unlock) }
@@ -90,14 +99,17 @@ struct StoreLifecycle: Sendable {
         return (file, generation)
     }
 
-    /// Removes the store, its staging file and the root; keeps the lock file. Idempotent, needs no credential.
+    /// Removes the store, its staging file and the root; keeps the lock file. Idempotent, needs
+    /// no credential. Both sides are checked before anything is removed (the data directory when
+    /// it is opened, the root's location by asking whether the root exists), so a refusal on one
+    /// side never leaves the other half-deleted.
     func reset() throws {
-        if let file = try StoreFile.open(configuration, create: false) {
-            try file.withLock(.exclusive) {
-                try file.removeStore()
-                try root.reset()
-            }
-        } else {
+        let file = try StoreFile.open(configuration, create: false)
+        _ = try root.exists()
+        guard let file else { return try root.reset() }
+        try file.repairLockMode()
+        try file.withLock(.exclusive) {
+            try file.removeStore()
             try root.reset()
         }
     }
