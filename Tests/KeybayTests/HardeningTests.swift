@@ -154,6 +154,19 @@ import Testing
         #expect(set.status == 1 && set.stderr.contains("Read-only file system"), "\(set.stderr)")
     }
 
+    @Test(.enabled(if: geteuid() == 0, "mounting a small file system needs root"))
+    func aValueCutByAFullFileSystemIsAnIOFailure() throws {
+        let box = Sandbox()
+        #expect(try box.cli("set", "big", "--stdin", stdin: [UInt8](repeating: 0x61, count: 200_000)).status == 0)
+        let mountPoint = box.root + "/small"
+        mkdir(mountPoint, 0o700)
+        let mounted = try run("/bin/mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", mountPoint], environment: ["PATH": "/usr/bin:/bin"])
+        try #require(mounted.status == 0, "cannot mount a tmpfs: \(mounted.stderr)")
+        defer { _ = try? run("/bin/umount", [mountPoint], environment: ["PATH": "/usr/bin:/bin"]) }
+        let r = try Self.shell(box, "exec \"$0\" get big > \"\(mountPoint)/out\"")
+        #expect(r.status == 1 && r.stderr.contains("cannot write standard output") && r.stderr.contains("[io]"), "\(r.status) \(r.stderr)")
+    }
+
     /// Directories where Keybay's own stage files go: a reader is not bothered, reset removes an
     /// empty one, and a file-root stage directory is named as what it is.
     @Test func stageNamesThatAreDirectories() throws {
