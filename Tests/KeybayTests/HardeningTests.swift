@@ -214,7 +214,7 @@ import Testing
     func aSignalAtAPromptRestoresTheTerminal(_ signal: Int32) throws {
         let box = Sandbox()
         #expect(try box.cli("init").status == 0)
-        let script = packageDirectory + "/Tests/KeybayTests/prompt_signal.py"
+        let script = packageDirectory + "/Tests/pty/prompt_signal.py"
         let r = try run("/usr/bin/python3", [script, cliPath, String(signal)], environment: box.environment)
         #expect(r.status == 0 && r.out == "died of \(signal), echo on\n", "\(r.out) \(r.stderr)")
     }

@@ -21,14 +21,10 @@ public struct KeybayAuth: Sendable {
     /// `add`, from async code.
     @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
-        let options = options.map { Option(name: $0.0, value: $0.1) }
-        return try await CeremonyThread.run(session.interaction) { ceremony in
-            try addMethod(plugin: pluginID, options: options.map { ($0.name, $0.value) }, label: label, interaction: ceremony)
+        try await CeremonyThread.run(session.interaction) { ceremony in
+            try addMethod(plugin: pluginID, options: options, label: label, interaction: ceremony)
         }
     }
-
-    /// An option as a Sendable value, to cross to the ceremony's thread.
-    private struct Option: Sendable { let name: String, value: String }
 
     func addMethod(plugin pluginID: String, options: [(String, String)], label: String?,
                    interaction: (any KeybayInteraction)? = nil) throws -> KeybayMethod {

@@ -25,8 +25,7 @@ public enum KeybayStore {
     /// `open`, from async code.
     public static func open(_ configuration: KeybayConfiguration, method: String? = nil, createIfAbsent: Bool = true,
                             interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
-        if let method { _ = try MethodNames.parseMethodID(method) }
-        return try await CeremonyThread.run(interaction) { ceremony in
+        try await CeremonyThread.run(interaction) { ceremony in
             try openStore(configuration, unlock: unlock(configuration, method: method, ceremony: ceremony),
                           createIfAbsent: createIfAbsent, interaction: interaction)
         }

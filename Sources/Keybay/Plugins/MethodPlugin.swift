@@ -43,11 +43,15 @@ extension LoadedPlugin {
     /// One line describing the parameters, for listings.
     func describe(params: [UInt8]) throws -> String {
         var text = keybay_buffer()
-        try call(NonInteractive(), "could not describe its parameters") { d, h in
-            if let describe = d.pointee.describe_with_host { return describe(h, params, params.count, &text) }
-            return d.pointee.describe(params, params.count, &text)
-        }
+        try call(NonInteractive(), "could not describe its parameters") { d, h in Self.describe(d, h, params, &text) }
         return String(decoding: try take(&text, limit: 1024, what: "description"), as: UTF8.self)
+    }
+
+    /// The descriptor's describe: the one given the host when the plugin has it, else the first one.
+    static func describe(_ d: UnsafePointer<keybay_plugin>, _ h: UnsafePointer<keybay_host>, _ params: [UInt8],
+                         _ text: UnsafeMutablePointer<keybay_buffer>) -> keybay_status {
+        if let describe = d.pointee.describe_with_host { return describe(h, params, params.count, text) }
+        return d.pointee.describe(params, params.count, text)
     }
 
     private func withOptions<R>(_ options: [(String, String)], _ body: (UnsafePointer<keybay_option>?, Int) throws -> R) throws -> R {

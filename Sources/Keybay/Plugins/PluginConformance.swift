@@ -138,10 +138,7 @@ public enum KeybayPluginCheck {
     private static func freeBufferClears(_ plugin: LoadedPlugin) -> Bool {
         var text = keybay_buffer()
         let probeParams: [UInt8] = []
-        try? plugin.call(NonInteractive(), "could not describe empty parameters") { d, h in
-            if let describe = d.pointee.describe_with_host { return describe(h, probeParams, 0, &text) }
-            return d.pointee.describe(probeParams, 0, &text)
-        }
+        try? plugin.call(NonInteractive(), "could not describe empty parameters") { d, h in LoadedPlugin.describe(d, h, probeParams, &text) }
         guard text.data != nil else { return true } // describe refused empty params; nothing handed out
         plugin.descriptor.pointee.free_buffer(&text)
         return text.data == nil && text.length == 0

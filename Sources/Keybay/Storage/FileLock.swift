@@ -34,16 +34,8 @@ enum FileLock {
             if f >= 0 { return try opened(f) }
             guard errno == ENOENT else { throw failure() }
         }
-        // A new lock file gets exactly 0600, whatever the umask.
-        let created = openat(directory.fd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        if created >= 0 {
-            guard fchmod(created, 0o600) == 0 else {
-                let e = PrivateDirectory.posixError("cannot set the mode of", path)
-                close(created)
-                throw e
-            }
-            return try opened(created)
-        }
+        let created = directory.createFile(name, flags: O_RDWR)
+        if created >= 0 { return try opened(created) }
         if errno == EROFS && mode == .shared { return nil }
         guard errno == EEXIST else { throw failure() }
         let existing = openat(directory.fd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC)

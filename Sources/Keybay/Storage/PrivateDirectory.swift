@@ -206,21 +206,31 @@ final class PrivateDirectory: @unchecked Sendable {
         try sync()
     }
 
+    /// Creates `name` (never an existing one, never through a link) with exactly mode 0600,
+    /// whatever the umask. Returns the descriptor, or -1 with `errno` set as `openat` sets it.
+    func createFile(_ name: String, flags: Int32) -> Int32 {
+        let f = openat(fd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard f >= 0, fchmod(f, 0o600) != 0 else { return f }
+        let code = errno
+        close(f)
+        _ = unlinkat(fd, name, 0)
+        errno = code
+        return -1
+    }
+
     /// Writes a new 0600 file and fsyncs it; on failure the partial file is removed.
     private func writeNew(_ name: String, _ bytes: [UInt8]) throws {
-        let f = openat(fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let f = createFile(name, flags: O_WRONLY)
         guard f >= 0 else { throw Self.posixError("cannot create", pathOf(name)) }
         var failure: KeybayError?
-        // Exactly 0600 whatever the umask.
-        if fchmod(f, 0o600) != 0 { failure = Self.posixError("cannot set the mode of", pathOf(name)) }
-        if failure == nil { bytes.withUnsafeBytes { buf in
+        bytes.withUnsafeBytes { buf in
             var done = 0
             while done < buf.count {
                 let n = write(f, buf.baseAddress! + done, buf.count - done)
                 if n < 0 { if errno == EINTR { continue }; failure = Self.posixError("cannot write", pathOf(name)); return }
                 done += n
             }
-        } }
+        }
         if failure == nil && fsync(f) != 0 { failure = Self.posixError("cannot fsync", pathOf(name)) }
         if close(f) != 0 && failure == nil { failure = Self.posixError("cannot close", pathOf(name)) }
         if let failure {
