@@ -10,14 +10,14 @@
 # The helper calls pass on the --app and --plugin-dir options already on the command line and
 # never prompt (--no-input, standard input from /dev/null, errors discarded).
 
-_keybay_methods_commands="status init get set rm keys list plugins enroll remove verify benchmark plugin-check reset help"
-_keybay_methods_globals="--app --json --method --passphrase-fd --pin-fd --no-input --plugin-dir --help"
+_keybay_methods_commands="status init get set rm keys list plugins enroll change remove verify benchmark plugin-check reset help"
+_keybay_methods_globals="--app --json --method --passphrase-fd --pin-fd --recovery-key-fd --new-passphrase-fd --new-pin-fd --no-input --plugin-dir --help"
 _keybay_methods_passphrase_opts="memory-kib= iterations= lanes= target-ms="
 
 # Options that take a value (the next word, or after '=').
 _keybay_methods_takes_value() {
     case "$1" in
-        --app|--plugin-dir|--method|--passphrase-fd|--pin-fd|--label|--opt) return 0 ;;
+        --app|--plugin-dir|--method|--passphrase-fd|--pin-fd|--recovery-key-fd|--new-passphrase-fd|--new-pin-fd|--label|--opt) return 0 ;;
     esac
     return 1
 }
@@ -152,7 +152,7 @@ _keybay_methods() {
         case "$command" in
             set) opts+=" --stdin" ;;
             reset) opts+=" --yes" ;;
-            enroll) opts+=" --label --opt" ;;
+            enroll|change) opts+=" --label --opt" ;;
             benchmark|plugin-check) opts+=" --opt" ;;
         esac
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
@@ -168,7 +168,7 @@ _keybay_methods() {
     case "$command" in
         enroll|benchmark)
             COMPREPLY=($(compgen -W "$(_keybay_methods_plugin_ids)" -- "$cur")) ;;
-        remove|verify)
+        remove|verify|change)
             COMPREPLY=($(compgen -W "$(_keybay_methods_method_ids)" -- "$cur")) ;;
         get|set|rm)
             COMPREPLY=($(compgen -W "$(_keybay_methods_keys)" -- "$cur")) ;;

@@ -67,6 +67,17 @@ public struct PluginHost {
         return raw.pointee[keyPath: field]
     }
 
+    /// The application whose store the call serves, when the host says (not for plugin-check).
+    public var applicationID: String? { service(\.application_id).map { String(cString: $0) } }
+
+    /// Shows the user a secret to keep (a recovery key) once; `picture` draws it for a terminal.
+    /// Throws the host's refusal unchanged (a host that cannot show one: the enrollment fails).
+    public func showSecret(_ kind: keybay_secret_kind, text: UnsafePointer<CChar>, picture: UnsafePointer<CChar>? = nil) throws {
+        guard let show = service(\.show_secret) else { throw PluginFailure(KEYBAY_ERR_INTERACTION_UNAVAILABLE, "the host cannot show a secret") }
+        let status = show(raw.pointee.context, kind, text, picture)
+        guard status == KEYBAY_OK else { throw PluginFailure(status, "the secret could not be shown") }
+    }
+
     /// Asks for a secret into `buffer`; returns its length. Throws the host's refusal unchanged.
     public func askSecret(_ kind: keybay_secret_kind, prompt: String, new: Bool = false, retriesLeft: Int32 = -1,
                           into buffer: UnsafeMutableRawBufferPointer) throws -> Int {

@@ -5,8 +5,10 @@ struct Arguments {
     var noInput = false
     var pluginDirectories: [String] = []
     var method: String?
-    var passphraseFD: Int32?
-    var pinFD: Int32?
+    /// Secret descriptors: `--passphrase-fd`, `--pin-fd`, `--recovery-key-fd` answer an unlock,
+    /// `--new-passphrase-fd`, `--new-pin-fd` the new secret of `change` (and of `enroll`, where the
+    /// unlock descriptors answer it too).
+    var secretFDs = SecretDescriptors()
     var command: String?
     var positionals: [String] = []
     /// The positionals as given (bytes); `set KEY VALUE` stores the value from here.
@@ -23,12 +25,12 @@ struct Arguments {
     struct UsageError: Error { let message: String }
 
     /// Options that take a value, global or per command.
-    static let valueOptions: Set<String> = ["--app", "--plugin-dir", "--method", "--passphrase-fd", "--pin-fd", "--label", "--opt"]
+    static let valueOptions = Set(["--app", "--plugin-dir", "--method", "--label", "--opt"]).union(SecretDescriptors.options)
     static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--help", "-h"]
     /// The command options each command accepts (globals are accepted everywhere).
     static let commandOptions: [String: Set<String>] = [
         "status": [], "init": [], "get": [], "set": ["--stdin"], "rm": [], "keys": [], "reset": ["--yes"], "help": [],
-        "list": [], "plugins": [], "enroll": ["--label", "--opt"], "remove": [], "verify": [], "benchmark": ["--opt"],
+        "list": [], "plugins": [], "enroll": ["--label", "--opt"], "change": ["--label", "--opt"], "remove": [], "verify": [], "benchmark": ["--opt"],
         "plugin-check": ["--opt"],
     ]
 
@@ -109,9 +111,9 @@ struct Arguments {
         case "--app": app = value
         case "--plugin-dir": pluginDirectories.append(value)
         case "--method": method = value
-        case "--passphrase-fd", "--pin-fd":
+        case _ where SecretDescriptors.options.contains(name):
             guard let fd = Int32(value), fd >= 0 else { throw UsageError(message: "\(name) takes a file descriptor number") }
-            if name == "--pin-fd" { pinFD = fd } else { passphraseFD = fd }
+            secretFDs.set(name, fd)
         case "--label": label = value
         case "--opt":
             guard let eq = value.firstIndex(of: "="), eq != value.startIndex else {
@@ -158,7 +160,11 @@ commands:
   plugins             list the plugins found, whether each is usable here and needs a device
   enroll PLUGIN [--label L] [--opt NAME=VALUE ...]
                       add an unlock method (e.g. passphrase; --opt memory-kib=N
-                      --opt iterations=N --opt lanes=N, else it calibrates)
+                      --opt iterations=N --opt lanes=N, else it calibrates; recovery:
+                      a recovery key, shown once); on a fresh home it creates the store
+  change METHOD-ID [--label L] [--opt NAME=VALUE ...]
+                      replace a method's secret in one step (unlocks with it unless
+                      --method names another; the new secret is asked twice)
   remove METHOD-ID    remove an unlock method (the store returns to platform-only after the last)
   verify [METHOD-ID]  check a method's secret without changing anything
   benchmark [PLUGIN] [--opt target-ms=N]
@@ -175,6 +181,9 @@ global options (before or after the command):
   --method ID         which unlock method to use for a protected store
   --passphrase-fd N   read the passphrase from descriptor N (to EOF, one trailing newline removed)
   --pin-fd N          read a PIN the same way
+  --recovery-key-fd N read a recovery key the same way
+  --new-passphrase-fd N, --new-pin-fd N
+                      the new secret for change (and enroll) from descriptor N
   --no-input          never prompt (a needed secret gives exit 4)
   --plugin-dir DIR    look for plugins in DIR first (repeatable)
 

@@ -8,7 +8,9 @@ enum Command {
     /// Standard input and the secret descriptors are read once, before the first attempt: a
     /// retry finds them at EOF.
     static func run(_ a: Arguments) throws -> Int32 {
-        let interaction = TerminalInteraction(passphraseFD: a.passphraseFD, pinFD: a.pinFD, noInput: a.noInput)
+        let interaction = TerminalInteraction(descriptors: a.secretFDs, noInput: a.noInput)
+        // `change` asks for the old secret and a new one: they never come from the same input.
+        interaction.newFromUnlockDescriptors = a.command != "change"
         let standardInput = a.command == "set" && a.flags.contains("--stdin") ? try readStandardInput(limit: KeybayRecordKey.maxValueBytes) : nil
         var attempt = 0, vanished = 0
         while true {
@@ -47,6 +49,7 @@ enum Command {
         case "list": return try list(c)
         case "plugins": return try plugins(c)
         case "enroll": return try enroll(c)
+        case "change": return try change(c)
         case "remove": return try removeMethod(c)
         case "verify": return try verify(c)
         case "benchmark": return try benchmark(c)
@@ -174,14 +177,66 @@ enum Command {
         return Exit.success
     }
 
+    /// `enroll PLUGIN`: adds a method to the store; with nothing on disk, creates the store and
+    /// its first method in one write, after the ceremony (a failed one leaves nothing behind).
     static func enroll(_ c: Context) throws -> Int32 {
         let a = c.a
         try a.expect(["PLUGIN"])
-        let session = try unlock(a, c.interaction, createIfAbsent: true)
+        let plugin = a.positionals[0]
+        // Invalid input is refused before anything is read or created.
+        guard KeybayPluginSearch.isValidPluginID(plugin) else {
+            throw KeybayError(.invalidArgument, "invalid plugin id '\(plugin.prefix(80))': use [a-z0-9][a-z0-9._-]{0,63}")
+        }
+        if let label = a.label, !KeybayMethod.isValidLabel(label) {
+            throw KeybayError(.invalidArgument, "invalid label: use 1–64 bytes of text without control characters or bidirectional overrides")
+        }
+        let session: KeybaySession
+        do {
+            session = try unlock(a, c.interaction, createIfAbsent: false)
+        } catch let e as KeybayError where e.code == .storeNotFound && a.method == nil {
+            let created = try KeybayStore.initialize(configuration(a), enrolling: plugin, options: a.options, label: a.label, interaction: c.interaction)
+            defer { created.close() }
+            return try enrolled(c, try created.auth.list()[0], verb: "created the store with")
+        }
         defer { session.close() }
-        let method = try session.auth.add(plugin: a.positionals[0], options: a.options, label: a.label)
-        a.json ? Output.line(JSON.render(methodJSON(method)))
-               : Output.line("enrolled \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method")
+        return try enrolled(c, try session.auth.add(plugin: plugin, options: a.options, label: a.label), verb: "enrolled")
+    }
+
+    /// `change METHOD-ID`: unlocks with the method (or `--method`), then replaces its credential
+    /// with a new one in one rotation.
+    static func change(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect(["METHOD-ID"])
+        let id = a.positionals[0]
+        if let label = a.label, !KeybayMethod.isValidLabel(label) {
+            throw KeybayError(.invalidArgument, "invalid label: use 1–64 bytes of text without control characters or bidirectional overrides")
+        }
+        var withMethod = a
+        if a.method == nil { withMethod.method = id }
+        let session = try unlock(withMethod, c.interaction, createIfAbsent: false, requireMethod: true)
+        defer { session.close() }
+        let method = try session.auth.replace(id, options: a.options, label: a.label)
+        if a.json {
+            let object = JSON.render(.object([("changed", .string(id)), ("method", methodJSON(method)), ("methodId", .string(method.id))]))
+            Output.write(1, c.interaction.shownSecret.map { ShownSecretOutput.json(object, adding: $0) } ?? Array((object + "\n").utf8))
+        } else {
+            Output.line("changed \(method.plugin) method \(id) (\(method.label)): it is now \(method.id); the old secret no longer opens the store")
+            if let shown = c.interaction.shownSecret { Output.write(1, ShownSecretOutput.text(shown)) }
+        }
+        return Exit.success
+    }
+
+    /// What `enroll` prints once the method is stored, the secret a plugin showed included.
+    private static func enrolled(_ c: Context, _ method: KeybayMethod, verb: String) throws -> Int32 {
+        if c.a.json {
+            var fields: [(String, JSON.Value)] = [("id", .string(method.id)), ("plugin", .string(method.plugin)), ("label", .string(method.label))]
+            if c.interaction.shownSecret != nil { fields.append(("methodId", .string(method.id))) }
+            let object = JSON.render(.object(fields))
+            Output.write(1, c.interaction.shownSecret.map { ShownSecretOutput.json(object, adding: $0) } ?? Array((object + "\n").utf8))
+        } else {
+            Output.line("\(verb) \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method")
+            if let shown = c.interaction.shownSecret { Output.write(1, ShownSecretOutput.text(shown)) }
+        }
         return Exit.success
     }
 
@@ -213,7 +268,7 @@ enum Command {
         let a = c.a
         try a.expect(["PLUGIN"], optional: 1)
         let plugin = a.positionals.first ?? "passphrase"
-        let interaction = TerminalInteraction(passphraseFD: nil, pinFD: nil, noInput: true)
+        let interaction = TerminalInteraction(descriptors: SecretDescriptors(), noInput: true)
         let result = try KeybayPlugins.benchmark(plugin: plugin, options: a.options, search: search(a), interaction: interaction)
         let ms = Int(result.unlockSeconds * 1000)
         a.json ? Output.line(JSON.render(.object([("plugin", .string(plugin)), ("parameters", .string(result.parameters)),

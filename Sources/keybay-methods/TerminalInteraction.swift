@@ -2,24 +2,27 @@ import CSodium
 import Glibc
 import Keybay
 
-/// Secrets for the CLI: from `--passphrase-fd` / `--pin-fd` (read once, to EOF, one trailing
-/// newline removed), else from /dev/tty with echo off; never from an argument. `--no-input` or
-/// the lack of a terminal turns every question into `.interactionRequired` (exit 4).
+/// Secrets for the CLI: from the secret descriptors (read once, to EOF, one trailing newline
+/// removed), else from /dev/tty with echo off; never from an argument. `--no-input` or the lack
+/// of a terminal turns every question into `.interactionRequired` (exit 4). A secret a plugin
+/// shows (a recovery key) is kept until the command has stored the enrollment.
 final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
-    let passphraseFD: Int32?
-    let pinFD: Int32?
+    let descriptors: SecretDescriptors
     let noInput: Bool
+    /// Whether a new secret may come from the unlock descriptor of its kind (`enroll`: yes).
+    var newFromUnlockDescriptors = true
     private var fromDescriptor: [Int32: SecureBytes] = [:]
+    /// What a plugin asked to show during this command (shown by the command once stored).
+    private(set) var shownSecret: KeybayShownSecret?
 
-    init(passphraseFD: Int32?, pinFD: Int32?, noInput: Bool) {
-        self.passphraseFD = passphraseFD
-        self.pinFD = pinFD
+    init(descriptors: SecretDescriptors, noInput: Bool) {
+        self.descriptors = descriptors
         self.noInput = noInput
     }
 
     func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        let what = request.kind == .pin ? "PIN" : "passphrase"
-        if let fd = request.kind == .pin ? pinFD : passphraseFD {
+        let what = (request.isNew ? "new " : "") + request.kind.displayName
+        if let fd = descriptors.descriptor(for: request, newFromUnlock: newFromUnlockDescriptors) {
             let secret = try descriptorSecret(fd, what: what)
             guard secret.count <= buffer.count else {
                 throw KeybayError(.invalidArgument, "the \(what) read from descriptor \(fd) is longer than \(buffer.count) bytes")
@@ -27,10 +30,10 @@ final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
             secret.withUnsafeBytes { buffer.copyMemory(from: $0) }
             return secret.count
         }
-        guard !noInput else { throw KeybayError(.interactionRequired, "a \(what) is needed but --no-input was given") }
-        let tty = try terminal("a \(what) is needed but there is no terminal (use --\(request.kind == .pin ? "pin" : "passphrase")-fd)")
+        guard !noInput else { throw KeybayError(.interactionRequired, "a \(what) is needed but --no-input was given (\(SecretDescriptors.option(for: request)) N gives it from a descriptor)") }
+        let tty = try terminal("a \(what) is needed but there is no terminal (use \(SecretDescriptors.option(for: request)))")
         defer { close(tty) }
-        var prompt = request.isConfirmation ? "Repeat the \(what): " : (request.prompt.isEmpty ? "Enter the \(what): " : request.prompt + ": ")
+        var prompt = Self.prompt(for: request)
         if let retries = request.retriesLeft { prompt = "(\(retries) tries left) " + prompt }
         writeAll(tty, prompt)
         defer { writeAll(tty, "\n") }
@@ -51,6 +54,25 @@ final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
         }
         if n == 0 { throw KeybayError(.cancelled, "no \(what) was entered") }
         return n
+    }
+
+    /// The plugin's prompt (else the kind), then whose secret it is: "Passphrase for <app>
+    /// (<label>): " — as cryptsetup names the device and ssh the key file. The second entry of a
+    /// new secret: "Repeat the new passphrase: ".
+    static func prompt(for request: KeybaySecretRequest) -> String {
+        let kind = request.kind.displayName
+        if request.isConfirmation { return "Repeat the new \(kind): " }
+        let what = request.prompt.isEmpty ? (request.isNew ? "New " + kind : kind.prefix(1).uppercased() + kind.dropFirst()) : request.prompt
+        var whose = ""
+        if let app = request.application { whose += " for \(app)" }
+        if let label = request.label { whose += " (\(label))" }
+        return what + whose + ": "
+    }
+
+    func showSecret(_ secret: KeybayShownSecret) throws {
+        guard shownSecret == nil else { throw KeybayError(.pluginFailed, "a plugin showed a second secret in one enrollment") }
+        try ShownSecretOutput.check(secret)
+        shownSecret = secret
     }
 
     /// Plugins' diagnostic lines: errors by default; `KEYBAY_LOG=debug|info|error` sets the least

@@ -107,7 +107,7 @@ import Testing
     @Test(arguments: ["../evil", "Upper", "", "a/b", "-x", ".hidden", String(repeating: "a", count: 65), "a b"])
     func invalidIdsNeverBecomeFileNames(_ id: String) throws {
         let e = Self.loadError(id, dir: "/tmp")
-        #expect(e?.code == .pluginRefused && e?.message.contains("invalid plugin id") == true)
+        #expect(e?.code == .invalidArgument && e?.message.contains("invalid plugin id") == true)
     }
 
     @Test func wrongKindIsRefused() throws {
@@ -119,7 +119,7 @@ import Testing
     @Test func relativePluginPathEntriesAreRefused() throws {
         #expect(keybayCode {
             _ = try PluginLoader.load(id: "file-root", kind: KEYBAY_KIND_ROOT, search: KeybayPluginSearch(environmentPath: "relative/dir"))
-        } == .pluginRefused)
+        } == .invalidArgument, "invalid input, exit 2, like a relative --plugin-dir")
     }
 
     @Test func externalPluginsCanBeSwitchedOff() throws {

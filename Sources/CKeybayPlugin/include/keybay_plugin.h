@@ -77,7 +77,8 @@ typedef enum keybay_plugin_kind {
 /* Kinds of secret a plugin may ask for. */
 typedef enum keybay_secret_kind {
     KEYBAY_SECRET_PASSPHRASE = 1,
-    KEYBAY_SECRET_PIN = 2
+    KEYBAY_SECRET_PIN = 2,
+    KEYBAY_SECRET_RECOVERY_KEY = 3 /* a recovery key the user wrote down (CLI: --recovery-key-fd) */
 } keybay_secret_kind;
 
 /* Flags for ask_secret. */
@@ -138,6 +139,19 @@ typedef struct keybay_host {
     void (*log)(void *context, keybay_log_level level, const char *text);
     /* Records one line explaining the error about to be returned. */
     void (*set_error)(void *context, const char *text);
+
+    /* Added after the first version-1 host; test with KEYBAY_HOST_HAS before use. */
+
+    /* The application whose store this call serves ([A-Za-z0-9][A-Za-z0-9._-]{0,119}), so a
+       method can bind its credential to it (fido2 derives its default relying party from it).
+       NULL when the call serves no store (plugin-check, benchmark). */
+    const char *application_id;
+    /* Shows the user a secret to keep (a recovery key), once: `text` is what the user will type
+       back, one line of UTF-8; `picture`, when not NULL, is the same secret drawn for a terminal
+       (a QR code in block characters), shown only where a terminal shows it. Called during
+       enroll; the host shows it only once the enrollment is stored, and never logs it. A host
+       that cannot show a secret answers KEYBAY_ERR_INTERACTION_UNAVAILABLE. */
+    keybay_status (*show_secret)(void *context, keybay_secret_kind kind, const char *text, const char *picture);
 } keybay_host;
 
 /* True if `host` is non-NULL, its struct_size covers `field` (an older host may lack the newer

@@ -68,6 +68,11 @@ final class TaskCancellableInteraction: KeybayInteraction, Sendable {
         return try inner.confirm(question)
     }
 
+    func showSecret(_ secret: KeybayShownSecret) throws {
+        try checkCancelled()
+        try inner.showSecret(secret)
+    }
+
     var isCancelled: Bool { taskCancelled || inner.isCancelled }
 
     var logLevel: KeybayLogLevel { inner.logLevel }

@@ -1,6 +1,7 @@
-/// The unlock methods of an open store. `list` never calls a plugin; `add`, `remove` and
-/// `verify` involve the user only through the session's interaction handler, and only `add` and
-/// `verify` run a plugin ceremony: `remove` re-seals the survivors from their public keys.
+/// The unlock methods of an open store. `list` never calls a plugin; `add`, `replace`, `remove`
+/// and `verify` involve the user only through the session's interaction handler, and only `add`,
+/// `replace` and `verify` run a plugin ceremony: `remove` re-seals the survivors from their
+/// public keys.
 /// Like `KeybayStore.open`, each comes synchronous (blocking while the user is involved) and
 /// `async` (the same work on a thread of its own; cancelling the task cancels the ceremony).
 public struct KeybayAuth: Sendable {
@@ -28,36 +29,75 @@ public struct KeybayAuth: Sendable {
 
     func addMethod(plugin pluginID: String, options: [(String, String)], label: String?,
                    interaction: (any KeybayInteraction)? = nil) throws -> KeybayMethod {
-        let label = label ?? pluginID
-        guard KeybayMethod.isValidLabel(label) else {
-            throw KeybayError(.invalidArgument, "invalid label: use 1–64 bytes of text without control characters")
+        let current = try session.freshSnapshot()
+        guard current.methods.count < MethodsPackage.maxMethods else {
+            throw KeybayError(.invalidArgument, "the store already has \(MethodsPackage.maxMethods) methods, the most it can hold")
+        }
+        let plugin = try Self.checkedPlugin(pluginID, label: label, options: options, configuration: session.configuration)
+        // A plugin may declare that a store holds at most one of its methods (a passphrase: one to remember).
+        if plugin.isOnePerStore, let old = current.methods.first(where: { $0.pluginId == pluginID }) {
+            throw KeybayError(.invalidArgument, "the store already has a \(pluginID) method and \(pluginID) allows one per store; to change its secret, use change \(hexString(old.methodId))")
+        }
+        let enrollment = try Self.enroll(plugin, options: options, label: label ?? pluginID, configuration: session.configuration,
+                                         interaction: interaction ?? session.interaction)
+        let method = enrollment.method(storeId: current.keys.storeId)
+        try session.rotate(expecting: current) { $0 + [method] }
+        return KeybayMethod(method)
+    }
+
+    /// Replaces method `id` with a fresh credential of the same plugin (its label unless `label`
+    /// gives a new one): the new one is enrolled and the old envelope dropped in one rotation, so
+    /// the store is never without the method and never holds both. Works for a plugin that
+    /// allows one method per store too: that is how its secret changes.
+    @discardableResult
+    public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil) throws -> KeybayMethod {
+        try replaceMethod(id, options: options, label: label)
+    }
+
+    /// `replace`, from async code.
+    @discardableResult
+    public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
+        try await CeremonyThread.run(session.interaction) { ceremony in
+            try replaceMethod(id, options: options, label: label, interaction: ceremony)
+        }
+    }
+
+    func replaceMethod(_ id: String, options: [(String, String)], label: String?,
+                       interaction: (any KeybayInteraction)? = nil) throws -> KeybayMethod {
+        let current = try session.freshSnapshot()
+        let old = try method(id, in: current)
+        let plugin = try Self.checkedPlugin(old.pluginId, label: label, options: options, configuration: session.configuration)
+        let enrollment = try Self.enroll(plugin, options: options, label: label ?? old.label, configuration: session.configuration,
+                                         interaction: interaction ?? session.interaction)
+        let method = enrollment.method(storeId: current.keys.storeId)
+        try session.rotate(expecting: current) { methods in methods.map { $0.methodId == old.methodId ? method : $0 } }
+        return KeybayMethod(method)
+    }
+
+    /// Checks what an enrollment is given (a label, options given once) and loads its plugin, before
+    /// any ceremony.
+    static func checkedPlugin(_ pluginID: String, label: String?, options: [(String, String)],
+                              configuration: KeybayConfiguration) throws -> LoadedPlugin {
+        if let label, !KeybayMethod.isValidLabel(label) {
+            throw KeybayError(.invalidArgument, "invalid label: use 1–64 bytes of text without control characters or bidirectional overrides")
         }
         var names = Set<String>()
         for (name, _) in options where !names.insert(name).inserted {
             throw KeybayError(.invalidArgument, "option \(name) given twice")
         }
-        let current = try session.freshSnapshot()
-        guard current.methods.count < MethodsPackage.maxMethods else {
-            throw KeybayError(.invalidArgument, "the store already has \(MethodsPackage.maxMethods) methods, the most it can hold")
-        }
-        let plugin = try session.loadMethodPlugin(pluginID)
-        // A plugin may declare that a store holds at most one of its methods (a passphrase: one to remember).
-        if plugin.isOnePerStore, current.methods.contains(where: { $0.pluginId == pluginID }) {
-            throw KeybayError(.invalidArgument, "the store already has a \(pluginID) method and \(pluginID) allows one per store; to change it, remove the old one first (enroll another method beforehand to stay protected meanwhile)")
-        }
-        // Ask the plugin first whether it can work here at all (never prompts), so an absent
-        // device fails before any ceremony.
+        return try PluginLoader.loadMethod(pluginID, for: configuration)
+    }
+
+    /// Runs `plugin`'s enrollment ceremony after asking whether it can work here at all (never
+    /// prompts), so an absent device fails before any ceremony.
+    static func enroll(_ plugin: LoadedPlugin, options: [(String, String)], label: String, configuration: KeybayConfiguration,
+                       interaction: any KeybayInteraction) throws -> Enrollment {
         if let reason = plugin.probe() {
-            throw KeybayError(.methodUnavailable, "\(pluginID) cannot be enrolled here: \(reason)")
+            throw KeybayError(.methodUnavailable, "\(plugin.id) cannot be enrolled here: \(reason)")
         }
-        let (params, secret) = try plugin.enroll(options: options, interaction: interaction ?? session.interaction)
-        let methodId = Sodium.randomBytes(MethodEnvelope.idBytes)
-        let salt = Sodium.randomBytes(MethodEnvelope.saltBytes)
-        let publicKey = MethodEnvelope.keyPair(secret: secret, storeId: current.keys.storeId, methodId: methodId,
-                                               pluginId: pluginID, salt: salt).publicKey
-        let method = MethodEnvelope.Public(methodId: methodId, pluginId: pluginID, label: label, params: params, salt: salt, publicKey: publicKey)
-        try session.rotate(expecting: current) { $0 + [method] }
-        return KeybayMethod(method)
+        let (params, secret) = try plugin.enroll(options: options, interaction: interaction,
+                                                 about: MethodCallContext(applicationID: configuration.applicationID, label: label))
+        return Enrollment(pluginId: plugin.id, label: label, params: params, secret: secret)
     }
 
     /// Removes a method; with none left the store is platform-only again. Needs no credential.
@@ -90,8 +130,9 @@ public struct KeybayAuth: Sendable {
     func verifyMethod(_ id: String, interaction: (any KeybayInteraction)? = nil) throws {
         let current = try session.freshSnapshot()
         let method = try method(id, in: current)
+        let about = MethodCallContext(applicationID: session.configuration.applicationID, label: method.label)
         let secret = try session.loadMethodPlugin(method.pluginId).unwrap(params: method.params, interaction: interaction ?? session.interaction,
-                                                                          forVerification: true)
+                                                                          about: about, forVerification: true)
         _ = try method.privateKey(secret: secret, storeId: current.keys.storeId)
     }
 

@@ -6,8 +6,9 @@ public struct KeybayMethod: Sendable, Equatable {
     public let plugin: String
     public let label: String
 
-    /// Labels: 1–64 bytes of UTF-8 without control characters.
-    public static func isValidLabel(_ label: String) -> Bool { MethodNames.isValidLabel(label) }
+    /// Labels an enrollment may give: 1–64 bytes of UTF-8 without control characters (C0, DEL,
+    /// C1) or bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069).
+    public static func isValidLabel(_ label: String) -> Bool { MethodNames.isValidNewLabel(label) }
 
     init(_ method: MethodEnvelope.Public) {
         id = hexString(method.methodId)

@@ -73,7 +73,10 @@ public enum KeybayStore {
 
     /// Loads the method's plugin and runs its unlock ceremony.
     static func ceremony(_ configuration: KeybayConfiguration, _ interaction: any KeybayInteraction) -> MethodCeremony {
-        { method in try PluginLoader.loadMethod(method.pluginId, for: configuration).unwrap(params: method.params, interaction: interaction) }
+        { method in
+            try PluginLoader.loadMethod(method.pluginId, for: configuration)
+                .unwrap(params: method.params, interaction: interaction, about: MethodCallContext(applicationID: configuration.applicationID, label: method.label))
+        }
     }
 
     /// Creates a new store; fails with `.alreadyInitialized` or `.stateConflict` if anything exists.
@@ -89,6 +92,41 @@ public enum KeybayStore {
     static func initializeStore(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction) throws -> KeybaySession {
         let lifecycle = try StoreLifecycle(configuration)
         let (file, generation) = try lifecycle.initialize()
+        return KeybaySession(lifecycle: lifecycle, file: file, generation: generation, interaction: interaction)
+    }
+
+    /// Creates a new store protected from its first write by a method of `plugin` (label: the
+    /// plugin id unless given). The plugin's enrollment ceremony runs before anything is created,
+    /// so a failed or cancelled one leaves nothing on disk; then the store and its method are
+    /// written in one write. Fails with `.alreadyInitialized` or `.stateConflict` if anything exists.
+    public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
+                                  label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
+        try initializeStore(configuration, enrolling: plugin, options: options, label: label, ceremony: interaction, interaction: interaction)
+    }
+
+    /// `initialize(_:enrolling:)`, from async code.
+    public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
+                                  label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
+        try await CeremonyThread.run(interaction) { ceremony in
+            try initializeStore(configuration, enrolling: plugin, options: options, label: label, ceremony: ceremony, interaction: interaction)
+        }
+    }
+
+    static func initializeStore(_ configuration: KeybayConfiguration, enrolling pluginID: String, options: [(String, String)], label: String?,
+                                ceremony: any KeybayInteraction, interaction: any KeybayInteraction) throws -> KeybaySession {
+        let lifecycle = try StoreLifecycle(configuration)
+        // Nothing may exist: checked before the ceremony too, so nobody enrolls a secret for nothing.
+        switch try lifecycle.status().state {
+        case .absent: break
+        case .rootOnly, .storeOnly:
+            throw KeybayError(.stateConflict, "\(configuration.storePath) is in a partial state; refusing to create a store over it (run reset to start over)")
+        case .platformOnly, .protected:
+            throw KeybayError(.alreadyInitialized, "a store already exists at \(configuration.storePath); refusing to initialise over it")
+        }
+        let plugin = try KeybayAuth.checkedPlugin(pluginID, label: label, options: options, configuration: configuration)
+        let enrollment = try KeybayAuth.enroll(plugin, options: options, label: label ?? pluginID, configuration: configuration,
+                                               interaction: ceremony)
+        let (file, generation) = try lifecycle.initialize(enrollment: enrollment)
         return KeybaySession(lifecycle: lifecycle, file: file, generation: generation, interaction: interaction)
     }
 

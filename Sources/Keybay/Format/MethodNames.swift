@@ -10,10 +10,20 @@ enum MethodNames {
         return lowerAlnum(b[0]) && b.dropFirst().allSatisfy { lowerAlnum($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d }
     }
 
-    /// Labels: 1–64 bytes of UTF-8 without control characters.
+    /// Stored labels, as the decoder accepts them: 1–64 bytes of UTF-8 without C0 controls or
+    /// DEL. Stores written before the stricter enrollment rule keep opening; output escapes the rest.
     static func isValidLabel(_ label: String) -> Bool {
         let bytes = label.utf8
         return (1...MethodEnvelope.maxLabelBytes).contains(bytes.count) && label.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7f }
+    }
+
+    /// Labels a new enrollment may give: a stored label that also holds no C1 control
+    /// (U+0080–U+009F) and no bidirectional override or isolate (U+202A–U+202E, U+2066–U+2069),
+    /// so a label shown in a listing or a prompt reads as what it is.
+    static func isValidNewLabel(_ label: String) -> Bool {
+        isValidLabel(label) && label.unicodeScalars.allSatisfy { s in
+            !(0x80...0x9f).contains(s.value) && !(0x202a...0x202e).contains(s.value) && !(0x2066...0x2069).contains(s.value)
+        }
     }
 
     /// Method ids are 16 bytes, written as 32 lowercase hex characters.

@@ -94,9 +94,11 @@ struct Keyring: Sendable {
 
     // MARK: Making generations
 
-    /// The first generation of a new store: platform-only, epoch 1, a fresh store id and Kstore.
-    func first(providerState: [UInt8]) throws -> Sealed {
-        try seal(storeId: Sodium.randomBytes(Suite1.storeIdBytes), epoch: 1, methods: [], providerState: providerState)
+    /// The first generation of a new store: epoch 1, a fresh store id and Kstore; platform-only,
+    /// or protected from the start by the method of `enrollment`.
+    func first(providerState: [UInt8], enrollment: Enrollment? = nil) throws -> Sealed {
+        let storeId = Sodium.randomBytes(Suite1.storeIdBytes)
+        return try seal(storeId: storeId, epoch: 1, methods: enrollment.map { [$0.method(storeId: storeId)] } ?? [], providerState: providerState)
     }
 
     /// The generation after `current` with `methods` enrolled: the same store id, the next epoch

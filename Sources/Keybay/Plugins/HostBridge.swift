@@ -1,14 +1,33 @@
 import CKeybayPlugin
 import CSodium
+import Glibc
+
+/// Whose store a plugin call serves: the application (`keybay_host.application_id`, and prompts
+/// that say whose secret they ask for) and the method's label. Empty outside a store.
+struct MethodCallContext: Sendable {
+    var applicationID: String?
+    var label: String?
+
+    static let none = MethodCallContext()
+}
 
 /// Presents a `KeybayInteraction` to C plugins as a `keybay_host`. One bridge serves one call;
 /// it also collects the plugin's one-line error explanation.
 final class HostBridge {
     let interaction: any KeybayInteraction
+    let about: MethodCallContext
     var errorText: String?
     var failure: KeybayError?
+    /// `about.applicationID` as the C string the host struct points at, for the call's duration.
+    private let applicationID: UnsafeMutablePointer<CChar>?
 
-    init(_ interaction: any KeybayInteraction) { self.interaction = interaction }
+    init(_ interaction: any KeybayInteraction, about: MethodCallContext = .none) {
+        self.interaction = interaction
+        self.about = about
+        applicationID = about.applicationID.flatMap { strdup($0) }
+    }
+
+    deinit { free(applicationID) }
 
     /// Runs `body` with a `keybay_host` whose context points at this bridge.
     func withHost<R>(_ body: (UnsafePointer<keybay_host>) throws -> R) rethrows -> R {
@@ -22,6 +41,8 @@ final class HostBridge {
         host.is_cancelled = bridgeIsCancelled
         host.log = bridgeLog
         host.set_error = bridgeSetError
+        host.application_id = UnsafePointer(applicationID)
+        host.show_secret = bridgeShowSecret
         return try withExtendedLifetime(self) { try withUnsafePointer(to: &host) { try body($0) } }
     }
 
@@ -46,10 +67,13 @@ private func bridgeAskSecret(_ context: UnsafeMutableRawPointer?, _ kind: keybay
     let bridge = HostBridge.from(context)
     guard let out, let outLength, capacity > 0 else { return KEYBAY_ERR_INTERNAL }
     let isNew = flags & KEYBAY_ASK_NEW != 0
+    guard let kind = secretKind(kind) else {
+        bridge.errorText = "unknown secret kind \(kind.rawValue)"
+        return KEYBAY_ERR_UNSUPPORTED
+    }
     let request = { (confirmation: Bool) in
-        KeybaySecretRequest(kind: kind == KEYBAY_SECRET_PIN ? .pin : .passphrase,
-                            prompt: prompt.map { String(cString: $0) } ?? "", retriesLeft: retries >= 0 ? Int(retries) : nil,
-                            isNew: isNew, isConfirmation: confirmation)
+        KeybaySecretRequest(kind: kind, prompt: prompt.map { String(cString: $0) } ?? "", retriesLeft: retries >= 0 ? Int(retries) : nil,
+                            isNew: isNew, isConfirmation: confirmation, application: bridge.about.applicationID, label: bridge.about.label)
     }
     do {
         let buffer = UnsafeMutableRawBufferPointer(start: out, count: capacity)
@@ -70,6 +94,35 @@ private func bridgeAskSecret(_ context: UnsafeMutableRawPointer?, _ kind: keybay
         return KEYBAY_OK
     } catch {
         sodium_memzero(out, capacity)
+        return bridge.status(for: error)
+    }
+}
+
+private func secretKind(_ kind: keybay_secret_kind) -> KeybaySecretRequest.Kind? {
+    switch kind {
+    case KEYBAY_SECRET_PASSPHRASE: .passphrase
+    case KEYBAY_SECRET_PIN: .pin
+    case KEYBAY_SECRET_RECOVERY_KEY: .recoveryKey
+    default: nil
+    }
+}
+
+private func bridgeShowSecret(_ context: UnsafeMutableRawPointer?, _ kind: keybay_secret_kind, _ text: UnsafePointer<CChar>?,
+                              _ picture: UnsafePointer<CChar>?) -> keybay_status {
+    let bridge = HostBridge.from(context)
+    guard let kind = secretKind(kind), let text, strlen(text) > 0 else {
+        bridge.errorText = "show_secret needs a known kind and a text"
+        return KEYBAY_ERR_INTERNAL
+    }
+    // Copied from the plugin's C strings straight into guarded memory: no String holds them.
+    func guarded(_ p: UnsafePointer<CChar>) -> SecureBytes {
+        SecureBytes(copying: UnsafeRawBufferPointer(start: p, count: strlen(p)))
+    }
+    do {
+        try bridge.interaction.showSecret(KeybayShownSecret(kind: kind, text: guarded(text),
+                                                            picture: picture.flatMap { strlen($0) > 0 ? guarded($0) : nil }))
+        return KEYBAY_OK
+    } catch {
         return bridge.status(for: error)
     }
 }

@@ -94,9 +94,9 @@ public final class LoadedPlugin: @unchecked Sendable {
 
     /// Calls the plugin with a host bridge, turning a non-OK status into a KeybayError that
     /// carries the plugin's own explanation.
-    func call(_ interaction: any KeybayInteraction, _ what: String,
+    func call(_ interaction: any KeybayInteraction, _ what: String, about: MethodCallContext = .none,
               _ body: (UnsafePointer<keybay_plugin>, UnsafePointer<keybay_host>) -> keybay_status) throws {
-        let bridge = HostBridge(interaction)
+        let bridge = HostBridge(interaction, about: about)
         let status = callLock.withLock { _ in bridge.withHost { body(descriptor, $0) } }
         guard status != KEYBAY_OK else { return }
         if let failure = bridge.failure, status == KEYBAY_ERR_INTERACTION_UNAVAILABLE || status == KEYBAY_ERR_CANCELLED {

@@ -17,12 +17,14 @@ extension LoadedPlugin {
         }
     }
 
-    /// Runs the enrollment ceremony; returns the public parameters and M.
-    func enroll(options: [(String, String)], interaction: any KeybayInteraction) throws -> (params: [UInt8], secret: SecureBytes) {
+    /// Runs the enrollment ceremony for the store and label `about` names; returns the public
+    /// parameters and M.
+    func enroll(options: [(String, String)], interaction: any KeybayInteraction,
+                about: MethodCallContext = .none) throws -> (params: [UInt8], secret: SecureBytes) {
         var params = keybay_buffer()
         let secret = try SecureBytes(count: Self.methodSecretBytes) { out in
             try withOptions(options) { opts, count in
-                try call(interaction, "enrollment failed") { d, h in
+                try call(interaction, "enrollment failed", about: about) { d, h in
                     d.pointee.enroll(h, opts, count, &params, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
                 }
             }
@@ -31,9 +33,10 @@ extension LoadedPlugin {
     }
 
     /// Runs the unlock ceremony for `params`; `forVerification` uses the plugin's verify entry.
-    func unwrap(params: [UInt8], interaction: any KeybayInteraction, forVerification: Bool = false) throws -> SecureBytes {
+    func unwrap(params: [UInt8], interaction: any KeybayInteraction, about: MethodCallContext = .none,
+                forVerification: Bool = false) throws -> SecureBytes {
         try SecureBytes(count: Self.methodSecretBytes) { out in
-            try call(interaction, "could not unlock") { d, h in
+            try call(interaction, "could not unlock", about: about) { d, h in
                 let op = (forVerification ? d.pointee.verify : nil) ?? d.pointee.unwrap!
                 return op(h, params, params.count, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }

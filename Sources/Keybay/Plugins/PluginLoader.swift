@@ -15,7 +15,7 @@ enum PluginLoader {
     /// to look further).
     static func load(id: String, kind: keybay_plugin_kind?, search: KeybayPluginSearch) throws -> LoadedPlugin {
         guard KeybayPluginSearch.isValidPluginID(id) else {
-            throw KeybayError(.pluginRefused, "invalid plugin id '\(id.prefix(80))': use [a-z0-9][a-z0-9._-]{0,63}")
+            throw KeybayError(.invalidArgument, "invalid plugin id '\(id.prefix(80))': use [a-z0-9][a-z0-9._-]{0,63}")
         }
         let name = KeybayPluginSearch.fileName(for: id)
         let directories = try search.orderedDirectories()

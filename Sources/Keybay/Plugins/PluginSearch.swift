@@ -31,7 +31,7 @@ public struct KeybayPluginSearch: Sendable, Equatable {
             if let env = environmentPath, !env.isEmpty {
                 for entry in env.split(separator: ":", omittingEmptySubsequences: true) {
                     guard entry.hasPrefix("/") else {
-                        throw KeybayError(.pluginRefused, "KEYBAY_PLUGIN_PATH entry '\(entry)' is not an absolute path; refusing to search it")
+                        throw KeybayError(.invalidArgument, "KEYBAY_PLUGIN_PATH entry '\(entry)' is not an absolute path; refusing to search it")
                     }
                     result.append(String(entry))
                 }

@@ -87,14 +87,15 @@ struct StoreLifecycle: Sendable {
         return (file, generation)
     }
 
-    /// `init`: creates a store only when there is nothing at all.
-    func initialize() throws -> (StoreFile, Generation) {
+    /// `init`: creates a store only when there is nothing at all, platform-only or protected from
+    /// its first write by `enrollment` (whose ceremony the caller ran before anything was created).
+    func initialize(enrollment: Enrollment? = nil) throws -> (StoreFile, Generation) {
         let file = try StoreFile.open(configuration, create: true)!
         let generation = try file.withLock(.exclusive) { () throws -> Generation in
             if try file.hasLiveFile() {
                 throw KeybayError(.alreadyInitialized, "a store already exists at \(storePath); refusing to initialise over it")
             }
-            return try createStore(in: file)
+            return try createStore(in: file, enrollment: enrollment)
         }
         return (file, generation)
     }
@@ -124,12 +125,12 @@ struct StoreLifecycle: Sendable {
     }
 
     /// Caller holds the exclusive lock and has seen no live file.
-    private func createStore(in file: StoreFile) throws -> Generation {
+    private func createStore(in file: StoreFile, enrollment: Enrollment? = nil) throws -> Generation {
         if try root.exists() { throw try missingStore() }
         let providerState = try root.create()
         var storeLinked = false
         do {
-            let sealed = try keyring.first(providerState: providerState)
+            let sealed = try keyring.first(providerState: providerState, enrollment: enrollment)
             let encoded = try StoreEncoder.encodeStore(bootstrap: sealed.bootstrap, sealedPackage: sealed.package, frames: [],
                                                        keys: sealed.keys, domain: keyring.domain)
             try file.create(with: encoded.file)

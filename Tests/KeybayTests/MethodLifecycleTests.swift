@@ -1,0 +1,287 @@
+import Foundation
+import Glibc
+import Testing
+@testable import Keybay
+
+/// The everyday method lifecycle: changing a secret in one rotation, a store created together
+/// with its first method, refusals before anything is touched, labels that cannot deceive, and
+/// plugins and prompts that know whose store they serve.
+@Suite struct MethodLifecycleTests {
+    /// Runs the CLI with each secret on its own descriptor (3, 4, …, in the order given), the
+    /// option naming it added to the arguments: `["--passphrase-fd": "old", "--new-passphrase-fd": "new"]`.
+    static func cli(_ box: Sandbox, _ args: [String], secrets: KeyValuePairs<String, String> = [:]) throws -> RunResult {
+        var redirections = "", options: [String] = []
+        for (i, (option, secret)) in secrets.enumerated() {
+            let file = box.root + "/secret-\(UUID().uuidString)"
+            try (secret + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            redirections += " \(i + 3)<\"\(file)\""
+            options += [option, String(i + 3)]
+        }
+        return try run("/bin/sh", ["-c", "exec \"$0\" \"$@\"" + redirections, cliPath] + args + options, environment: box.environment)
+    }
+
+    /// A store with one record and a passphrase method (fast Argon2id); returns the method id.
+    static func passphraseStore(_ box: Sandbox, passphrase: String, label: String? = nil) throws -> String {
+        #expect(try box.cli("set", "k", "v").status == 0)
+        let labelArgs = label.map { ["--label", $0] } ?? []
+        let r = try cli(box, ["enroll", "passphrase", "--json"] + labelArgs + fastPassphraseFlags, secrets: ["--passphrase-fd": passphrase])
+        #expect(r.status == 0, "\(r.stderr)")
+        return try methodIDs(box).first ?? ""
+    }
+
+    static func get(_ box: Sandbox, passphrase: String) throws -> RunResult {
+        try cli(box, ["get", "k", "--no-input"], secrets: ["--passphrase-fd": passphrase])
+    }
+
+    // MARK: change
+
+    /// `change`: the old passphrase then fails as a wrong secret, the new one opens, the store
+    /// keeps one method (with a new id) and stays protected; a passphrase allows one per store and
+    /// is changed all the same.
+    @Test func changeReplacesAPassphraseInOneStep() throws {
+        let box = Sandbox()
+        let old = try Self.passphraseStore(box, passphrase: "old secret", label: "laptop")
+        let before = try KeybayStore.status(box.configuration())
+        let r = try Self.cli(box, ["change", old, "--json"] + fastPassphraseFlags,
+                             secrets: ["--passphrase-fd": "old secret", "--new-passphrase-fd": "new secret"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let after = try KeybayStore.status(box.configuration())
+        #expect(after.state == .protected && after.methods.count == before.methods.count)
+        #expect(after.methods.map(\.label) == ["laptop"] && after.methods[0].id != old, "the label is kept, the method id is new")
+        let wrong = try Self.get(box, passphrase: "old secret")
+        #expect(wrong.status == 1 && wrong.stderr.contains("[wrong-secret]"), "\(wrong.stderr)")
+        let right = try Self.get(box, passphrase: "new secret")
+        #expect(right.status == 0 && right.out == "v")
+        #expect(r.out.contains("\"changed\":\"\(old)\"") && r.out.contains("\"methodId\":\"\(after.methods[0].id)\""), "\(r.out)")
+    }
+
+    /// One rotation: the epoch rises by exactly one, and a store being changed never lists both
+    /// credentials nor none.
+    @Test func changeIsOneRotation() throws {
+        let box = Sandbox()
+        let old = try Self.passphraseStore(box, passphrase: "one")
+        let epoch = { (passphrase: String) throws -> UInt64 in
+            let session = try KeybayStore.open(box.configuration(), method: try methodIDs(box)[0], interaction: ScriptedInteraction([passphrase]))
+            defer { session.close() }
+            return try session.freshSnapshot().keys.epoch
+        }
+        let e0 = try epoch("one")
+        #expect(try Self.cli(box, ["change", old] + fastPassphraseFlags, secrets: ["--passphrase-fd": "one", "--new-passphrase-fd": "two"]).status == 0)
+        let e1 = try epoch("two")
+        #expect(e1 == e0 + 1)
+    }
+
+    /// The old secret is needed, and a new one never comes from the unlock descriptor: without
+    /// `--new-passphrase-fd` and without a terminal, `change` is exit 4. Either way nothing changes.
+    @Test func changeChangesNothingWithoutBothSecrets() throws {
+        let box = Sandbox()
+        let old = try Self.passphraseStore(box, passphrase: "right")
+        let bytes = readBytes(box.storePath)
+        let wrong = try Self.cli(box, ["change", old, "--no-input"], secrets: ["--passphrase-fd": "wrong", "--new-passphrase-fd": "x"])
+        #expect(wrong.status == 1 && wrong.stderr.contains("[wrong-secret]"), "\(wrong.stderr)")
+        let noNew = try Self.cli(box, ["change", old, "--no-input"], secrets: ["--passphrase-fd": "right"])
+        #expect(noNew.status == 4 && noNew.stderr.contains("--new-passphrase-fd"), "\(noNew.stderr)")
+        let unchanged = readBytes(box.storePath) == bytes
+        #expect(unchanged, "the store is byte-identical")
+        #expect(try Self.get(box, passphrase: "right").out == "v")
+    }
+
+    /// `--method` unlocks with another method; the changed one gets its new secret.
+    @Test func changeUnlocksWithAnotherMethodWhenAsked() throws {
+        let box = Sandbox()
+        let passphrase = try Self.passphraseStore(box, passphrase: "pp")
+        #expect(try Self.cli(box, ["enroll", "test-counting", "--method", passphrase],
+                             secrets: ["--passphrase-fd": "pp", "--pin-fd": "1111"]).status == 0)
+        let pin = try methodIDs(box).last!
+        let r = try Self.cli(box, ["change", pin, "--method", passphrase, "--no-input"],
+                             secrets: ["--passphrase-fd": "pp", "--new-pin-fd": "2222"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let changed = try methodIDs(box).last!
+        #expect(try Self.cli(box, ["get", "k", "--method", changed, "--no-input"], secrets: ["--pin-fd": "2222"]).out == "v")
+        #expect(try Self.cli(box, ["get", "k", "--method", changed, "--no-input"], secrets: ["--pin-fd": "1111"]).status == 1)
+    }
+
+    /// The library's `replace`: the old id is gone, the new credential opens (the old one does
+    /// not), and a new label replaces the old one only when given.
+    @Test func replaceInTheLibrary() throws {
+        let box = Sandbox()
+        let config = try box.configuration()
+        let session = try KeybayStore.open(config, interaction: ScriptedInteraction(["1", "1", "2", "2"]))
+        defer { session.close() }
+        try session.set("k", string: "v")
+        let first = try session.auth.add(plugin: "test-counting", label: "first")
+        let second = try session.auth.replace(first.id)
+        let listed = try session.auth.list()
+        #expect(second.label == "first" && second.id != first.id && listed == [second])
+        #expect(keybayError { _ = try session.auth.replace(first.id) }?.code == .methodNotFound)
+        let reopened = try KeybayStore.open(config, method: second.id, interaction: ScriptedInteraction(["2"]))
+        #expect(try reopened.getString("k") == "v")
+        reopened.close()
+        #expect(keybayError { _ = try KeybayStore.open(config, method: second.id, interaction: ScriptedInteraction(["1"])) }?.code == .wrongSecret)
+    }
+
+    /// `replace` from async code, with a new label.
+    @Test func replaceFromAsyncCode() async throws {
+        let box = Sandbox()
+        let session = try await KeybayStore.open(box.configuration(), interaction: ScriptedInteraction(["1", "1", "2", "2"]))
+        defer { session.close() }
+        let first = try await session.auth.add(plugin: "test-counting", label: "first")
+        let second = try await session.auth.replace(first.id, label: "renamed")
+        let listed = try session.auth.list()
+        #expect(second.label == "renamed" && listed == [second])
+    }
+
+    /// Killed at random moments, `change` leaves the old passphrase or the new one opening the
+    /// store, never neither, with the record and the count of methods as they were.
+    /// `KEYBAY_CRASH_RUNS` sets three times the count (default 20 runs).
+    @Test func killedChangesLeaveTheOldOrTheNewSecret() throws {
+        let runs = ProcessInfo.processInfo.environment["KEYBAY_CRASH_RUNS"].flatMap(Int.init).map { max(4, $0 / 3) } ?? 20
+        let box = Sandbox()
+        var id = try Self.passphraseStore(box, passphrase: "p0")
+        var current = "p0"
+        var rng = SystemRandomNumberGenerator()
+        var completed = 0
+        let clock = ContinuousClock()
+        var window: UInt32 = 0
+        for i in 1...runs {
+            let next = "p\(i)"
+            let files = [current, next].map { secret -> String in
+                let file = box.root + "/s-\(UUID().uuidString)"
+                try? (secret + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+                return file
+            }
+            let script = "exec \"$0\" change \(id) --no-input --passphrase-fd 3 --new-passphrase-fd 4 \(fastPassphraseFlags.joined(separator: " ")) 3<\(files[0]) 4<\(files[1])"
+            let start = clock.now
+            let pid = spawnChild("/bin/sh", ["-c", script, cliPath], environment: box.environment, stdinPath: "/dev/null")
+            if window == 0 {
+                // The first run is never killed: it measures how long a change takes here.
+                #expect(waitChild(pid).succeeded)
+                let took = clock.now - start
+                window = UInt32(took.components.seconds * 1_000_000 + took.components.attoseconds / 1_000_000_000_000) * 2
+            } else {
+                usleep(UInt32.random(in: 0...window, using: &rng))
+                kill(pid, SIGKILL)
+            }
+            let outcome = waitChild(pid)
+            let withOld = try Self.get(box, passphrase: current), withNew = try Self.get(box, passphrase: next)
+            #expect((withOld.status == 0) != (withNew.status == 0), "run \(i): exactly one of the old and the new passphrase must open (old \(withOld.status), new \(withNew.status))")
+            #expect([withOld, withNew].contains { $0.out == "v" }, "run \(i): the record is intact")
+            let methods = try KeybayStore.status(box.configuration()).methods
+            #expect(methods.count == 1, "run \(i): \(methods.count) methods")
+            if withNew.status == 0 { current = next; id = methods[0].id }
+            if outcome.succeeded { completed += 1 }
+        }
+        print("change crash-kill: \(runs) runs, \(completed) completed, \(runs - completed) killed; window \(window) µs")
+    }
+
+    // MARK: a store made with its first method
+
+    /// `enroll` on a fresh home runs the ceremony first: a refused, failed or cancelled one
+    /// leaves nothing at all (no store, no root, no directories).
+    @Test func aFailedEnrollOnAFreshHomeLeavesNothing() throws {
+        let box = Sandbox()
+        let attempts: [(args: [String], secrets: KeyValuePairs<String, String>, status: Int32)] = [
+            (["enroll", "test-counting", "--no-input"], [:], 4),
+            (["enroll", "passphrase", "--opt", "bogus=1"], ["--passphrase-fd": "pw"], 2),
+            (["enroll", "test-counting", "--opt", "unknown=1"], ["--pin-fd": "1"], 2),
+            (["enroll", "no-such-plugin"], [:], 1),
+        ]
+        for attempt in attempts {
+            let r = try Self.cli(box, attempt.args, secrets: attempt.secrets)
+            #expect(r.status == attempt.status, "\(attempt.args): \(r.status) \(r.stderr)")
+            #expect(try box.cli("status", "--json").out.contains("\"state\":\"absent\""))
+            #expect(!exists(box.dataHome) && !exists(box.stateHome), "\(attempt.args) created directories")
+        }
+    }
+
+    /// On a fresh home the store and its method are one write: its first generation (epoch 1)
+    /// is already protected.
+    @Test func enrollOnAFreshHomeWritesOnce() throws {
+        let box = Sandbox()
+        let r = try Self.cli(box, ["enroll", "test-counting", "--label", "pin"], secrets: ["--pin-fd": "1234"])
+        #expect(r.status == 0 && r.out.hasPrefix("created the store with test-counting method"), "\(r.out) \(r.stderr)")
+        let id = try methodIDs(box)[0]
+        let session = try KeybayStore.open(box.configuration(), method: id, interaction: ScriptedInteraction(["1234"]))
+        defer { session.close() }
+        #expect(try session.freshSnapshot().keys.epoch == 1 && session.isProtected)
+    }
+
+    /// The library form: `initialize(_:enrolling:)` refuses any existing state before its ceremony.
+    @Test func initializeEnrollingRefusesExistingState() throws {
+        let box = Sandbox()
+        let config = try box.configuration()
+        let asked = ScriptedInteraction(["1", "1"])
+        try KeybayStore.initialize(config).close()
+        #expect(keybayError { _ = try KeybayStore.initialize(config, enrolling: "test-counting", interaction: asked) }?.code == .alreadyInitialized)
+        #expect(asked.askCount == 0, "no secret is asked for a store that cannot be made")
+    }
+
+    // MARK: refusals before anything is touched
+
+    /// Invalid plugin ids and relative plugin paths are invalid input: exit 2, nothing created
+    /// on a fresh home, an existing store byte-identical.
+    @Test func invalidPluginIdsAreUsageErrors() throws {
+        let box = Sandbox()
+        for id in ["../x", "UPPER CASE", "a/b", ""] {
+            let r = try box.cli("enroll", id)
+            #expect(r.status == 2 && r.stderr.contains("invalid plugin id"), "\(id): \(r.status) \(r.stderr)")
+            #expect(!exists(box.dataHome) && !exists(box.stateHome))
+        }
+        #expect(try box.cli("set", "k", "v").status == 0)
+        let bytes = readBytes(box.storePath)
+        #expect(try box.cli("enroll", "../x").status == 2)
+        let unchanged = readBytes(box.storePath) == bytes
+        #expect(unchanged, "the store is byte-identical")
+        var environment = box.environment
+        environment["KEYBAY_PLUGIN_PATH"] = "relative/plugins"
+        let relative = try run(cliPath, ["plugins"], environment: environment)
+        #expect(relative.status == 2 && relative.stderr.contains("KEYBAY_PLUGIN_PATH"), "\(relative.stderr)")
+    }
+
+    /// C0 and C1 controls and the bidirectional overrides and isolates are refused at enrollment
+    /// (exit 2, store untouched); other text, symbols included, is a label.
+    @Test(arguments: ["a\u{85}b", "a\u{9b}b", "a\u{202e}b", "a\u{202a}b", "a\u{2066}b", "a\u{2069}b", "a\tb", "a\u{7f}b"])
+    func deceptiveLabelsAreRefused(_ label: String) throws {
+        let box = Sandbox()
+        #expect(try box.cli("set", "k", "v").status == 0)
+        let bytes = readBytes(box.storePath)
+        let r = try Self.cli(box, ["enroll", "test-counting", "--label", label], secrets: ["--pin-fd": "1"])
+        #expect(r.status == 2 && r.stderr.contains("invalid label"), "\(r.stderr)")
+        let unchanged = readBytes(box.storePath) == bytes
+        #expect(unchanged, "the store is byte-identical")
+        #expect(!KeybayMethod.isValidLabel(label) && MethodNames.isValidNewLabel("Work laptop ✓ (ä)"))
+    }
+
+    // MARK: whose store
+
+    /// Method plugins are told the application id (a host field added after the first ABI 1
+    /// host): enrolling and unlocking for two applications, the plugin sees each.
+    @Test func methodPluginsSeeTheApplication() throws {
+        let box = Sandbox()
+        let seen = { () -> String in
+            guard let handle = dlopen(pluginDirectory + "/libkeybay-test-counting.so", RTLD_NOW | RTLD_NOLOAD),
+                  let symbol = dlsym(handle, "keybay_test_counting_application") else { return "(not loaded)" }
+            return String(cString: unsafeBitCast(symbol, to: (@convention(c) () -> UnsafePointer<CChar>).self)())
+        }
+        var methods: [String: String] = [:]
+        for app in ["com.example.first", "com.example.second"] {
+            let session = try KeybayStore.open(box.configuration(app: app), interaction: ScriptedInteraction(["5", "5"]))
+            methods[app] = try session.auth.add(plugin: "test-counting").id
+            session.close()
+            #expect(seen() == app, "enroll")
+        }
+        let session = try KeybayStore.open(box.configuration(app: "com.example.first"), method: methods["com.example.first"],
+                                           interaction: ScriptedInteraction(["5"]))
+        session.close()
+        #expect(seen() == "com.example.first", "unwrap")
+    }
+
+    /// A terminal prompt says whose secret it asks for: the application and the method's label.
+    @Test func promptsNameTheApplicationAndTheLabel() throws {
+        let box = Sandbox()
+        _ = try Self.passphraseStore(box, passphrase: "pw", label: "work laptop")
+        let script = packageDirectory + "/Tests/pty/prompt_text.py"
+        let r = try run("/usr/bin/python3", [script, cliPath, "get", "k"], environment: box.environment)
+        #expect(r.out.contains("Passphrase for \(box.app) (work laptop): "), "\(r.out)")
+    }
+}
