@@ -72,7 +72,7 @@ enum VirtualKeys {
         #expect(VirtualKeys.get("credentials") == 1 && VirtualKeys.get("touches") == 3 && VirtualKeys.get("assertions") == 2)
         #expect(enroll.messages.withLock { $0.contains { $0.contains("Touch your security key") } })
         let description = try s.auth.describe(key.id)
-        #expect(description.hasPrefix("FIDO2 hmac-secret, rp keybay.local, PIN and touch, credential "), "\(description)")
+        #expect(description.hasPrefix("FIDO2 hmac-secret, rp com.example.test.keybay.local, PIN and touch, credential "), "\(description)")
         s.close()
 
         // Either method opens it.
@@ -144,13 +144,38 @@ enum VirtualKeys {
         #expect(again.askCount == 0, "the PIN of a blocked key was asked for")
     }
 
+    /// The default relying party comes from the application id, so two applications' credentials
+    /// are for different parties; a credential made for the old fixed default (`keybay.local`,
+    /// what stores enrolled before carry in their params) still opens.
+    @Test func theDefaultRelyingPartyIsTheApplications() async throws {
+        VirtualKeys.reset()
+        let box = Sandbox()
+        var described: [String] = []
+        for app in ["com.example.Notes_App", "org.other"] {
+            let config = try box.configuration(app: app)
+            let s = try await KeybayStore.open(config, interaction: ScriptedInteraction([]))
+            let method = try await s.auth.add(plugin: Self.plugin)
+            described.append(try s.auth.describe(method.id))
+            s.close()
+        }
+        #expect(described[0].contains("rp com.example.notes-app.keybay.local,") && described[1].contains("rp org.other.keybay.local,"), "\(described)")
+        let config = try box.configuration(app: "com.example.old")
+        let s = try await KeybayStore.open(config, interaction: ScriptedInteraction([]))
+        try s.set("k", string: "v")
+        let old = try await s.auth.add(plugin: Self.plugin, options: [("rp", "keybay.local")])
+        s.close()
+        let reopened = try await Self.open(config, old, ScriptedInteraction([]))
+        #expect(try reopened.getString("k") == "v" && reopened.auth.describe(old.id).contains("rp keybay.local,"))
+        reopened.close()
+    }
+
     @Test func aRefusedTouchCancelsATimeoutTimesOutAndTheHostCanCancel() async throws {
         VirtualKeys.reset()
         let box = Sandbox()
         // No PIN on the key: the default mode is touch only.
         let (config, method) = try await Self.enrolledStore(box, options: [], answers: [])
         let described = try await Self.open(config, method, ScriptedInteraction([])).auth.describe(method.id)
-        #expect(described.contains("rp keybay.local, touch,"), "\(described)")
+        #expect(described.contains("rp com.example.test.keybay.local, touch,"), "\(described)")
 
         VirtualKeys.set("deny", "1")
         let denied = await keybayError { _ = try await Self.open(config, method, ScriptedInteraction([])) }

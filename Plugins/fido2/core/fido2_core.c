@@ -566,6 +566,26 @@ static int f2_valid_rp(const char *rp, size_t length) {
     return 1;
 }
 
+/* The relying party a credential gets when no rp= option is given: one per application, so two
+ * applications' credentials are never for the same party. The application id
+ * ([A-Za-z0-9][A-Za-z0-9._-]{0,119}) lowercased, '_' as '-', then ".keybay.local"; a host that
+ * names no application (an older host, plugin-check) gets "keybay.local" itself. */
+static void f2_default_rp(const keybay_host *host, char out[KEYBAY_FIDO2_MAX_RP_BYTES + 1]) {
+    const char *app = KEYBAY_HOST_HAS(host, application_id) ? host->application_id : NULL;
+    size_t n = app != NULL ? strlen(app) : 0;
+    if (n == 0 || n > 120) {
+        strcpy(out, KEYBAY_FIDO2_DEFAULT_RP);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = app[i];
+        out[i] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c == '_' ? '-' : c;
+    }
+    out[n] = '.';
+    strcpy(out + n + 1, KEYBAY_FIDO2_DEFAULT_RP);
+    if (!f2_valid_rp(out, strlen(out))) strcpy(out, KEYBAY_FIDO2_DEFAULT_RP); /* not an application id */
+}
+
 static uint16_t f2_get_u16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
 
 /* Strict decoding; allocates nothing, asks nothing. `host` may be NULL (describe). */
@@ -657,7 +677,7 @@ static keybay_status f2_parse_options(const keybay_host *host, const keybay_opti
                                       f2_options *o) {
     memset(o, 0, sizeof *o);
     o->pin = o->presence = o->uv = -1;
-    strcpy(o->rp, KEYBAY_FIDO2_DEFAULT_RP);
+    f2_default_rp(host, o->rp);
     int seen_rp = 0, seen_device = 0;
     if (count > 0 && options == NULL) {
         keybay_host_error(host, "fido2: %zu options announced but none passed", count);
@@ -1035,7 +1055,7 @@ keybay_status keybay_fido2_describe(const keybay_host *host, const uint8_t *para
 
 const keybay_option_spec keybay_fido2_option_specs[KEYBAY_FIDO2_OPTION_COUNT] = {
     {"device", "the key's device path, or auto (the default: the only FIDO2 key plugged in)"},
-    {"rp", "relying-party id of the credential, [a-z0-9.-] (default keybay.local)"},
+    {"rp", "relying-party id of the credential, [a-z0-9.-] (default <app>.keybay.local)"},
     {"pin", "required|no: ask for the key's PIN at every unlock (default: required if the key has a PIN)"},
     {"presence", "required|no: the key must be touched at every unlock (default required)"},
     {"uv", "required|no: user verification at every unlock, by the PIN or the key's built-in sensor (default no)"},
