@@ -249,14 +249,15 @@ func keybayCode(_ body: () async throws -> Void, sourceLocation: SourceLocation 
     await keybayError(body, sourceLocation: sourceLocation)?.code
 }
 
-/// posix_spawn with stdin from a file and stdout/stderr to /dev/null, for tests that need exact
-/// control over a child's lifetime (Foundation's Process adds its own reaping and latency).
-func spawnChild(_ executable: String, _ arguments: [String], environment: [String: String], stdinPath: String) -> pid_t {
+/// posix_spawn with stdin from a file, stdout to `stdout` (a descriptor, e.g. a pipe's write end)
+/// or /dev/null, and stderr to /dev/null, for tests that need exact control over a child's
+/// lifetime (Foundation's Process adds its own reaping and latency).
+func spawnChild(_ executable: String, _ arguments: [String], environment: [String: String], stdinPath: String, stdout: Int32? = nil) -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
     posix_spawn_file_actions_addopen(&actions, 0, stdinPath, O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, 1) } else { posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0) }
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
