@@ -29,10 +29,14 @@ let package = Package(
         .library(name: "keybay-passphrase", type: .dynamic, targets: ["KeybayPassphrase"]),
         .library(name: "keybay-fido2", type: .dynamic, targets: ["KeybayFido2"]),
         .library(name: "KeybayPluginKit", targets: ["KeybayPluginKit"]),
-        // A method plugin for tests only (counts its calls); built so tests can dlopen it.
-        .library(name: "keybay-test-counting", type: .dynamic, targets: ["KeybayTestCounting"]),
-        // The fido2 method on an in-process virtual CTAP2 authenticator, for tests only.
-        .library(name: "keybay-test-fido2", type: .dynamic, targets: ["KeybayTestFido2"]),
+        // Plugins for tests only, built as libkeybaytest-<name>.so: not a plugin file name, so the
+        // CLI in the build directory (which searches its own directory) never lists them. The
+        // tests copy them under their plugin file names (libkeybay-test-<name>.so) into a
+        // directory of their own and name it (TestSupport.swift, testPluginDirectory).
+        // test-counting: a method plugin that counts its calls.
+        .library(name: "keybaytest-counting", type: .dynamic, targets: ["KeybayTestCounting"]),
+        // test-fido2: the fido2 method on an in-process virtual CTAP2 authenticator.
+        .library(name: "keybaytest-fido2", type: .dynamic, targets: ["KeybayTestFido2"]),
     ],
     targets: [
         // C libraries from Debian. The core links libsodium only; libargon2 is for the
@@ -76,7 +80,7 @@ let package = Package(
         // One API write per process, for the crash-kill harness.
         .executableTarget(name: "keybay-test-writer", dependencies: ["Keybay"], path: "Tests/TestTools/writer"),
         // A virtual CTAP2 authenticator reached through libfido2's io/transport hooks, and the
-        // fido2 core wired to it (libkeybay-test-fido2.so).
+        // fido2 core wired to it (test-fido2).
         .target(name: "KeybayVirtualAuthenticator", dependencies: ["CFido2", "CCrypto"], path: "Tests/VirtualAuthenticator",
                 linkerSettings: [.linkedLibrary("pthread")]),
         .target(name: "KeybayTestFido2", dependencies: ["KeybayFido2Core", "KeybayVirtualAuthenticator"],
@@ -94,7 +98,7 @@ let package = Package(
 // KEYBAY_FUZZ=1 swift build -c release --product keybay-fuzz-store --sanitize=fuzzer ...
 if Context.environment["KEYBAY_FUZZ"] != nil {
     for (name, path) in [("keybay-fuzz-store", "Fuzz/store"), ("keybay-fuzz-methods-package", "Fuzz/methods-package"),
-                         ("keybay-fuzz-passphrase-params", "Fuzz/passphrase-params")] {
+                         ("keybay-fuzz-passphrase-params", "Fuzz/passphrase-params"), ("keybay-fuzz-fido2-params", "Fuzz/fido2-params")] {
         package.targets.append(.executableTarget(name: name, dependencies: ["Keybay"], path: path, exclude: ["corpus"]))
         package.products.append(.executable(name: name, targets: [name]))
     }

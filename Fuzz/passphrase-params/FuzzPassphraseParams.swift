@@ -1,5 +1,6 @@
 // libFuzzer target: the passphrase plugin's parameter decoder, through the real loader.
-// The plugin is looked up in $KEYBAY_FUZZ_PLUGIN_DIR. Build and run with scripts/fuzz.sh passphrase-params.
+// The plugin is looked up in $KEYBAY_FUZZ_PLUGIN_DIR, built by scripts/fuzz.sh with coverage and
+// AddressSanitizer. Run with scripts/fuzz.sh 60 passphrase-params.
 @_spi(Fuzzing) import Keybay
 import Glibc
 

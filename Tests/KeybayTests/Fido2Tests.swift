@@ -9,7 +9,7 @@ import Testing
 /// through the plugin's exported test functions. The library is the same one the plugin loader
 /// opens, so the settings reach the devices the plugin talks to through libfido2.
 enum VirtualKeys {
-    nonisolated(unsafe) private static let handle: UnsafeMutableRawPointer? = dlopen(pluginDirectory + "/libkeybay-test-fido2.so", RTLD_NOW | RTLD_LOCAL)
+    nonisolated(unsafe) private static let handle: UnsafeMutableRawPointer? = dlopen(testPluginDirectory + "/libkeybay-test-fido2.so", RTLD_NOW | RTLD_LOCAL)
 
     private static func symbol<T>(_ name: String, as type: T.Type) -> T {
         guard let handle, let s = dlsym(handle, name) else { fatalError("libkeybay-test-fido2.so lacks \(name)") }

@@ -18,7 +18,9 @@ import Testing
                      "share/bash-completion/completions/keybay-methods"] {
             #expect(exists(prefix + "/" + file), "\(file) not installed")
         }
-        #expect(!exists(prefix + "/lib/keybay/plugins/libkeybay-test-counting.so"), "a test plugin was installed")
+        for name in ["libkeybay-test-counting.so", "libkeybay-test-fido2.so", "libkeybaytest-counting.so", "libkeybaytest-fido2.so"] {
+            #expect(!exists(prefix + "/lib/keybay/plugins/" + name), "a test plugin was installed: \(name)")
+        }
         let installed = prefix + "/bin/keybay-methods"
         var env = box.environment
         env["KEYBAY_PLUGIN_PATH"] = nil // the installed plugins only, even in a sanitizer run
@@ -33,6 +35,21 @@ import Testing
         #expect(try run(installed, ["get", "k"], environment: env).out == "v")
         let uninstall = try run("/usr/bin/make", ["-C", packageDirectory, "uninstall", "PREFIX=" + prefix], environment: ["PATH": "/usr/bin:/bin"])
         #expect(uninstall.status == 0 && !exists(installed) && !exists(prefix + "/lib/keybay/plugins/libkeybay-file-root.so"))
+    }
+
+    /// The CLI run from the build directory searches its own directory: the test plugins, built
+    /// there too, must not be among what it lists (only the first-party plugins are).
+    @Test func theBuildDirectoryCLIListsNoTestPlugin() throws {
+        let box = Sandbox()
+        var env = box.environment
+        env["KEYBAY_PLUGIN_PATH"] = nil
+        let plugins = try run(cliPath, ["plugins", "--json"], environment: env)
+        #expect(plugins.status == 0, "\(plugins.stderr)")
+        let listed = try #require(try JSONSerialization.jsonObject(with: Data(plugins.out.utf8)) as? [[String: Any]]).compactMap { $0["id"] as? String }
+        #expect(!listed.isEmpty && !listed.contains { $0.hasPrefix("test-") }, "the build directory's CLI lists \(listed)")
+        // Named, their directory gives them.
+        let named = try run(cliPath, ["plugins", "--plugin-dir", testPluginDirectory], environment: env)
+        #expect(named.out.contains("test-counting") && named.out.contains("test-fido2"), "\(named.out)")
     }
 
     @Test func theManPageRendersWithoutWarnings() throws {

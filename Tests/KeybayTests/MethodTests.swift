@@ -44,7 +44,7 @@ final class ScriptedInteraction: KeybayInteraction, @unchecked Sendable {
 
 /// Reads the call counters (probe, enroll, unwrap, describe) of the counting plugin loaded from
 /// `directory`.
-func countingCalls(in directory: String = pluginDirectory) -> [Int32] {
+func countingCalls(in directory: String = testPluginDirectory) -> [Int32] {
     guard let handle = dlopen(directory + "/libkeybay-test-counting.so", RTLD_NOW | RTLD_NOLOAD),
           let symbol = dlsym(handle, "keybay_test_counting_calls") else { return [-1, -1, -1, -1] }
     let f = unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
@@ -157,7 +157,7 @@ func countingCalls(in directory: String = pluginDirectory) -> [Int32] {
         let box = Sandbox()
         let copy = box.root + "/counting"
         mkdir(copy, 0o755)
-        let plugin = try #require(readBytes(pluginDirectory + "/libkeybay-test-counting.so"))
+        let plugin = try #require(readBytes(testPluginDirectory + "/libkeybay-test-counting.so"))
         writeBytes(copy + "/libkeybay-test-counting.so", plugin)
         chmod(copy + "/libkeybay-test-counting.so", 0o755)
         var config = try Self.config(box)

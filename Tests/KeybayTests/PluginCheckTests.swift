@@ -5,13 +5,13 @@ import Testing
 /// `keybay-methods plugin-check`: every first-party plugin passes; a broken one fails.
 @Suite struct PluginCheckTests {
     @Test(arguments: [
-        ("libkeybay-file-root.so", [String]()),
-        ("libkeybay-passphrase.so", fastPassphraseFlags),
-        ("libkeybay-test-counting.so", []),
+        (pluginDirectory + "/libkeybay-file-root.so", [String]()),
+        (pluginDirectory + "/libkeybay-passphrase.so", fastPassphraseFlags),
+        (testPluginDirectory + "/libkeybay-test-counting.so", []),
     ])
-    func firstPartyPluginsPass(_ file: String, _ options: [String]) throws {
+    func firstPartyPluginsPass(_ path: String, _ options: [String]) throws {
         let box = Sandbox()
-        let r = try run(cliPath, ["plugin-check", pluginDirectory + "/" + file] + options, environment: box.environment)
+        let r = try run(cliPath, ["plugin-check", path] + options, environment: box.environment)
         #expect(r.status == 0 && r.out.contains(" 0 failed") && !r.out.contains("FAIL"), "\(r.out)\(r.stderr)")
     }
 

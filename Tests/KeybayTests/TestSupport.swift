@@ -27,8 +27,11 @@ final class Sandbox: Sendable {
 
     deinit { try? FileManager.default.removeItem(atPath: root) }
 
+    /// The sandbox's configuration, which also finds the test plugins (testPluginDirectory).
     func configuration(app: String? = nil) throws -> KeybayConfiguration {
-        try KeybayConfiguration(applicationID: app ?? self.app, dataHome: dataHome, stateHome: stateHome)
+        var c = try KeybayConfiguration(applicationID: app ?? self.app, dataHome: dataHome, stateHome: stateHome)
+        c.pluginSearch.directories.append(testPluginDirectory)
+        return c
     }
 
     var storeDirectory: String { dataHome + "/keybay/" + app }
@@ -43,7 +46,7 @@ final class Sandbox: Sendable {
         // would outlive them holding their output pipes.
         var env = ["XDG_DATA_HOME": dataHome, "XDG_STATE_HOME": stateHome, "KEYBAY_APP_ID": app,
                    "PATH": "/usr/bin:/bin", "HOME": root, "SWIFT_BACKTRACE": "enable=no"]
-        if let plugins = sanitizerPluginDirectory { env["KEYBAY_PLUGIN_PATH"] = plugins }
+        env["KEYBAY_PLUGIN_PATH"] = [sanitizerPluginDirectory, testPluginDirectory].compactMap { $0 }.joined(separator: ":")
         return env
     }
 }
@@ -107,6 +110,28 @@ let sanitizerPluginDirectory: String? = ProcessInfo.processInfo.environment["KEY
 
 /// Where the plugins the tests load come from.
 let pluginDirectory = sanitizerPluginDirectory ?? buildDirectory
+
+/// The test plugins (test-counting, test-fido2) are built as libkeybaytest-<name>.so, a name no
+/// plugin search matches, so the CLI in the build directory, which searches its own directory,
+/// does not list them. Tests find them here, copied under their plugin file names
+/// (libkeybay-test-<name>.so), and name this directory: KEYBAY_PLUGIN_PATH for child processes
+/// (Sandbox.environment), the plugin search of Sandbox.configuration() in this process.
+let testPluginDirectory: String = {
+    let directory = buildDirectory + "/keybay-test-plugins"
+    mkdir(directory, 0o700)
+    for name in ["counting", "fido2"] {
+        // Builds from before the rename left the test plugins in the build directory itself.
+        unlink(buildDirectory + "/libkeybay-test-\(name).so")
+        let built = (sanitizerPluginDirectory ?? buildDirectory) + "/libkeybaytest-\(name).so"
+        guard let bytes = readBytes(built) else { fatalError("test plugin \(built) is not built") }
+        // Copied beside, then renamed over: a test process running meanwhile never maps half a file.
+        let staged = directory + "/.libkeybay-test-\(name).so.\(getpid())"
+        writeBytes(staged, bytes)
+        chmod(staged, 0o755)
+        precondition(rename(staged, directory + "/libkeybay-test-\(name).so") == 0, "cannot place the test plugin \(name)")
+    }
+    return directory
+}()
 
 /// The sanitizer the suite runs under (scripts/sanitizers.sh), if any.
 let sanitizer: String? = ProcessInfo.processInfo.environment["KEYBAY_TEST_SANITIZER"]
@@ -224,14 +249,15 @@ func keybayCode(_ body: () async throws -> Void, sourceLocation: SourceLocation 
     await keybayError(body, sourceLocation: sourceLocation)?.code
 }
 
-/// posix_spawn with stdin from a file and stdout/stderr to /dev/null, for tests that need exact
-/// control over a child's lifetime (Foundation's Process adds its own reaping and latency).
-func spawnChild(_ executable: String, _ arguments: [String], environment: [String: String], stdinPath: String) -> pid_t {
+/// posix_spawn with stdin from a file, stdout to `stdout` (a descriptor, e.g. a pipe's write end)
+/// or /dev/null, and stderr to /dev/null, for tests that need exact control over a child's
+/// lifetime (Foundation's Process adds its own reaping and latency).
+func spawnChild(_ executable: String, _ arguments: [String], environment: [String: String], stdinPath: String, stdout: Int32? = nil) -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
     posix_spawn_file_actions_addopen(&actions, 0, stdinPath, O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, 1) } else { posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0) }
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
     let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]

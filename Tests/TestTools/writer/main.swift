@@ -1,6 +1,9 @@
 // keybay-test-writer: one write through the library API, for the crash-kill harness (which
-// SIGKILLs it at random moments). Exit 0 means the write was acknowledged (it returned).
+// SIGKILLs it at random moments). Exit 0 means the write was acknowledged (it returned). It
+// writes "w" to standard output once the store is open, just before the write.
 //   keybay-test-writer APP set KEY < value | rm KEY | clear | enroll | remove METHOD-ID
+// And a reader for ConcurrencyTests, which checks whole generations:
+//   keybay-test-writer APP read-generations K STOP-FILE
 // Protected stores are unlocked with their first method and the test PIN "1" (test-counting).
 import Glibc
 import Keybay
@@ -23,11 +26,44 @@ func readStdin() -> [UInt8] {
     return bytes
 }
 
+func say(_ line: String) {
+    let text = Array((line + "\n").utf8)
+    _ = text.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+}
+
+/// The store holds keys g0…g(K-1); write n (n ≥ K) sets g(n mod K) to n. So in any one
+/// generation, with N the largest value, key gj holds N - ((N - j) mod K): a read that mixed
+/// records of two generations breaks that. (ConcurrencyTests checks its own reads the same way.)
+func readGenerations(_ session: KeybaySession, count: Int, stopFile: String) -> Int32 {
+    let keys = (0..<count).map { "g\($0)" }
+    var reads = 0, violations = 0, failures = 0, newest = -1, seen = Set<Int>()
+    func readOnce() {
+        reads += 1
+        guard let records = try? session.getMany(keys) else { failures += 1; return }
+        let values = keys.map { records[$0].flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? -1 }
+        let n = values.max() ?? -1
+        if values.enumerated().contains(where: { j, v in v != n - ((n - j) % count) }) { violations += 1 }
+        if n < newest { violations += 1 }
+        newest = max(newest, n)
+        seen.insert(n)
+    }
+    // One read before "ready" and one after the stop file appears: the reads span the writes.
+    readOnce()
+    say("ready")
+    while access(stopFile, F_OK) != 0 { readOnce() }
+    readOnce()
+    say("reads \(reads), generations seen \(seen.count), newest \(newest), violations \(violations), failures \(failures)")
+    return violations == 0 && failures == 0 ? 0 : 1
+}
+
 let args = Array(CommandLine.arguments.dropFirst())
 do {
     let config = try KeybayConfiguration(applicationID: args[0])
     let status = try KeybayStore.status(config)
     let session = try KeybayStore.open(config, method: status.methods.first?.id, interaction: TestPIN())
+    if args[1] == "read-generations" { exit(readGenerations(session, count: Int(args[2])!, stopFile: args[3])) }
+    // Tells the harness the write begins now (a kill before this is one during start-up).
+    _ = write(1, "w", 1)
     switch args[1] {
     case "set": try session.set(args[2], bytes: readStdin())
     case "rm": try session.delete(args[2])
