@@ -33,6 +33,8 @@ let package = Package(
         .library(name: "keybay-test-counting", type: .dynamic, targets: ["KeybayTestCounting"]),
         // The fido2 method on an in-process virtual CTAP2 authenticator, for tests only.
         .library(name: "keybay-test-fido2", type: .dynamic, targets: ["KeybayTestFido2"]),
+        // A root that wraps another and can die just before the rollback floor rises (tests only).
+        .library(name: "keybay-test-floor-crash", type: .dynamic, targets: ["KeybayTestFloorCrash"]),
     ],
     targets: [
         // C libraries from Debian. The core links libsodium only; libargon2 is for the
@@ -81,6 +83,9 @@ let package = Package(
                 linkerSettings: [.linkedLibrary("pthread")]),
         .target(name: "KeybayTestFido2", dependencies: ["KeybayFido2Core", "KeybayVirtualAuthenticator"],
                 path: "Tests/TestPlugins/fido2-virtual", publicHeadersPath: ".", linkerSettings: cPluginLinking),
+
+        .target(name: "KeybayTestFloorCrash", dependencies: ["CKeybayPlugin"], path: "Tests/TestPlugins/floor-crash",
+                publicHeadersPath: ".", linkerSettings: cPluginLinking),
 
         // Side-by-side speed ratios (links libargon2 for the bare reference call; the core does not).
         .executableTarget(name: "keybay-bench", dependencies: ["Keybay", "CArgon2"]),

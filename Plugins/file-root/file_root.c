@@ -6,9 +6,13 @@
  * user can read it: it protects against copied files, backups and other users, not against
  * same-user malware.
  *
- * Root file (38 bytes):   "KBFR" | version:u16 BE (= 1) | root(32)
+ * Root file, version 1 (38 bytes, as created):  "KBFR" | version:u16 BE (= 1) | root(32)
+ * Root file, version 2 (46 bytes, once a floor is recorded): "KBFR" | 2:u16 BE | root(32) | floor:u64 BE
  * Provider state (32 B):  SHA-256("keybay:v2:s1:provider-state:file-root" | 0x00 | storageDomain | root)
  * Sealed package:         nonce(24) | XChaCha20-Poly1305(root, plaintext, aad)
+ *
+ * The rollback floor lives in the root file because open reads that file anyway: checking it
+ * costs no extra read. A version-1 file has floor 0.
  *
  * Directories below state_home ("keybay", the app) are 0700, the file 0600, all owned by the
  * effective user and opened without following links; anything else is refused, never repaired.
@@ -31,6 +35,7 @@
 
 #define ROOT_BYTES 32
 #define ROOT_FILE_BYTES 38
+#define ROOT_FILE_V2_BYTES 46
 #define STATE_BYTES 32
 #define FILE_NAME "file-root.key"
 #define STAGING_NAME "file-root.key.stage"
@@ -176,9 +181,11 @@ static void provider_state(const uint8_t *root, const uint8_t *domain, uint8_t o
     sodium_memzero(&h, sizeof h);
 }
 
-/* Reads the root into guarded memory and checks it against `state`. */
+/* Reads the root into guarded memory and checks it against `state`; `*floor_out` gets the
+   rollback floor (0 in a version-1 file). */
 static keybay_status load_matching_root(const keybay_host *host, const keybay_root_context *c,
-                                        const uint8_t *state, size_t state_length, uint8_t **root_out) {
+                                        const uint8_t *state, size_t state_length, uint8_t **root_out,
+                                        uint64_t *floor_out) {
     char dir_path[4096], path[4200];
     int dir;
     keybay_status s = open_root_dir(host, c, 0, &dir, dir_path, sizeof dir_path);
@@ -194,16 +201,17 @@ static keybay_status load_matching_root(const keybay_host *host, const keybay_ro
     }
     s = check_private(host, fd, path, 0);
     if (s != KEYBAY_OK) { close(fd); return s; }
-    uint8_t *file = sodium_malloc(ROOT_FILE_BYTES + 1);
+    uint8_t *file = sodium_malloc(ROOT_FILE_V2_BYTES + 1);
     if (!file) { close(fd); return fail(host, KEYBAY_ERR_INTERNAL, "out of memory reading %s", path); }
     ssize_t total = 0, n;
-    while (total < ROOT_FILE_BYTES + 1 && (n = read(fd, file + total, ROOT_FILE_BYTES + 1 - total)) != 0) {
+    while (total < ROOT_FILE_V2_BYTES + 1 && (n = read(fd, file + total, ROOT_FILE_V2_BYTES + 1 - total)) != 0) {
         if (n < 0) { if (errno == EINTR) continue; s = fail_errno(host, "cannot read", path); break; }
         total += n;
     }
     close(fd);
-    if (s == KEYBAY_OK && (total != ROOT_FILE_BYTES || memcmp(file, "KBFR", 4) != 0 || file[4] != 0 || file[5] != 1))
-        s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the root file %s is not a version-1 file-root key", path);
+    int version1 = total == ROOT_FILE_BYTES && file[5] == 1, version2 = total == ROOT_FILE_V2_BYTES && file[5] == 2;
+    if (s == KEYBAY_OK && ((!version1 && !version2) || memcmp(file, "KBFR", 4) != 0 || file[4] != 0))
+        s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the root file %s is not a version-1 or version-2 file-root key", path);
     if (s == KEYBAY_OK) {
         uint8_t expected[STATE_BYTES];
         provider_state(file + 6, c->storage_domain, expected);
@@ -211,9 +219,13 @@ static keybay_status load_matching_root(const keybay_host *host, const keybay_ro
             s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the root file %s does not belong to this store", path);
     }
     if (s != KEYBAY_OK) { sodium_free(file); return s; }
+    uint64_t floor = 0;
+    if (version2)
+        for (int i = 0; i < 8; i++) floor = floor << 8 | file[6 + ROOT_BYTES + i];
     memmove(file, file + 6, ROOT_BYTES);
-    sodium_memzero(file + ROOT_BYTES, ROOT_FILE_BYTES + 1 - ROOT_BYTES);
+    sodium_memzero(file + ROOT_BYTES, ROOT_FILE_V2_BYTES + 1 - ROOT_BYTES);
     *root_out = file;
+    *floor_out = floor;
     return KEYBAY_OK;
 }
 
@@ -304,7 +316,8 @@ static keybay_status root_seal(const keybay_host *host, const keybay_root_contex
                                const uint8_t *plaintext, size_t plaintext_length,
                                const uint8_t *aad, size_t aad_length, keybay_buffer *sealed_out) {
     uint8_t *root;
-    keybay_status s = load_matching_root(host, c, state, state_length, &root);
+    uint64_t floor;
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, &floor);
     if (s != KEYBAY_OK) return s;
     /* The core never seals an empty package and refuses an empty one from root_open. */
     if (plaintext_length == 0) {
@@ -322,13 +335,14 @@ static keybay_status root_seal(const keybay_host *host, const keybay_root_contex
     return KEYBAY_OK;
 }
 
-static keybay_status root_open(const keybay_host *host, const keybay_root_context *c,
-                               const uint8_t *state, size_t state_length,
-                               const uint8_t *sealed, size_t sealed_length,
-                               const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out) {
+static keybay_status root_open_with_floor(const keybay_host *host, const keybay_root_context *c,
+                                          const uint8_t *state, size_t state_length,
+                                          const uint8_t *sealed, size_t sealed_length,
+                                          const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out,
+                                          uint64_t *floor_out) {
     const size_t overhead = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + crypto_aead_xchacha20poly1305_ietf_ABYTES;
     uint8_t *root;
-    keybay_status s = load_matching_root(host, c, state, state_length, &root);
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, floor_out);
     if (s != KEYBAY_OK) return s;
     char path[4200];
     root_file_path(c, path, sizeof path); /* for messages: truncation is harmless */
@@ -351,6 +365,66 @@ static keybay_status root_open(const keybay_host *host, const keybay_root_contex
         return fail(host, KEYBAY_ERR_INTEGRITY, "the store's key package failed authentication with the platform root %s (the store file was modified)", path);
     }
     return KEYBAY_OK;
+}
+
+static keybay_status root_open(const keybay_host *host, const keybay_root_context *c,
+                               const uint8_t *state, size_t state_length,
+                               const uint8_t *sealed, size_t sealed_length,
+                               const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out) {
+    uint64_t floor;
+    return root_open_with_floor(host, c, state, state_length, sealed, sealed_length, aad, aad_length, plaintext_out, &floor);
+}
+
+/* Rewrites the root file as version 2 with the new floor and the same root: staged, fsynced,
+   renamed over the old file, directory fsynced (the old file or the new one, never a torn one).
+   The host holds the store's exclusive lock, so no other writer races it. */
+static keybay_status root_raise_floor(const keybay_host *host, const keybay_root_context *c,
+                                      const uint8_t *state, size_t state_length, uint64_t epoch) {
+    uint8_t *root;
+    uint64_t floor;
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, &floor);
+    if (s != KEYBAY_OK || epoch <= floor) {
+        if (s == KEYBAY_OK) sodium_free(root);
+        return s;
+    }
+    char dir_path[4096], path[4200], staging[4200];
+    int dir;
+    s = open_root_dir(host, c, 0, &dir, dir_path, sizeof dir_path);
+    if (s == KEYBAY_OK && dir < 0) {
+        root_file_path(c, path, sizeof path);
+        s = fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: the root file %s is missing", path);
+    }
+    uint8_t *file = s == KEYBAY_OK ? sodium_malloc(ROOT_FILE_V2_BYTES) : NULL;
+    if (s == KEYBAY_OK && !file) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory raising the rollback floor");
+    if (s != KEYBAY_OK) {
+        sodium_free(root);
+        if (dir >= 0) close(dir);
+        return s;
+    }
+    file_path(dir_path, path, sizeof path);
+    snprintf(staging, sizeof staging, "%s/%s", dir_path, STAGING_NAME);
+    memcpy(file, "KBFR\0\2", 6);
+    memcpy(file + 6, root, ROOT_BYTES);
+    for (int i = 0; i < 8; i++) file[6 + ROOT_BYTES + i] = (uint8_t)(epoch >> (56 - 8 * i));
+    sodium_free(root);
+    s = remove_staging(host, dir, staging);
+    int fd = -1;
+    if (s == KEYBAY_OK) {
+        fd = openat(dir, STAGING_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) s = fail_errno(host, "cannot create", staging);
+        else if (fchmod(fd, 0600) != 0) { s = fail_errno(host, "cannot set the mode of", staging); close(fd); fd = -1; }
+    }
+    if (s == KEYBAY_OK) {
+        s = write_all_and_sync(fd, file, ROOT_FILE_V2_BYTES);
+        if (close(fd) != 0 && s == KEYBAY_OK) s = KEYBAY_ERR_IO;
+        if (s != KEYBAY_OK) s = fail_errno(host, "cannot write", staging);
+        else if (renameat(dir, STAGING_NAME, dir, FILE_NAME) != 0) s = fail_errno(host, "cannot replace", path);
+        else if (fsync(dir) != 0) s = fail_errno(host, "cannot fsync directory", dir_path);
+    }
+    if (s != KEYBAY_OK) unlinkat(dir, STAGING_NAME, 0);
+    sodium_free(file);
+    close(dir);
+    return s;
 }
 
 static keybay_status copy_text(const keybay_host *host, const char *text, size_t length, keybay_buffer *text_out) {
@@ -409,6 +483,8 @@ static const keybay_plugin descriptor = {
     .root_reset = root_reset,
     .root_location_with_host = root_location,
     .root_protection = root_protection,
+    .root_open_with_floor = root_open_with_floor,
+    .root_raise_floor = root_raise_floor,
 };
 
 __attribute__((visibility("default")))

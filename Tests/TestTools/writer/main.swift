@@ -25,7 +25,8 @@ func readStdin() -> [UInt8] {
 
 let args = Array(CommandLine.arguments.dropFirst())
 do {
-    let config = try KeybayConfiguration(applicationID: args[0])
+    var config = try KeybayConfiguration(applicationID: args[0])
+    if let root = getenv("KEYBAY_ROOT").map({ String(cString: $0) }), !root.isEmpty { config.rootPlugin = root }
     let status = try KeybayStore.status(config)
     let session = try KeybayStore.open(config, method: status.methods.first?.id, interaction: TestPIN())
     switch args[1] {
