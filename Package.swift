@@ -60,7 +60,9 @@ let package = Package(
 
         // First-party plugins (C11). file-root: the TPM-less platform root. passphrase: Argon2id
         // via libargon2, the only piece that links it.
-        .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/file-root", publicHeadersPath: ".",
+        // The private files of the first-party roots (<state_home>/keybay/<app>/), linked into each.
+        .target(name: "CKeybayRootFiles", dependencies: ["CKeybayPlugin"], path: "Sources/CKeybayRootFiles"),
+        .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/file-root", publicHeadersPath: ".",
                 linkerSettings: cPluginLinking),
         .target(name: "KeybayPassphrase", dependencies: ["CKeybayPlugin", "CArgon2", "CSodium"],
                 path: "Plugins/passphrase", linkerSettings: [.linkedLibrary("m")] + cPluginLinking),
