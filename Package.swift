@@ -37,6 +37,8 @@ let package = Package(
         .library(name: "keybaytest-counting", type: .dynamic, targets: ["KeybayTestCounting"]),
         // test-fido2: the fido2 method on an in-process virtual CTAP2 authenticator.
         .library(name: "keybaytest-fido2", type: .dynamic, targets: ["KeybayTestFido2"]),
+        // test-floor-crash: a root that wraps another and can die just before the rollback floor rises.
+        .library(name: "keybaytest-floor-crash", type: .dynamic, targets: ["KeybayTestFloorCrash"]),
     ],
     targets: [
         // C libraries from Debian. The core links libsodium only; libargon2 is for the
@@ -62,7 +64,9 @@ let package = Package(
 
         // First-party plugins (C11). file-root: the TPM-less platform root. passphrase: Argon2id
         // via libargon2, the only piece that links it.
-        .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/file-root", publicHeadersPath: ".",
+        // The private files of the first-party roots (<state_home>/keybay/<app>/), linked into each.
+        .target(name: "CKeybayRootFiles", dependencies: ["CKeybayPlugin"], path: "Sources/CKeybayRootFiles"),
+        .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/file-root", publicHeadersPath: ".",
                 linkerSettings: cPluginLinking),
         .target(name: "KeybayPassphrase", dependencies: ["CKeybayPlugin", "CArgon2", "CSodium"],
                 path: "Plugins/passphrase", linkerSettings: [.linkedLibrary("m")] + cPluginLinking),
@@ -85,6 +89,9 @@ let package = Package(
                 linkerSettings: [.linkedLibrary("pthread")]),
         .target(name: "KeybayTestFido2", dependencies: ["KeybayFido2Core", "KeybayVirtualAuthenticator"],
                 path: "Tests/TestPlugins/fido2-virtual", publicHeadersPath: ".", linkerSettings: cPluginLinking),
+
+        .target(name: "KeybayTestFloorCrash", dependencies: ["CKeybayPlugin"], path: "Tests/TestPlugins/floor-crash",
+                publicHeadersPath: ".", linkerSettings: cPluginLinking),
 
         // Side-by-side speed ratios (links libargon2 for the bare reference call; the core does not).
         .executableTarget(name: "keybay-bench", dependencies: ["Keybay", "CArgon2"]),

@@ -4,7 +4,8 @@
 set -euo pipefail
 
 packages=(libsodium-dev libargon2-dev libfido2-dev libssl-dev pkg-config python3 make gcc
-          groff-base) # groff-base: /usr/bin/groff, for the man page check in InstallTests
+          groff-base # groff-base: /usr/bin/groff, for the man page check in InstallTests
+          swtpm swtpm-tools tpm2-tools libtss2-dev) # a TPM 2.0 emulator and tpm2-tss for the tpm2 root
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

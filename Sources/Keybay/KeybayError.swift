@@ -14,6 +14,10 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
         case alreadyInitialized = "already-initialized"
         case stateConflict = "state-conflict"
         case platformKeyInvalidated = "platform-key-invalidated"
+        /// The root cannot be reached (no device, no permission to it, no service on the bus).
+        case rootUnavailable = "root-unavailable"
+        /// The store is older than its root's rollback floor: an older copy was put back.
+        case rolledBack = "rolled-back"
         case protectionMismatch = "protection-mismatch"
         case authenticationRequired = "authentication-required"
         /// Another process added or removed a method (a new store key) since this session

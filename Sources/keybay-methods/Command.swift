@@ -314,6 +314,7 @@ enum Command {
         }
         var config = try KeybayConfiguration(applicationID: app)
         config.pluginSearch = search(a)
+        if let root = getenv("KEYBAY_ROOT").map({ String(cString: $0) }), !root.isEmpty { config.rootPlugin = root }
         return config
     }
 

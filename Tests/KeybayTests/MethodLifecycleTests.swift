@@ -259,7 +259,7 @@ import Testing
     @Test func methodPluginsSeeTheApplication() throws {
         let box = Sandbox()
         let seen = { () -> String in
-            guard let handle = dlopen(pluginDirectory + "/libkeybay-test-counting.so", RTLD_NOW | RTLD_NOLOAD),
+            guard let handle = dlopen(testPluginDirectory + "/libkeybay-test-counting.so", RTLD_NOW | RTLD_NOLOAD),
                   let symbol = dlsym(handle, "keybay_test_counting_application") else { return "(not loaded)" }
             return String(cString: unsafeBitCast(symbol, to: (@convention(c) () -> UnsafePointer<CChar>).self)())
         }

@@ -131,6 +131,7 @@ func countingCalls(in directory: String = testPluginDirectory) -> [Int32] {
         #expect(try unlocked.get("other") == [1, 2, 3])
         let oldKeys = try unlocked.freshSnapshot().keys
         let copyBeforeRemove = readBytes(box.storePath)!
+        let rootBeforeRemove = readBytes(box.rootPath)!
 
         try await unlocked.auth.remove(method.id)
         #expect(try KeybayStore.status(config).state == .platformOnly)
@@ -140,13 +141,18 @@ func countingCalls(in directory: String = testPluginDirectory) -> [Int32] {
 
         // A copy taken before the removal cannot open what came after: its header (the package
         // the method still opens, with the old key) in front of the new frames and manifest
-        // does not authenticate them.
+        // does not authenticate them. (The root file from before the removal goes back too: with
+        // the current one, the old package is below the rollback floor and refused before that.)
         let newFile = try #require(readBytes(box.storePath))
+        let newRoot = try #require(readBytes(box.rootPath))
         let oldHeader = copyBeforeRemove[..<(try StoreLayout.decode(copyBeforeRemove, context: "t").frames.lowerBound)]
         let newBody = newFile[(try StoreLayout.decode(newFile, context: "t").frames.lowerBound)...]
         writeBytes(box.storePath, Array(oldHeader + newBody))
+        #expect(await keybayCode { _ = try await KeybayStore.open(config, method: method.id, interaction: ScriptedInteraction(["1234"])) } == .rolledBack)
+        writeBytes(box.rootPath, rootBeforeRemove)
         #expect(await keybayCode { _ = try await KeybayStore.open(config, method: method.id, interaction: ScriptedInteraction(["1234"])) } == .integrity)
         writeBytes(box.storePath, newFile)
+        writeBytes(box.rootPath, newRoot)
         // A platform-only store asked for a method is a mismatch.
         #expect(await keybayCode { _ = try await KeybayStore.open(config, method: method.id) } == .protectionMismatch)
     }

@@ -142,11 +142,13 @@ struct VectorRoot: RootProvider {
     func seal(_ plaintext: SecureBytes, aad: [UInt8], providerState: [UInt8]) throws -> [UInt8] {
         Suite1VectorTests.V.sealedPackage
     }
-    func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8]) throws -> SecureBytes {
+    var keepsFloor: Bool { false }
+    func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8]) throws -> (package: SecureBytes, floor: UInt64) {
         guard aad == expectedAAD, Array(sealed) == Suite1VectorTests.V.sealedPackage, providerState == Suite1VectorTests.V.providerState else {
             throw KeybayError(.integrity, "vector root: unexpected input")
         }
-        return Suite1VectorTests.package.encode()
+        return (Suite1VectorTests.package.encode(), 0)
     }
+    func raiseFloor(to epoch: UInt64, providerState: [UInt8]) throws {}
     func reset() throws {}
 }

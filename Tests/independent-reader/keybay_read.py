@@ -17,7 +17,7 @@ Exit codes: 0 ok, 1 spec violation / I/O failure / wrong passphrase / store is p
 import argparse, ctypes, ctypes.util, hashlib, hmac, json, os, re, struct, sys
 
 # ---------------------------------------------------------------- limits (§3, §5, §5.4, §10.1, §11)
-ROOT_FILE_LEN = 38
+ROOT_FILE_LEN = {1: 38, 2: 46}  # per root-file version
 MAX_PROVIDER_STATE = 64
 MAX_SEALED_PACKAGE = {1: 4096, 2: 163_840}  # §5 step 3, per suite
 MAX_COUNT = 4096
@@ -291,18 +291,22 @@ class Reader:
 
 
 # ---------------------------------------------------------------- format pieces (§3–§5)
-def parse_root_file(data: bytes) -> bytes:
-    """§3: rootFile = "KBFR" | version:u16 (= 1) | root(32), exactly 38 bytes."""
-    if len(data) != ROOT_FILE_LEN:
-        raise FormatError(f"root file: length {len(data)}, expected 38")
+def parse_root_file(data: bytes):
+    """§3: "KBFR" | version:u16 | root(32) [| floor:u64 in version 2]; 38 or 46 bytes.
+    Returns (root, floor); a version-1 file has floor 0."""
+    if len(data) not in ROOT_FILE_LEN.values():
+        raise FormatError(f"root file: length {len(data)}, expected 38 or 46")
     r = Reader(data, "root file")
     if r.take(4) != b"KBFR":
         raise FormatError("root file: bad magic")
-    if (v := r.u16()) != 1:
+    if (v := r.u16()) not in ROOT_FILE_LEN:
         raise FormatError(f"root file: unsupported version {v}")
+    if len(data) != ROOT_FILE_LEN[v]:
+        raise FormatError(f"root file: length {len(data)} does not match version {v}")
     root = r.take(32)
+    floor = r.u64() if v == 2 else 0
     r.finish()
-    return root
+    return root, floor
 
 
 def storage_domain(app: str) -> bytes:
@@ -547,14 +551,14 @@ def read_limited(path: str, limit: int, what: str) -> bytes:
 
 def open_store(app: str, root_path: str, store_path: str, passphrase=None, method_id=None):
     # 1. read both files, refusing oversized ones before reading.
-    root_data = read_limited(root_path, ROOT_FILE_LEN, "root file")
+    root_data = read_limited(root_path, max(ROOT_FILE_LEN.values()), "root file")
     data = read_limited(store_path, MAX_STORE_FILE, "store file")
     return open_store_bytes(app, root_data, data, passphrase, method_id)
 
 
 def open_store_bytes(app: str, root_data: bytes, data: bytes, passphrase=None, method_id=None):
     """§6 (and §10 for suite 2). Returns (keys, open_record, info)."""
-    root = parse_root_file(root_data)
+    root, floor = parse_root_file(root_data)
     if len(data) > MAX_STORE_FILE:
         raise FormatError(f"store file: size {len(data)} exceeds limit {MAX_STORE_FILE}")
     # 2. bootstrap and layout (§5, in the listed order).
@@ -599,6 +603,10 @@ def open_store_bytes(app: str, root_data: bytes, data: bytes, passphrase=None, m
         store_id, epoch, kstore = decode_package(pkg_pt)
     else:
         store_id, epoch, envelopes = decode_methods_package(pkg_pt)
+    # §6.1: a package older than the root's floor is an older copy put back.
+    if epoch < floor:
+        raise FormatError(f"rolled back: the key package is epoch {epoch}, the root file's floor is {floor}")
+    if suite == 2:
         info["methods"] = [{"id": e.method_id.hex(), "plugin": e.plugin_id.decode("ascii"),
                             "label": e.label.decode("utf-8")} for e in envelopes]
         if passphrase is None:

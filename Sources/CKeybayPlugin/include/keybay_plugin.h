@@ -239,6 +239,23 @@ typedef struct keybay_plugin {
        is not ("protects against copied files ...; not against programs running as you"). */
     keybay_status (*root_protection)(const keybay_host *host, const keybay_root_context *context,
                                      keybay_buffer *text_out);
+
+    /* Rollback floor: the epoch of the store's latest rotation (a change of its methods or its
+       root), as the root remembers it; the host refuses a key package whose epoch is below it
+       (`rolled-back`). A root offers both operations or neither.
+       root_open_with_floor is root_open that also returns the floor (0 when none was recorded),
+       from the same read of the root: the host calls it instead of root_open. */
+    keybay_status (*root_open_with_floor)(const keybay_host *host, const keybay_root_context *context,
+                                          const uint8_t *provider_state, size_t provider_state_length,
+                                          const uint8_t *sealed, size_t sealed_length,
+                                          const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out,
+                                          uint64_t *floor_out);
+    /* Raises the floor to `epoch`, durably, after checking that `provider_state` names this root;
+       never lowers it (an epoch at or below the floor changes nothing). The host calls it after
+       the store of that epoch is durable and verified, never for record writes. */
+    keybay_status (*root_raise_floor)(const keybay_host *host, const keybay_root_context *context,
+                                      const uint8_t *provider_state, size_t provider_state_length,
+                                      uint64_t epoch);
 } keybay_plugin;
 
 /* The size of a descriptor built against the first version-1 header (it ends at root_reset);

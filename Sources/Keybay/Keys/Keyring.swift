@@ -27,15 +27,18 @@ struct Keyring: Sendable {
     /// Opens the package of the file laid out as `layout` as `unlock` says. The keys are
     /// provisional until the manifest authenticates under them.
     func open(_ layout: StoreLayout, in file: [UInt8], unlock: Unlock) throws -> Opened {
-        let plaintext = try openWithRoot(layout.bootstrap, file[layout.sealedPackage])
+        let (plaintext, floor) = try openWithRoot(layout.bootstrap, file[layout.sealedPackage])
         switch layout.bootstrap.suite {
         case .platform:
+            let package = try PlatformPackage.decode(plaintext, context: context)
+            try refuseRollback(epoch: package.epoch, floor: floor)
             if case .method = unlock {
                 throw KeybayError(.protectionMismatch, "\(context) is protected by the platform root only; it has no unlock methods")
             }
-            return Opened(keys: StoreKeys(package: try PlatformPackage.decode(plaintext, context: context)), methods: [])
+            return Opened(keys: StoreKeys(package: package), methods: [])
         case .methods:
             let package = try MethodsPackage.decode(plaintext, context: context)
+            try refuseRollback(epoch: package.epoch, floor: floor)
             let envelope: MethodEnvelope
             let ceremony: MethodCeremony
             switch unlock {
@@ -58,13 +61,16 @@ struct Keyring: Sendable {
     /// The methods a protected store lists (the root opens the package; no method runs).
     func methods(_ bootstrap: Bootstrap, sealedPackage: ArraySlice<UInt8>) throws -> [MethodEnvelope.Public] {
         guard bootstrap.suite == .methods else { return [] }
-        return try MethodsPackage.decode(try openWithRoot(bootstrap, sealedPackage), context: context).envelopes.map(\.method)
+        let (plaintext, floor) = try openWithRoot(bootstrap, sealedPackage)
+        let package = try MethodsPackage.decode(plaintext, context: context)
+        try refuseRollback(epoch: package.epoch, floor: floor)
+        return package.envelopes.map(\.method)
     }
 
     /// Checks a package this process just sealed and wrote: the root must open it to exactly the
     /// generation it was made from.
     func confirm(_ sealed: Sealed, in file: [UInt8], layout: StoreLayout) throws -> Opened {
-        let plaintext = try openWithRoot(layout.bootstrap, file[layout.sealedPackage])
+        let plaintext = try openWithRoot(layout.bootstrap, file[layout.sealedPackage]).package
         let same: Bool
         switch sealed.bootstrap.suite {
         case .platform:
@@ -80,9 +86,28 @@ struct Keyring: Sendable {
         return Opened(keys: sealed.keys, methods: sealed.methods)
     }
 
-    private func openWithRoot(_ bootstrap: Bootstrap, _ sealed: ArraySlice<UInt8>) throws -> SecureBytes {
+    /// The package's plaintext and the root's rollback floor.
+    private func openWithRoot(_ bootstrap: Bootstrap, _ sealed: ArraySlice<UInt8>) throws -> (package: SecureBytes, floor: UInt64) {
         try root.open(sealed, aad: bootstrap.suite.packageAAD(domain: domain, bootstrapCore: bootstrap.core),
                       providerState: bootstrap.providerState)
+    }
+
+    /// A package older than the root's floor is an older copy of the store put back: it may list
+    /// a removed method or be platform-only again, so it is refused before any method runs.
+    private func refuseRollback(epoch: UInt64, floor: UInt64) throws {
+        guard epoch < floor else { return }
+        throw KeybayError(.rolledBack, "\(context) is older than its platform root remembers (its key package is epoch \(epoch); \(root.id) at \(root.location) recorded epoch \(floor) at the last change of the unlock methods): an older copy of the store was put back. Put back the newest copy of the store, or restore this copy's root together with it; otherwise start over with reset")
+    }
+
+    /// Records `sealed`'s epoch as the root's rollback floor. Called once a rotation's store is
+    /// durable and verified (a crash before it leaves a store newer than the floor, which opens);
+    /// never for record writes.
+    func raiseFloor(to sealed: Sealed) throws {
+        do {
+            try root.raiseFloor(to: sealed.keys.epoch, providerState: sealed.bootstrap.providerState)
+        } catch let e as KeybayError {
+            throw KeybayError(e.code, "the change to \(context) is saved, but the platform root did not record it as the rollback floor (an older copy of the store would still open): \(e.message)")
+        }
     }
 
     private static func envelope(_ id: [UInt8], in package: MethodsPackage, context: String) throws -> MethodEnvelope {

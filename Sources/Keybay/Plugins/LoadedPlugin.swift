@@ -25,9 +25,9 @@ public final class LoadedPlugin: @unchecked Sendable {
     private let callLock = Mutex(())
 
     /// The smallest descriptor a host accepts: the first version-1 header's, which ends at
-    /// `root_reset`; three function pointers were added after it (abi_checks.c asserts both).
+    /// `root_reset`; five function pointers were added after it (abi_checks.c asserts both).
     /// Plain arithmetic, not a key path offset: key paths cost start-up time the CLI measures.
-    static let minimumDescriptorBytes = MemoryLayout<keybay_plugin>.size - 3 * MemoryLayout<UnsafeRawPointer>.size
+    static let minimumDescriptorBytes = MemoryLayout<keybay_plugin>.size - 5 * MemoryLayout<UnsafeRawPointer>.size
 
     init(descriptor raw: UnsafePointer<keybay_plugin>, path: String) throws {
         func refuse(_ why: String) -> KeybayError { KeybayError(.pluginRefused, "plugin \(path): \(why); refusing to load it") }
@@ -55,6 +55,9 @@ public final class LoadedPlugin: @unchecked Sendable {
             guard d.root_exists != nil, d.root_create != nil, d.root_seal != nil, d.root_open != nil,
                   d.root_location != nil || d.root_location_with_host != nil, d.root_reset != nil else {
                 throw refuse("a root plugin lacks a root operation")
+            }
+            guard (d.root_open_with_floor == nil) == (d.root_raise_floor == nil) else {
+                throw refuse("a root plugin offers one rollback-floor operation without the other")
             }
         case KEYBAY_KIND_METHOD:
             guard d.probe != nil, d.enroll != nil, d.unwrap != nil, d.describe != nil || d.describe_with_host != nil else {
@@ -102,14 +105,15 @@ public final class LoadedPlugin: @unchecked Sendable {
         if let failure = bridge.failure, status == KEYBAY_ERR_INTERACTION_UNAVAILABLE || status == KEYBAY_ERR_CANCELLED {
             throw failure
         }
-        throw Self.error(for: status, plugin: id, what: what, detail: bridge.errorText)
+        throw Self.error(for: status, plugin: id, root: isRoot, what: what, detail: bridge.errorText)
     }
 
-    static func error(for status: keybay_status, plugin: String, what: String, detail: String?) -> KeybayError {
+    static func error(for status: keybay_status, plugin: String, root: Bool = false, what: String, detail: String?) -> KeybayError {
         let (code, fallback): (KeybayError.Code, String) = switch status {
         case KEYBAY_ERR_CANCELLED: (.cancelled, "cancelled")
         case KEYBAY_ERR_INTERACTION_UNAVAILABLE: (.interactionRequired, "needs a secret or a confirmation, but the host cannot ask")
-        case KEYBAY_ERR_NOT_AVAILABLE: (.methodUnavailable, "is not available here")
+        // A root that cannot be reached (no device, no permission, no service) is not a method.
+        case KEYBAY_ERR_NOT_AVAILABLE: (root ? .rootUnavailable : .methodUnavailable, "is not available here")
         case KEYBAY_ERR_PIN_REQUIRED: (.pinRequired, "needs a PIN")
         case KEYBAY_ERR_LOCKED: (.locked, "is locked")
         case KEYBAY_ERR_WRONG_SECRET: (.wrongSecret, "wrong secret")

@@ -165,7 +165,17 @@ public enum KeybayPluginCheck {
             let secret = SecureBytes(copying: Array("a 57-byte package would go here, any length is fine....".utf8))
             let aad = Array("aad".utf8)
             let sealed = try root.seal(secret, aad: aad, providerState: state)
-            check("open returns what seal sealed", try root.open(sealed[...], aad: aad, providerState: state).equals(secret))
+            check("open returns what seal sealed", try root.open(sealed[...], aad: aad, providerState: state).package.equals(secret))
+            if root.keepsFloor {
+                check("a new root's rollback floor is 0", try root.open(sealed[...], aad: aad, providerState: state).floor == 0)
+                try root.raiseFloor(to: 3, providerState: state)
+                try root.raiseFloor(to: 2, providerState: state)
+                let floor = try root.open(sealed[...], aad: aad, providerState: state).floor
+                check("the rollback floor rises and never falls", floor == 3, "floor \(floor) after raising to 3, then to 2")
+                var other = state
+                other[0] ^= 1
+                check("raising the floor with another provider state gives ROOT_MISMATCH", code { try root.raiseFloor(to: 4, providerState: other) } == .platformKeyInvalidated)
+            }
             var tampered = sealed
             tampered[tampered.count / 2] ^= 1
             check("tampered sealed data gives INTEGRITY", code { _ = try root.open(tampered[...], aad: aad, providerState: state) } == .integrity)

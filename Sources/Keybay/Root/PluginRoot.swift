@@ -70,11 +70,17 @@ struct PluginRoot: RootProvider {
         return try plugin.take(&sealed, limit: StoreSuite.methods.maxSealedPackageBytes, what: "sealed package")
     }
 
-    func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8]) throws -> SecureBytes {
+    var keepsFloor: Bool { plugin.descriptor.pointee.root_open_with_floor != nil }
+
+    func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8]) throws -> (package: SecureBytes, floor: UInt64) {
         var plain = keybay_buffer()
+        var floor: UInt64 = 0
         try call("could not open the key package") { d, h, c in
             sealed.withUnsafeBufferPointer { s in
-                d.pointee.root_open(h, c, providerState, providerState.count, s.baseAddress, s.count, aad, aad.count, &plain)
+                if let open = d.pointee.root_open_with_floor {
+                    return open(h, c, providerState, providerState.count, s.baseAddress, s.count, aad, aad.count, &plain, &floor)
+                }
+                return d.pointee.root_open(h, c, providerState, providerState.count, s.baseAddress, s.count, aad, aad.count, &plain)
             }
         }
         let length = plain.length
@@ -82,7 +88,14 @@ struct PluginRoot: RootProvider {
             plugin.discard(&plain) // never copied: it may hold key material
             throw KeybayError(.pluginFailed, "\(id) returned a \(length)-byte key package for a \(sealed.count)-byte sealed one")
         }
-        return try plugin.takeSecure(&plain, exactly: length, what: "key package")
+        return (try plugin.takeSecure(&plain, exactly: length, what: "key package"), floor)
+    }
+
+    func raiseFloor(to epoch: UInt64, providerState: [UInt8]) throws {
+        guard keepsFloor else { return }
+        try call("could not raise its rollback floor to epoch \(epoch)") { d, h, c in
+            d.pointee.root_raise_floor(h, c, providerState, providerState.count, epoch)
+        }
     }
 
     func reset() throws {

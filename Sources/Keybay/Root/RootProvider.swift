@@ -16,8 +16,14 @@ protocol RootProvider: Sendable {
     /// Seals `plaintext` after checking that `providerState` belongs to this root.
     func seal(_ plaintext: SecureBytes, aad: [UInt8], providerState: [UInt8]) throws -> [UInt8]
     /// Opens a sealed package; throws `.platformKeyInvalidated` when the root is absent or is not
-    /// the one `providerState` names, `.integrity` when the package fails authentication.
-    func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8]) throws -> SecureBytes
+    /// the one `providerState` names, `.integrity` when the package fails authentication. Gives
+    /// the root's rollback floor with it (0 for a root that keeps none).
+    func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8]) throws -> (package: SecureBytes, floor: UInt64)
+    /// Raises the rollback floor to `epoch`, durably; never lowers it. Nothing for a root that
+    /// keeps no floor.
+    func raiseFloor(to epoch: UInt64, providerState: [UInt8]) throws
+    /// Whether the root keeps a rollback floor (`status` and the docs say what it defends).
+    var keepsFloor: Bool { get }
     /// Removes the root; idempotent.
     func reset() throws
 }

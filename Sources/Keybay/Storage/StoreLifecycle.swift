@@ -217,10 +217,19 @@ struct StoreLifecycle: Sendable {
             }
             let sealed = try keyring.next(after: current.keys, providerState: current.layout.bootstrap.providerState,
                                           methods: change(current.methods))
-            let encoded = try keyring.reencrypt(current, into: sealed)
-            try file.replace(with: encoded.file)
-            return try verifyWritten(encoded, in: file) { try keyring.confirm(sealed, in: encoded.file, layout: $0) }
+            return try writeRotation(sealed, try keyring.reencrypt(current, into: sealed), in: file)
         }
+    }
+
+    /// Every rotation (a new key package: methods added, replaced or removed, another root) ends
+    /// here, under the exclusive lock: the store is made durable and verified first, then the
+    /// root's rollback floor rises to the new epoch. A crash between the two leaves a store newer
+    /// than the floor, which opens; the floor never gets ahead of the store on disk.
+    func writeRotation(_ sealed: Keyring.Sealed, _ encoded: EncodedStore, in file: StoreFile) throws -> Generation {
+        try file.replace(with: encoded.file)
+        let generation = try verifyWritten(encoded, in: file) { try keyring.confirm(sealed, in: encoded.file, layout: $0) }
+        try keyring.raiseFloor(to: sealed)
+        return generation
     }
 
     /// Reads back what was just made durable: it must equal, byte for byte, what was encoded

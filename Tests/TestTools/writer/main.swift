@@ -58,7 +58,8 @@ func readGenerations(_ session: KeybaySession, count: Int, stopFile: String) -> 
 
 let args = Array(CommandLine.arguments.dropFirst())
 do {
-    let config = try KeybayConfiguration(applicationID: args[0])
+    var config = try KeybayConfiguration(applicationID: args[0])
+    if let root = getenv("KEYBAY_ROOT").map({ String(cString: $0) }), !root.isEmpty { config.rootPlugin = root }
     let status = try KeybayStore.status(config)
     let session = try KeybayStore.open(config, method: status.methods.first?.id, interaction: TestPIN())
     if args[1] == "read-generations" { exit(readGenerations(session, count: Int(args[2])!, stopFile: args[3])) }

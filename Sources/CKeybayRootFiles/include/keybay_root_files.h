@@ -1,0 +1,57 @@
+/*
+ * keybay_root_files.h — the private files of first-party root plugins (file-root, tpm2), under
+ * <state_home>/keybay/<app>/: directories 0700 and files 0600, owned by the effective user,
+ * opened without following links; anything else is refused, never repaired. Every failure has
+ * called set_error with the path. Not installed, not part of the ABI.
+ */
+#ifndef KEYBAY_ROOT_FILES_H
+#define KEYBAY_ROOT_FILES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keybay_plugin.h"
+
+#define KEYBAY_ROOT_PATH_BYTES 4200
+
+/* Linked into each root plugin, exported by none (a plugin exports its entry point only). */
+#pragma GCC visibility push(hidden)
+
+/* Sets the host's error line and returns `status`. */
+keybay_status keybay_rf_fail(const keybay_host *host, keybay_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* errno as INSECURE (EACCES, EPERM) or IO, with "what path: reason". */
+keybay_status keybay_rf_fail_errno(const keybay_host *host, const char *what, const char *path);
+
+/* <state_home>/keybay/<app>/<name>; -1 if it does not fit (out then holds a truncated path). */
+int keybay_rf_path(const keybay_root_context *c, const char *name, char *out, size_t size);
+
+/* Opens <state_home>/keybay/<app> (creating it, 0700, when `create`); *fd = -1 (and OK) when it
+   is missing and !create. `path` receives the directory's path. */
+keybay_status keybay_rf_open_dir(const keybay_host *host, const keybay_root_context *c, int create, int *fd,
+                                 char *path, size_t path_size);
+
+/* *exists = 1 if <name> exists in the root directory (any type: it is checked when opened). */
+keybay_status keybay_rf_exists(const keybay_host *host, const keybay_root_context *c, const char *name, int *exists);
+
+/* Reads <name> (at most `capacity` bytes; a longer file is refused as ROOT_MISMATCH) into
+   `out`, after the ownership and mode checks. A missing directory or file is ROOT_MISSING with
+   "platform key invalidated: <what> <path> is missing". */
+keybay_status keybay_rf_read(const keybay_host *host, const keybay_root_context *c, const char *name, const char *what,
+                             uint8_t *out, size_t capacity, size_t *length);
+
+/* Writes <name> create-only: <name>.stage written and fsynced, hard-linked to <name> (ROOT_EXISTS
+   if that exists), the directory fsynced. Creates the directories. */
+keybay_status keybay_rf_create(const keybay_host *host, const keybay_root_context *c, const char *name,
+                               const uint8_t *bytes, size_t length);
+
+/* Replaces <name>: <name>.stage written and fsynced, renamed over <name>, directory fsynced. */
+keybay_status keybay_rf_replace(const keybay_host *host, const keybay_root_context *c, const char *name,
+                                const uint8_t *bytes, size_t length);
+
+/* Removes <name> and its staging file; idempotent. */
+keybay_status keybay_rf_remove(const keybay_host *host, const keybay_root_context *c, const char *name);
+
+#pragma GCC visibility pop
+
+#endif /* KEYBAY_ROOT_FILES_H */

@@ -1,0 +1,37 @@
+/*
+ * test-floor-crash — a root plugin for tests only (libkeybay-test-floor-crash.so). It serves
+ * the root plugin named by KEYBAY_TEST_WRAPPED_ROOT (a library path) under its own id, and when
+ * KEYBAY_TEST_KILL_AT_FLOOR is set it SIGKILLs its process as the rollback floor is about to
+ * rise: exactly between a rotation's durable store write and its floor write.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include "keybay_plugin.h"
+
+static keybay_plugin descriptor;
+static const keybay_plugin *wrapped;
+
+static keybay_status raise_floor(const keybay_host *host, const keybay_root_context *c,
+                                 const uint8_t *state, size_t state_length, uint64_t epoch) {
+    if (getenv("KEYBAY_TEST_KILL_AT_FLOOR")) raise(SIGKILL);
+    return wrapped->root_raise_floor(host, c, state, state_length, epoch);
+}
+
+__attribute__((visibility("default")))
+const keybay_plugin *keybay_plugin_entry_v1(void) {
+    if (wrapped) return &descriptor;
+    const char *path = getenv("KEYBAY_TEST_WRAPPED_ROOT");
+    void *library = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    keybay_plugin_entry_fn entry = library ? (keybay_plugin_entry_fn)dlsym(library, KEYBAY_PLUGIN_ENTRY_SYMBOL) : NULL;
+    const keybay_plugin *inner = entry ? entry() : NULL;
+    if (!inner || inner->struct_size < sizeof(keybay_plugin) || !inner->root_raise_floor) return NULL;
+    descriptor = *inner;
+    descriptor.id = "test-floor-crash";
+    descriptor.root_raise_floor = raise_floor;
+    wrapped = inner;
+    return &descriptor;
+}
