@@ -29,7 +29,7 @@ pkgconfigdir = $(PREFIX)/lib/pkgconfig
 
 # Every first-party plugin (one directory under Plugins/ each; InstallTests checks that the
 # installed CLI lists exactly those).
-PLUGINS = libkeybay-file-root.so libkeybay-passphrase.so libkeybay-fido2.so
+PLUGINS = libkeybay-file-root.so libkeybay-passphrase.so libkeybay-fido2.so libkeybay-recovery.so
 HEADER = $(TOP)/Sources/CKeybayPlugin/include/keybay_plugin.h
 
 all: build

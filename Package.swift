@@ -28,6 +28,7 @@ let package = Package(
         .library(name: "keybay-file-root", type: .dynamic, targets: ["KeybayFileRoot"]),
         .library(name: "keybay-passphrase", type: .dynamic, targets: ["KeybayPassphrase"]),
         .library(name: "keybay-fido2", type: .dynamic, targets: ["KeybayFido2"]),
+        .library(name: "keybay-recovery", type: .dynamic, targets: ["KeybayRecovery"]),
         .library(name: "KeybayPluginKit", targets: ["KeybayPluginKit"]),
         // Plugins for tests only, built as libkeybaytest-<name>.so: not a plugin file name, so the
         // CLI in the build directory (which searches its own directory) never lists them. The
@@ -77,6 +78,10 @@ let package = Package(
                 linkerSettings: [.linkedLibrary("pthread")]),
         .target(name: "KeybayFido2", dependencies: ["KeybayFido2Core"], path: "Plugins/fido2", exclude: ["core"],
                 sources: ["plugin.c"], publicHeadersPath: ".", linkerSettings: cPluginLinking),
+        // recovery: a 256-bit recovery key (libsodium only); it opens libqrencode.so.4 on first
+        // use to draw the key as a QR code, and does without when it is missing.
+        .target(name: "KeybayRecovery", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/recovery", publicHeadersPath: ".",
+                linkerSettings: cPluginLinking),
 
         // The Swift kit for plugin authors, and a test plugin written with it.
         .target(name: "KeybayPluginKit", dependencies: ["CKeybayPlugin"]),

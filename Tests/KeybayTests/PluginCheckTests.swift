@@ -7,6 +7,7 @@ import Testing
     @Test(arguments: [
         (pluginDirectory + "/libkeybay-file-root.so", [String]()),
         (pluginDirectory + "/libkeybay-passphrase.so", fastPassphraseFlags),
+        (pluginDirectory + "/libkeybay-recovery.so", []),
         (testPluginDirectory + "/libkeybay-test-counting.so", []),
     ])
     func firstPartyPluginsPass(_ path: String, _ options: [String]) throws {

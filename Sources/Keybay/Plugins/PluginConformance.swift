@@ -53,17 +53,32 @@ public enum KeybayPluginCheck {
         return getcwd(&buffer, buffer.count).map { String(cString: $0) } ?? "."
     }
 
-    /// Answers every secret request with the same bytes and records what was asked.
+    /// Answers every secret request with the same bytes (a recovery key with `recoveryKey`, the
+    /// text an enrollment showed, when given) and records what was asked and shown.
     final class ScriptedHost: KeybayInteraction, @unchecked Sendable {
         let secret: [UInt8]
+        let recoveryKey: [UInt8]?
         let refuse: Bool
         let asks = Mutex(0)
-        init(secret: String, refuse: Bool = false) { self.secret = Array(secret.utf8); self.refuse = refuse }
+        /// The text of the secret the plugin showed (a recovery key), if it showed one.
+        let shown = Mutex<[UInt8]?>(nil)
+        init(secret: String, recoveryKey: [UInt8]? = nil, refuse: Bool = false) {
+            self.secret = Array(secret.utf8)
+            self.recoveryKey = recoveryKey
+            self.refuse = refuse
+        }
         func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
             asks.withLock { $0 += 1 }
             if refuse { throw KeybayError(.interactionRequired, "plugin-check: no interaction") }
-            buffer.copyBytes(from: secret)
-            return secret.count
+            let answer = request.kind == .recoveryKey ? recoveryKey ?? secret : secret
+            guard answer.count <= buffer.count else { throw KeybayError(.invalidArgument, "plugin-check: the plugin's buffer is too small") }
+            buffer.copyBytes(from: answer)
+            return answer.count
+        }
+        func showSecret(_ secret: KeybayShownSecret) throws {
+            if refuse { throw KeybayError(.interactionRequired, "plugin-check: no interaction") }
+            let text = secret.text.withUnsafeBytes { Array($0) }
+            shown.withLock { $0 = text }
         }
         func confirm(_ question: String) throws -> Bool {
             if refuse { throw KeybayError(.interactionRequired, "plugin-check: no interaction") }
@@ -97,16 +112,27 @@ public enum KeybayPluginCheck {
             check("enroll succeeds with a scripted host", false, "\(error)")
             return results
         }
+        // A plugin that showed a secret (a recovery key) is answered with it; the wrong secret is
+        // then one a second enrollment showed.
+        let shownKey = host.shown.withLock { $0 }
+        var otherKey: [UInt8]?
+        if shownKey != nil {
+            let second = ScriptedHost(secret: "plugin-check secret 2")
+            _ = try? plugin.enroll(options: options, interaction: second)
+            otherKey = second.shown.withLock { $0 }
+            check("a second enrollment shows a different secret", otherKey != nil && otherKey != shownKey)
+        }
         do {
-            let again = try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: "plugin-check secret 1"))
+            let again = try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: "plugin-check secret 1", recoveryKey: shownKey))
             check("unwrap with the same secret returns the same M", again.equals(enrolled.secret))
-            let verified = try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: "plugin-check secret 1"), forVerification: true)
+            let verified = try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: "plugin-check secret 1", recoveryKey: shownKey),
+                                             forVerification: true)
             check("verify with the same secret returns the same M", verified.equals(enrolled.secret))
         } catch {
             check("unwrap with the same secret succeeds", false, "\(error)")
         }
         do {
-            let other = try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: "plugin-check secret 2"))
+            let other = try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: "plugin-check secret 2", recoveryKey: otherKey))
             check("a wrong secret gives a different M (or WRONG_SECRET)", !other.equals(enrolled.secret))
         } catch let e as KeybayError {
             check("a wrong secret gives a different M (or WRONG_SECRET)", e.code == .wrongSecret, e.description)
@@ -119,7 +145,7 @@ public enum KeybayPluginCheck {
         }
         for (name, params) in [("empty", [UInt8]()), ("truncated", Array(enrolled.params.dropLast())), ("extended", enrolled.params + [0]),
                                ("garbage", [UInt8](repeating: 0xff, count: max(1, enrolled.params.count)))] where params != enrolled.params {
-            let e = code { _ = try plugin.unwrap(params: params, interaction: ScriptedHost(secret: "plugin-check secret 1")) }
+            let e = code { _ = try plugin.unwrap(params: params, interaction: ScriptedHost(secret: "plugin-check secret 1", recoveryKey: shownKey)) }
             check("\(name) parameters give MALFORMED_PARAMS", e == .malformed, "\(String(describing: e))")
         }
         let unknown = code { _ = try plugin.enroll(options: [("plugin-check-unknown-option", "1")], interaction: host) }
