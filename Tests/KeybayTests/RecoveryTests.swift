@@ -70,6 +70,13 @@ import Testing
         #expect(outside.status == 1 && outside.stderr.contains("has a typo") && outside.stderr.contains("character 1 "), "\(outside.stderr)")
         let short = try Self.get(box, key: String(key.dropLast()))
         #expect(short.status == 1 && short.stderr.contains("has a typo") && short.stderr.contains("55 characters"), "\(short.stderr)")
+        // The plugin takes 256 bytes, separators included; one more is refused as too long, and
+        // more than its buffer holds is the CLI's usage error.
+        let padded = { (count: Int) in key + String(repeating: " ", count: count - key.utf8.count) }
+        #expect(try Self.get(box, key: padded(256)).out == "v")
+        let long = try Self.get(box, key: padded(257))
+        #expect(long.status == 1 && long.stderr.contains("longer than 256 bytes"), "\(long.stderr)")
+        #expect(try Self.get(box, key: padded(258)).status == 2)
 
         let other = Sandbox()
         let (_, foreign, _) = try Self.enroll(other)
