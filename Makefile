@@ -2,7 +2,8 @@
 #
 #   make install [PREFIX=/usr/local] [DESTDIR=/staging]
 #   make uninstall [PREFIX=...] [DESTDIR=...]
-#   make install-dev [PREFIX=...]   header and keybay-plugin.pc only, no build (plugin authors)
+#   make install-dev [PREFIX=...]   for plugin authors, no build: the header, keybay-plugin.pc,
+#                                   the guide and an example plugin (PREFIX/share/doc/keybay)
 #   make test                       scripts/test.sh (every test)
 #   make walkthrough                scripts/walkthrough.sh (the CLI against a throwaway store)
 #
@@ -26,11 +27,18 @@ bindir = $(PREFIX)/bin
 plugindir = $(PREFIX)/lib/keybay/plugins
 includedir = $(PREFIX)/include/keybay
 pkgconfigdir = $(PREFIX)/lib/pkgconfig
+docdir = $(PREFIX)/share/doc/keybay
 
 # Every first-party plugin (one directory under Plugins/ each; InstallTests checks that the
 # installed CLI lists exactly those).
 PLUGINS = libkeybay-file-root.so libkeybay-passphrase.so libkeybay-fido2.so libkeybay-recovery.so
 HEADER = $(TOP)/Sources/CKeybayPlugin/include/keybay_plugin.h
+# The installed documentation keeps docs/'s layout, so every link in it resolves in both trees:
+# the guide (plugins.md) and what it links, the header beside it (docs/keybay_plugin.h is a link
+# to it) and one complete example plugin with its Makefile (InstallTests checks every link).
+DOCS = plugins.md cli.md format.md security.md fido2.md recovery.md
+EXAMPLE = examples/c-plugin
+EXAMPLE_FILES = Makefile README.md pin.c
 
 all: build
 
@@ -47,12 +55,15 @@ install: $(if $(BIN),,build) install-dev
 	$(INSTALL) -m 0644 "$(TOP)/docs/keybay-methods.1" "$(DESTDIR)$(PREFIX)/share/man/man1/keybay-methods.1"
 	$(INSTALL) -m 0644 "$(TOP)/completions/keybay-methods.bash" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods"
 
-# The plugin header and keybay-plugin.pc (prefix substituted); builds nothing.
+# The plugin header, keybay-plugin.pc (prefix substituted), the guide and the example; builds nothing.
 install-dev:
-	$(INSTALL) -d -m 0755 "$(DESTDIR)$(includedir)" "$(DESTDIR)$(pkgconfigdir)"
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(includedir)" "$(DESTDIR)$(pkgconfigdir)" "$(DESTDIR)$(docdir)/$(EXAMPLE)"
 	$(INSTALL) -m 0644 $(HEADER) "$(DESTDIR)$(includedir)/keybay_plugin.h"
 	sed -e 's|@PREFIX@|$(PREFIX)|g' "$(TOP)/keybay-plugin.pc.in" > "$(DESTDIR)$(pkgconfigdir)/keybay-plugin.pc"
 	chmod 0644 "$(DESTDIR)$(pkgconfigdir)/keybay-plugin.pc"
+	for d in $(DOCS); do $(INSTALL) -m 0644 "$(TOP)/docs/$$d" "$(DESTDIR)$(docdir)/$$d" || exit 1; done
+	$(INSTALL) -m 0644 $(HEADER) "$(DESTDIR)$(docdir)/keybay_plugin.h"
+	for f in $(EXAMPLE_FILES); do $(INSTALL) -m 0644 "$(TOP)/docs/$(EXAMPLE)/$$f" "$(DESTDIR)$(docdir)/$(EXAMPLE)/$$f" || exit 1; done
 
 uninstall:
 	rm -f "$(DESTDIR)$(bindir)/keybay-methods" "$(DESTDIR)$(includedir)/keybay_plugin.h" \
@@ -60,7 +71,10 @@ uninstall:
 	rm -f "$(DESTDIR)$(PREFIX)/share/man/man1/keybay-methods.1" \
 		"$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods"
 	for p in $(PLUGINS); do rm -f "$(DESTDIR)$(plugindir)/$$p"; done
+	for d in $(DOCS) keybay_plugin.h; do rm -f "$(DESTDIR)$(docdir)/$$d"; done
+	for f in $(EXAMPLE_FILES); do rm -f "$(DESTDIR)$(docdir)/$(EXAMPLE)/$$f"; done
 	rmdir "$(DESTDIR)$(plugindir)" "$(DESTDIR)$(PREFIX)/lib/keybay" "$(DESTDIR)$(includedir)" 2>/dev/null || true
+	rmdir "$(DESTDIR)$(docdir)/$(EXAMPLE)" "$(DESTDIR)$(docdir)/examples" "$(DESTDIR)$(docdir)" 2>/dev/null || true
 
 test:
 	"$(TOP)/scripts/test.sh"

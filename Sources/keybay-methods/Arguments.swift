@@ -19,19 +19,21 @@ struct Arguments {
     var flags: Set<String> = []
     var label: String?
     var options: [(String, String)] = []
+    /// `plugin-check --wrong-opt NAME=VALUE`: a second credential, laid over `options`.
+    var wrongOptions: [(String, String)] = []
     /// `--help` anywhere prints the usage and does nothing else.
     var help = false
 
     struct UsageError: Error { let message: String }
 
     /// Options that take a value, global or per command.
-    static let valueOptions = Set(["--app", "--plugin-dir", "--method", "--label", "--opt"]).union(SecretDescriptors.options)
-    static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--help", "-h"]
+    static let valueOptions = Set(["--app", "--plugin-dir", "--method", "--label", "--opt", "--wrong-opt"]).union(SecretDescriptors.options)
+    static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--describe", "--help", "-h"]
     /// The command options each command accepts (globals are accepted everywhere).
     static let commandOptions: [String: Set<String>] = [
         "status": [], "init": [], "get": [], "set": ["--stdin"], "rm": [], "keys": [], "reset": ["--yes"], "help": [],
-        "list": [], "plugins": [], "enroll": ["--label", "--opt"], "change": ["--label", "--opt"], "remove": [], "verify": [], "benchmark": ["--opt"],
-        "plugin-check": ["--opt"],
+        "list": ["--describe"], "plugins": [], "enroll": ["--label", "--opt"], "change": ["--label", "--opt"], "remove": [], "verify": [], "benchmark": ["--opt"],
+        "plugin-check": ["--opt", "--wrong-opt"],
     ]
 
     /// Parses arguments given as bytes. An option, its value, the command or a positional that
@@ -86,7 +88,7 @@ struct Arguments {
                     i += 1
                 }
                 try take(name, value)
-                if ["--label", "--opt"].contains(name) { commandOptionsSeen.insert(name) }
+                if ["--label", "--opt", "--wrong-opt"].contains(name) { commandOptionsSeen.insert(name) }
             } else if inlineValue == nil, Self.flagOptions.contains(name) {
                 switch name {
                 case "--json": json = true
@@ -115,13 +117,15 @@ struct Arguments {
             guard let fd = Int32(value), fd >= 0 else { throw UsageError(message: "\(name) takes a file descriptor number") }
             secretFDs.set(name, fd)
         case "--label": label = value
-        case "--opt":
+        case "--opt", "--wrong-opt":
             guard let eq = value.firstIndex(of: "="), eq != value.startIndex else {
-                throw UsageError(message: "--opt takes name=value")
+                throw UsageError(message: "\(name) takes name=value")
             }
             let key = String(value[..<eq])
-            guard !options.contains(where: { $0.0 == key }) else { throw UsageError(message: "option \(key) given twice") }
-            options.append((key, String(value[value.index(after: eq)...])))
+            let given = name == "--opt" ? options : wrongOptions
+            guard !given.contains(where: { $0.0 == key }) else { throw UsageError(message: "option \(key) given twice") }
+            if name == "--opt" { options.append((key, String(value[value.index(after: eq)...]))) }
+            else { wrongOptions.append((key, String(value[value.index(after: eq)...]))) }
         default: break
         }
     }
@@ -156,12 +160,14 @@ commands:
   set KEY --stdin     store standard input, byte for byte, under KEY
   rm KEY              remove KEY (exit 3 if there is none)
   keys                list the keys
-  list                list the enrolled unlock methods
+  list [--describe]   list the enrolled unlock methods (--describe: with each plugin's
+                      description of its parameters; this loads the plugins)
   plugins             list the plugins found, whether each is usable here and needs a device
   enroll PLUGIN [--label L] [--opt NAME=VALUE ...]
                       add an unlock method (e.g. passphrase; --opt memory-kib=N
                       --opt iterations=N --opt lanes=N, else it calibrates; recovery:
-                      a recovery key, shown once); on a fresh home it creates the store
+                      a recovery key, shown once); on a fresh home it creates the store;
+                      enroll PLUGIN --help lists the options that plugin takes
   change METHOD-ID [--label L] [--opt NAME=VALUE ...]
                       replace a method's secret in one step (unlocks with it unless
                       --method names another; the new secret is asked twice)
@@ -170,9 +176,10 @@ commands:
   benchmark [PLUGIN] [--opt target-ms=N]
                       calibrate a plugin that tunes its cost to this machine (default:
                       passphrase, Argon2id) and show what it picks
-  plugin-check PATH.so [--opt NAME=VALUE ...]
+  plugin-check PATH.so [--opt NAME=VALUE ...] [--wrong-opt NAME=VALUE ...]
                       conformance run for a plugin: descriptor, probe, enroll/unwrap round
-                      trip, wrong and missing secrets, malformed parameters, buffers
+                      trip, wrong and missing secrets, malformed parameters, buffers;
+                      --wrong-opt enrolls a second credential (a method that asks for none)
   reset --yes         remove the store and its platform root, losing every record
 
 global options (before or after the command):

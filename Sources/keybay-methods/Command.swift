@@ -34,6 +34,7 @@ enum Command {
     }
 
     static func runOnce(_ a: Arguments, interaction: TerminalInteraction, standardInput: [UInt8]?) throws -> Int32 {
+        if a.help, a.command == "enroll", let plugin = a.positionals.first { return try enrollHelp(a, plugin: plugin) }
         guard let command = a.command, command != "help", !a.help else {
             Output.out(usage + "\n")
             return a.command == nil && !a.help ? Exit.usage : Exit.success
@@ -137,21 +138,37 @@ enum Command {
         return Exit.success
     }
 
+    /// `list [--describe]`: the enrolled methods, read with the root alone; `--describe` also
+    /// loads each method's plugin for its one-line description.
     static func list(_ c: Context) throws -> Int32 {
         let a = c.a
         try a.expect([])
-        let s = try KeybayStore.status(configuration(a))
+        let describing = a.flags.contains("--describe")
+        let (s, described) = describing ? try KeybayStore.describeMethods(configuration(a)) : (try KeybayStore.status(configuration(a)), [])
         guard s.state == .protected || s.state == .platformOnly else {
             throw KeybayError(.storeNotFound, "no usable store at \(s.storePath) (state \(s.state.rawValue))")
         }
         if a.json {
-            Output.line(JSON.render(.array(s.methods.map(methodJSON))))
+            Output.line(JSON.render(.array(describing ? described.map(describedJSON) : s.methods.map(methodJSON))))
         } else if s.methods.isEmpty {
             Output.line("no unlock methods: the store is protected by its platform root only")
+        } else if describing {
+            for d in described {
+                Output.line("\(d.method.id)  \(d.method.plugin)  \(d.method.label)")
+                Output.line("    " + (d.description ?? "(unknown: \(d.failure?.description ?? "no description"))"))
+            }
         } else {
             for m in s.methods { Output.line("\(m.id)  \(m.plugin)  \(m.label)") }
         }
         return Exit.success
+    }
+
+    static func describedJSON(_ d: KeybayMethodDescription) -> JSON.Value {
+        let m = d.method
+        var fields: [(String, JSON.Value)] = [("id", .string(m.id)), ("plugin", .string(m.plugin)), ("label", .string(m.label))]
+        if let text = d.description { fields.append(("description", .string(text))) }
+        if let failure = d.failure { fields.append(("descriptionError", .string(failure.description))) }
+        return .object(fields)
     }
 
     static func plugins(_ c: Context) throws -> Int32 {
@@ -200,6 +217,24 @@ enum Command {
         }
         defer { session.close() }
         return try enrolled(c, try session.auth.add(plugin: plugin, options: a.options, label: a.label), verb: "enrolled")
+    }
+
+    /// `enroll PLUGIN --help`: the enroll usage and the options that plugin declares (loading it,
+    /// without a probe).
+    static func enrollHelp(_ a: Arguments, plugin id: String) throws -> Int32 {
+        guard KeybayPluginSearch.isValidPluginID(id) else {
+            throw KeybayError(.invalidArgument, "invalid plugin id '\(id.prefix(80))': use [a-z0-9][a-z0-9._-]{0,63}")
+        }
+        let plugin = try KeybayPlugins.load(id, search: search(a))
+        guard plugin.kind == "method" else {
+            throw KeybayError(.invalidArgument, "\(id) at \(plugin.path) is a \(plugin.kind ?? "refused") plugin, not an unlock method")
+        }
+        var text = "usage: keybay-methods enroll \(id) [--label L] [--opt NAME=VALUE ...]\n"
+        text += "\(id): \(plugin.name ?? id) \(plugin.version ?? "") (\(plugin.path))\n"
+        text += plugin.options.isEmpty ? "it takes no --opt options\n"
+            : "options:\n" + plugin.options.map { "  --opt \($0.name)=…  \($0.help)\n" }.joined()
+        Output.out(text)
+        return Exit.success
     }
 
     /// `change METHOD-ID`: unlocks with the method (or `--method`), then replaces its credential
@@ -280,15 +315,18 @@ enum Command {
     static func pluginCheck(_ c: Context) throws -> Int32 {
         let a = c.a
         try a.expect(["PATH.so"])
-        let results = KeybayPluginCheck.run(path: a.positionals[0], options: a.options)
+        let results = KeybayPluginCheck.run(path: a.positionals[0], options: a.options, wrongOptions: a.wrongOptions)
+        let count = { (o: KeybayPluginCheck.Result.Outcome) in results.filter { $0.outcome == o }.count }
         if a.json {
-            Output.line(JSON.render(.array(results.map { .object([("check", .string($0.name)), ("passed", .bool($0.passed)), ("detail", .string($0.detail))]) })))
+            Output.line(JSON.render(.array(results.map {
+                .object([("check", .string($0.name)), ("result", .string($0.outcome.rawValue)), ("passed", .bool($0.passed)), ("detail", .string($0.detail))])
+            })))
         } else {
-            for r in results { Output.line("\(r.passed ? "PASS" : "FAIL")  \(r.name)\(r.detail.isEmpty || r.passed ? "" : ": " + r.detail)") }
-            let failed = results.filter { !$0.passed }.count
-            Output.line("\(results.count - failed) passed, \(failed) failed")
+            let tags: [KeybayPluginCheck.Result.Outcome: String] = [.pass: "PASS", .fail: "FAIL", .skip: "SKIP", .notRun: "NOT RUN"]
+            for r in results { Output.line("\(tags[r.outcome]!)  \(r.name)\(r.detail.isEmpty ? "" : ": " + r.detail)") }
+            Output.line("\(count(.pass)) passed, \(count(.fail)) failed, \(count(.skip)) skipped, \(count(.notRun)) not run")
         }
-        return results.allSatisfy(\.passed) ? Exit.success : Exit.failure
+        return count(.fail) == 0 ? Exit.success : Exit.failure
     }
 
     static func reset(_ c: Context) throws -> Int32 {

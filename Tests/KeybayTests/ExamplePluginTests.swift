@@ -2,31 +2,42 @@ import Foundation
 import Glibc
 import Testing
 
-/// The third-party C example (Examples/c-plugin) built out of tree against the installed header
-/// and keybay-plugin.pc only, then loaded by the CLI with --plugin-dir.
+/// Plugins written as a third party would: built out of tree against an installed prefix only
+/// (`make install-dev`: the header, keybay-plugin.pc, the guide and its example), then checked
+/// with plugin-check and used through the CLI with --plugin-dir.
 @Suite struct ExamplePluginTests {
     /// Runs the CLI with `pin` on descriptor 3 as `--pin-fd 3`.
     static func cli(_ box: Sandbox, _ args: [String], pin: String) throws -> RunResult {
         try box.cli(args, secret: pin, option: "--pin-fd")
     }
 
-    @Test func cPluginBuiltFromTheInstalledHeaderEnrollsAndUnlocks() throws {
-        let box = Sandbox()
-        // Header and .pc only (`make install-dev`), no Swift build.
+    /// `make install-dev` into `box.root/prefix`; returns the prefix.
+    static func installDev(_ box: Sandbox) throws -> String {
         let prefix = box.root + "/prefix"
         let installed = try run("/usr/bin/make", ["-s", "-C", packageDirectory, "install-dev", "PREFIX=" + prefix], environment: box.environment)
         #expect(installed.status == 0, "\(installed.stderr)")
+        return prefix
+    }
+
+    /// A private directory for a plugin (the loader refuses group- or other-writable ones).
+    static func pluginDirectory(_ path: String) throws -> String {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        chmod(path, 0o755)
+        return path
+    }
+
+    @Test func cPluginBuiltFromTheInstalledExampleEnrollsAndUnlocks() throws {
+        let box = Sandbox()
+        // Header, .pc, guide and example only (`make install-dev`), no Swift build.
+        let prefix = try Self.installDev(box)
         #expect(exists(prefix + "/include/keybay/keybay_plugin.h"))
         let pc = String(decoding: readBytes(prefix + "/lib/pkgconfig/keybay-plugin.pc") ?? [], as: UTF8.self)
         #expect(pc.contains("prefix=" + prefix + "\n") && pc.contains("Cflags: -I${includedir}/keybay"), "\(pc)")
 
-        // A copy of the example's sources, built with nothing but that prefix.
+        // The installed example, copied out as its README says, built with nothing but that prefix.
         let dir = box.root + "/c-plugin"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
-        chmod(dir, 0o700)
-        for name in ["pin.c", "Makefile"] {
-            try FileManager.default.copyItem(atPath: packageDirectory + "/Examples/c-plugin/" + name, toPath: dir + "/" + name)
-        }
+        try FileManager.default.copyItem(atPath: prefix + "/share/doc/keybay/examples/c-plugin", toPath: dir)
+        chmod(dir, 0o755)
         var env = box.environment
         env["PKG_CONFIG_PATH"] = prefix + "/lib/pkgconfig"
         let built = try run("/usr/bin/make", ["-s", "-C", dir], environment: env)
@@ -59,5 +70,92 @@ import Testing
         // The plugin's own option check: it takes none.
         let option = try Self.cli(box, ["enroll", "com.example.pin", "--opt", "digits=8", "--plugin-dir", dir], pin: "482916")
         #expect(option.status == 2 && option.stderr.contains("unknown option 'digits'"), "\(option.status) \(option.stderr)")
+    }
+
+    /// The guide's C build line, as installed: the fenced block that starts `cc -std=c11`, for a
+    /// plugin named `id` built from `source`, with `extraFlags` after `cc`.
+    static func guideBuildLine(_ prefix: String, id: String, source: String, extraFlags: String = "") throws -> String {
+        let guide = String(decoding: try #require(readBytes(prefix + "/share/doc/keybay/plugins.md")), as: UTF8.self)
+        let start = try #require(guide.range(of: "```sh\ncc -std=c11"), "the installed guide has no C build line")
+        let block = guide[start.upperBound...].prefix { $0 != "`" }
+        let line = ("cc -std=c11" + block).replacingOccurrences(of: "\\\n", with: " ")
+            .replacingOccurrences(of: "com.example.mymethod", with: id).replacingOccurrences(of: "mymethod.c", with: source)
+        return line.replacingOccurrences(of: "cc -std=c11", with: "cc \(extraFlags) -std=c11")
+    }
+
+    /// A key-file method (no prompt: the credential is a file named at enrollment), written from
+    /// the installed guide and built with its build line against the installed prefix: plugin-check
+    /// passes it with the documented `--opt path=A --wrong-opt path=B`, fails a broken copy whose M
+    /// ignores the file, and names the option when enroll gets none. Then the CLI uses it.
+    @Test func keyFileMethodBuiltFromTheInstalledGuidePassesPluginCheck() throws {
+        let box = Sandbox()
+        let prefix = try Self.installDev(box)
+        var env = box.environment
+        env["PKG_CONFIG_PATH"] = prefix + "/lib/pkgconfig"
+        func build(in dir: String, extraFlags: String = "") throws -> String {
+            _ = try Self.pluginDirectory(dir)
+            try FileManager.default.copyItem(atPath: packageDirectory + "/Tests/TestPlugins/keyfile/keyfile.c", toPath: dir + "/keyfile.c")
+            let line = try Self.guideBuildLine(prefix, id: "com.example.keyfile", source: "keyfile.c", extraFlags: extraFlags)
+            #expect(line.contains("-Wl,-z,defs") && line.contains("keyfile.c $(pkg-config --libs libsodium)\n"), "\(line)")
+            let built = try run("/bin/sh", ["-c", "cd '\(dir)' && " + line], environment: env)
+            #expect(built.status == 0, "\(line)\n\(built.stderr)")
+            return dir + "/libkeybay-com.example.keyfile.so"
+        }
+        let plugin = try build(in: box.root + "/keyfile")
+        let keyA = box.root + "/a.key", keyB = box.root + "/b.key"
+        writeBytes(keyA, Array(repeating: 0x41, count: 64))
+        writeBytes(keyB, Array(repeating: 0x42, count: 64))
+
+        func check(_ path: String, _ options: [String]) throws -> RunResult {
+            try run(cliPath, ["plugin-check", path] + options, environment: box.environment)
+        }
+        let passed = try check(plugin, ["--opt", "path=" + keyA, "--wrong-opt", "path=" + keyB])
+        #expect(passed.status == 0 && passed.out.contains(" 0 failed") && !passed.out.contains("FAIL"), "\(passed.out)")
+        #expect(passed.out.contains("PASS  a second credential (--wrong-opt path=\(keyB)) gives a different M"), "\(passed.out)")
+        #expect(passed.out.contains("SKIP  a wrong secret gives a different M (or WRONG_SECRET): unwrap asked the host for no secret"), "\(passed.out)")
+        #expect(passed.out.contains("PASS  describe returns one line of text: \"key file \(keyA)\""), "\(passed.out)")
+
+        // Without --wrong-opt the wrong-secret check is skipped with a reason, never failed.
+        let skipped = try check(plugin, ["--opt", "path=" + keyA])
+        #expect(skipped.status == 0 && skipped.out.contains("give a second credential with --wrong-opt path=…"), "\(skipped.out)")
+
+        // enroll needs an option: enroll fails naming it, the rest is listed as not run.
+        let noOption = try check(plugin, [])
+        #expect(noOption.status == 1, "\(noOption.out)")
+        #expect(noOption.out.contains("FAIL  enroll with a scripted host") && noOption.out.contains("hint: enroll may need options: --opt path=…"), "\(noOption.out)")
+        #expect(noOption.out.contains("NOT RUN  unwrap of the enrolled parameters returns the same M"), "\(noOption.out)")
+
+        // A broken build whose M ignores the file fails, saying so.
+        let broken = try build(in: box.root + "/broken", extraFlags: "-DKEYFILE_BROKEN_SAME_M")
+        let failed = try check(broken, ["--opt", "path=" + keyA, "--wrong-opt", "path=" + keyB])
+        #expect(failed.status == 1 && failed.out.contains("FAIL  a second credential (--wrong-opt path=\(keyB)) gives a different M: enroll with --opt path=\(keyA) and with --opt path=\(keyB) returned the same M: M does not depend on the credential"), "\(failed.out)")
+
+        // Through the CLI: its options in enroll --help, a mistyped path (exit 2), then a store it opens.
+        let dir = box.root + "/keyfile"
+        let help = try box.cli("enroll", "com.example.keyfile", "--help", "--plugin-dir", dir)
+        #expect(help.status == 0 && help.out.contains("--opt path=…  absolute path of the key file"), "\(help.out)\(help.stderr)")
+        let typo = try box.cli("enroll", "com.example.keyfile", "--opt", "path=" + box.root + "/nope.key", "--plugin-dir", dir)
+        #expect(typo.status == 2 && typo.stderr.contains("no key file at \(box.root)/nope.key"), "\(typo.status) \(typo.stderr)")
+        #expect(try box.cli("status", "--json").out.contains("\"state\":\"absent\""))
+        let enrolled = try box.cli("enroll", "com.example.keyfile", "--opt", "path=" + keyA, "--plugin-dir", dir, "--no-input")
+        #expect(enrolled.status == 0, "\(enrolled.stderr)")
+        #expect(try box.cli("set", "k", "v", "--plugin-dir", dir, "--no-input").status == 0)
+        #expect(try box.cli("get", "k", "--plugin-dir", dir, "--no-input").out == "v")
+        // list reads the methods with the root alone; --describe loads the plugin for its line.
+        let listed = try box.cli("list")
+        #expect(listed.status == 0 && listed.out.contains("com.example.keyfile") && !listed.out.contains("key file"), "\(listed.out)")
+        let described = try box.cli("list", "--describe", "--plugin-dir", dir)
+        #expect(described.status == 0 && described.out.contains("    key file \(keyA)\n"), "\(described.out)\(described.stderr)")
+        let json = try box.cli("list", "--describe", "--json", "--plugin-dir", dir)
+        #expect(json.out.contains("\"description\":\"key file \(keyA)\""), "\(json.out)")
+        let unknown = try box.cli("list", "--describe")
+        #expect(unknown.status == 0 && unknown.out.contains("(unknown: plugin 'com.example.keyfile' not found"), "\(unknown.out)")
+        // Another file at the same path: wrong-secret; no file: method-unavailable.
+        writeBytes(keyA, Array(repeating: 0x43, count: 64))
+        let wrong = try box.cli("get", "k", "--plugin-dir", dir, "--no-input")
+        #expect(wrong.status == 1 && wrong.stderr.contains("wrong-secret"), "\(wrong.status) \(wrong.stderr)")
+        unlink(keyA)
+        let absent = try box.cli("get", "k", "--plugin-dir", dir, "--no-input")
+        #expect(absent.status == 1 && absent.stderr.contains("is absent") && absent.stderr.contains("method-unavailable"), "\(absent.status) \(absent.stderr)")
     }
 }

@@ -15,7 +15,8 @@ import Testing
         #expect(make.status == 0, "\(make.stderr)")
         for file in ["bin/keybay-methods", "lib/keybay/plugins/libkeybay-file-root.so", "lib/keybay/plugins/libkeybay-passphrase.so",
                      "include/keybay/keybay_plugin.h", "lib/pkgconfig/keybay-plugin.pc", "share/man/man1/keybay-methods.1",
-                     "share/bash-completion/completions/keybay-methods"] {
+                     "share/bash-completion/completions/keybay-methods", "share/doc/keybay/plugins.md",
+                     "share/doc/keybay/examples/c-plugin/pin.c"] {
             #expect(exists(prefix + "/" + file), "\(file) not installed")
         }
         for name in ["libkeybay-test-counting.so", "libkeybay-test-fido2.so", "libkeybaytest-counting.so", "libkeybaytest-fido2.so"] {
@@ -34,7 +35,73 @@ import Testing
         #expect(try run(installed, ["set", "k", "v"], environment: env).status == 0)
         #expect(try run(installed, ["get", "k"], environment: env).out == "v")
         let uninstall = try run("/usr/bin/make", ["-C", packageDirectory, "uninstall", "PREFIX=" + prefix], environment: ["PATH": "/usr/bin:/bin"])
-        #expect(uninstall.status == 0 && !exists(installed) && !exists(prefix + "/lib/keybay/plugins/libkeybay-file-root.so"))
+        #expect(uninstall.status == 0 && !exists(installed) && !exists(prefix + "/lib/keybay/plugins/libkeybay-file-root.so")
+                && !exists(prefix + "/share/doc/keybay"))
+    }
+
+    /// The plugin guide works from an install: `make install-dev` puts it, the documents it links,
+    /// the header and the example plugin under PREFIX/share/doc/keybay, and every link in every
+    /// installed document, and every relative path the guide names, exists there (anchors
+    /// included) and in the source tree's docs/ alike.
+    @Test func everyReferenceInTheInstalledGuideResolves() throws {
+        let box = Sandbox()
+        let prefix = box.root + "/prefix"
+        let make = try run("/usr/bin/make", ["-s", "-C", packageDirectory, "install-dev", "PREFIX=" + prefix], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(make.status == 0, "\(make.stderr)")
+        let installed = prefix + "/share/doc/keybay"
+        let documents = try FileManager.default.subpathsOfDirectory(atPath: installed).filter { $0.hasSuffix(".md") }.sorted()
+        #expect(documents.contains("plugins.md") && documents.contains("examples/c-plugin/README.md"), "\(documents)")
+        for file in ["keybay_plugin.h", "examples/c-plugin/pin.c", "examples/c-plugin/Makefile"] {
+            #expect(exists(installed + "/" + file), "\(file) not installed")
+        }
+        for tree in [installed, packageDirectory + "/docs"] {
+            for document in documents {
+                let problems = Self.unresolvedReferences(in: tree + "/" + document, paths: document == "plugins.md")
+                #expect(problems.isEmpty, "\(tree)/\(document): \(problems)")
+            }
+        }
+    }
+
+    /// The links (and, with `paths`, the relative file paths in code spans) of a Markdown file
+    /// that lead nowhere. A path is a code span of slash-separated names ending in a source or
+    /// document file (`examples/c-plugin/pin.c`); an upper-case first component is a placeholder
+    /// (`PREFIX/include/keybay`), not a path.
+    static func unresolvedReferences(in file: String, paths: Bool) -> [String] {
+        guard let text = readBytes(file).map({ String(decoding: $0, as: UTF8.self) }) else { return ["cannot read \(file)"] }
+        let directory = (file as NSString).deletingLastPathComponent
+        var problems: [String] = []
+        func matches(_ pattern: String) -> [String] {
+            let regex = try! NSRegularExpression(pattern: pattern)
+            return regex.matches(in: text, range: NSRange(text.startIndex..., in: text)).compactMap { Range($0.range(at: 1), in: text).map { String(text[$0]) } }
+        }
+        for target in matches(#"\]\(([^)\s]+)\)"#) where !target.contains("://") && !target.hasPrefix("mailto:") {
+            let parts = target.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            let path = parts[0].isEmpty ? file : directory + "/" + parts[0]
+            guard exists(path) else { problems.append("link \(target): no \(path)"); continue }
+            if parts.count == 2, path.hasSuffix(".md"), !anchors(of: path).contains(parts[1]) { problems.append("link \(target): no such heading") }
+        }
+        if paths {
+            let extensions: Set<String> = ["c", "h", "md", "swift", "py", "sh"]
+            for span in matches(#"`([A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+)+)`"#) {
+                let components = span.split(separator: "/")
+                let last = String(components.last!)
+                guard extensions.contains((last as NSString).pathExtension) || last == "Makefile",
+                      components[0].uppercased() != components[0] || components[0].contains(".") else { continue }
+                if !exists(directory + "/" + span) { problems.append("path \(span): no \(directory)/\(span)") }
+            }
+        }
+        return problems
+    }
+
+    /// The anchors of a Markdown file's headings, as renderers make them: lower case, punctuation
+    /// dropped, spaces as hyphens.
+    static func anchors(of file: String) -> Set<String> {
+        let text = String(decoding: readBytes(file) ?? [], as: UTF8.self)
+        return Set(text.split(separator: "\n").filter { $0.hasPrefix("#") }.map { line in
+            String(line.drop { $0 == "#" }.dropFirst().lowercased().compactMap { c -> Character? in
+                c == " " ? "-" : (c.isLetter || c.isNumber || c == "-" || c == "_") ? c : nil
+            })
+        })
     }
 
     /// The CLI run from the build directory searches its own directory: the test plugins, built

@@ -12,12 +12,14 @@
  * caller-provided fixed-size arrays (the 32-byte method secret) or into plugin buffers that
  * the host copies into guarded memory before calling free_buffer.
  *
- * Threading: the host calls a plugin from one thread at a time. Calls may block (a KDF, a
- * touch); a long call should poll host->is_cancelled.
+ * Threading: the host never runs two calls into one plugin at once (free_buffer and
+ * root_location included), though successive calls may come from different threads. Calls may
+ * block (a KDF, a touch); a long call should poll host->is_cancelled.
  *
- * Errors: every operation returns a keybay_status. Before returning an error a plugin may call
- * host->set_error with one line that names the cause (and a path, if there is one) but never a
- * secret.
+ * Errors: every operation returns a keybay_status. Before returning an error it finds itself, a
+ * plugin calls host->set_error (after KEYBAY_HOST_HAS) with one line that names the cause (and a
+ * path, if there is one) but never a secret; without one the host can only show a generic text
+ * for the status. A status passed on unchanged from a host service needs no line.
  *
  * Growth within version 1: fields after root_reset were added later. A host reads one only when
  * the descriptor's struct_size covers it, so a plugin built against an older header (which ends
@@ -42,19 +44,21 @@ typedef enum keybay_status {
     KEYBAY_OK = 0,
     KEYBAY_ERR_CANCELLED = 1,             /* the user or the host cancelled */
     KEYBAY_ERR_INTERACTION_UNAVAILABLE = 2, /* a secret or a confirmation is needed but the host cannot ask */
-    KEYBAY_ERR_NOT_AVAILABLE = 3,         /* device absent, method unusable on this machine */
+    KEYBAY_ERR_NOT_AVAILABLE = 3,         /* device or file absent (at unlock: not the user's typo), method unusable here */
     KEYBAY_ERR_PIN_REQUIRED = 4,          /* a PIN is needed and none was given */
     KEYBAY_ERR_LOCKED = 5,                /* PIN blocked, device locked out */
     KEYBAY_ERR_WRONG_SECRET = 6,          /* wrong passphrase or PIN (retries may be left) */
     KEYBAY_ERR_TIMED_OUT = 7,             /* no touch or answer in time */
     KEYBAY_ERR_MALFORMED_PARAMS = 8,      /* stored public parameters do not decode */
     KEYBAY_ERR_UNSUPPORTED = 9,           /* an option, version or request this plugin does not support */
-    KEYBAY_ERR_INVALID_OPTION = 10,       /* enroll options malformed or out of range */
+    KEYBAY_ERR_INVALID_OPTION = 10,       /* enroll options missing, unknown, malformed or out of range, or
+                                             naming a file that is not there (CLI exit 2) */
     /* root plugins */
     KEYBAY_ERR_ROOT_MISSING = 20,         /* no root exists */
     KEYBAY_ERR_ROOT_MISMATCH = 21,        /* the root does not belong to this provider state */
     KEYBAY_ERR_ROOT_EXISTS = 22,          /* create found a root already: never overwritten */
     KEYBAY_ERR_INTEGRITY = 23,            /* sealed data failed authentication */
+    /* any plugin (a root's files, a method's key file) */
     KEYBAY_ERR_INSECURE = 24,             /* wrong owner, mode, or a link where none may be */
     KEYBAY_ERR_IO = 25,                   /* the file system failed */
     KEYBAY_ERR_INTERNAL = 99
@@ -108,7 +112,7 @@ typedef struct keybay_option {
     const char *value;
 } keybay_option;
 
-/* An option a plugin accepts, for `plugins` and `enroll --help`. */
+/* An option a plugin accepts, shown by `plugins` and `enroll PLUGIN --help`. */
 typedef struct keybay_option_spec {
     const char *name;
     const char *help;

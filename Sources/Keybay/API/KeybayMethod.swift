@@ -16,3 +16,11 @@ public struct KeybayMethod: Sendable, Equatable {
         label = method.label
     }
 }
+
+/// An enrolled method with its plugin's one-line description of its parameters, or why there is
+/// none (the plugin is missing, refused, or failed to describe them).
+public struct KeybayMethodDescription: Sendable {
+    public let method: KeybayMethod
+    public let description: String?
+    public let failure: KeybayError?
+}

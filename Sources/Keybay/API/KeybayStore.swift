@@ -135,6 +135,13 @@ public enum KeybayStore {
         try StoreLifecycle(configuration).status()
     }
 
+    /// `status`, with each enrolled method's one-line description from its plugin ("Argon2id
+    /// v1.3, 256 MiB, t=3, p=4"). Unlike `status` this loads each method's plugin (no probe, no
+    /// ceremony, no credential needed).
+    public static func describeMethods(_ configuration: KeybayConfiguration) throws -> (status: KeybayStatus, methods: [KeybayMethodDescription]) {
+        try StoreLifecycle(configuration).describeMethods()
+    }
+
     /// Removes the store and its platform root (keeps the lock file). Explicit, idempotent,
     /// needs no credential; every record is lost.
     public static func reset(_ configuration: KeybayConfiguration) throws {

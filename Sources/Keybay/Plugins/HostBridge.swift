@@ -158,5 +158,13 @@ private func bridgeLog(_ context: UnsafeMutableRawPointer?, _ level: keybay_log_
 }
 
 private func bridgeSetError(_ context: UnsafeMutableRawPointer?, _ text: UnsafePointer<CChar>?) {
-    HostBridge.from(context).errorText = text.map { String(cString: $0) }
+    let bridge = HostBridge.from(context)
+    bridge.errorText = text.map { String(cString: $0) }
+    (bridge.interaction as? ErrorLineObserver)?.pluginSetError(bridge.errorText ?? "")
+}
+
+/// An interaction that wants to see the plugin's set_error lines too (the conformance run checks
+/// that errors a plugin originates come with one).
+protocol ErrorLineObserver {
+    func pluginSetError(_ line: String)
 }

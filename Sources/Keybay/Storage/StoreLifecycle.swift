@@ -25,9 +25,30 @@ struct StoreLifecycle: Sendable {
     /// Reads the bootstrap and, for a protected store, opens the package with the root to list
     /// its methods. Never calls a method plugin, never creates or repairs anything.
     func status() throws -> KeybayStatus {
+        try inspect().status
+    }
+
+    /// `status()` with each enrolled method's one-line description from its plugin: this loads
+    /// each method's plugin (no probe, no ceremony). A plugin that cannot be loaded or describe
+    /// gives its error for that method alone.
+    func describeMethods() throws -> (status: KeybayStatus, methods: [KeybayMethodDescription]) {
+        let (status, envelopes) = try inspect()
+        return (status, envelopes.map { envelope in
+            do {
+                let text = try PluginLoader.loadMethod(envelope.pluginId, for: configuration).describe(params: envelope.params)
+                return KeybayMethodDescription(method: KeybayMethod(envelope), description: text, failure: nil)
+            } catch {
+                return KeybayMethodDescription(method: KeybayMethod(envelope), description: nil,
+                                               failure: error as? KeybayError ?? KeybayError(.pluginFailed, "\(error)"))
+            }
+        })
+    }
+
+    /// The status and the enrolled methods as stored (their parameters included).
+    private func inspect() throws -> (status: KeybayStatus, methods: [MethodEnvelope.Public]) {
         let rootExists = try root.exists()
         var state: KeybayStatus.State = rootExists ? .rootOnly : .absent
-        var methods: [KeybayMethod] = []
+        var methods: [MethodEnvelope.Public] = []
         // Only the bootstrap and the sealed package are needed: read no more than they can take.
         if let file = try StoreFile.open(configuration, create: false),
            let header = try file.readPrefix(Bootstrap.maxBytes + StoreSuite.methods.maxSealedPackageBytes) {
@@ -40,11 +61,11 @@ struct StoreLifecycle: Sendable {
                 state = .platformOnly
             } else {
                 state = .protected
-                methods = try keyring.methods(bootstrap, sealedPackage: sealedPackage).map(KeybayMethod.init)
+                methods = try keyring.methods(bootstrap, sealedPackage: sealedPackage)
             }
         }
-        return KeybayStatus(state: state, storePath: storePath, rootPlugin: root.id, rootLocation: root.location, methods: methods,
-                            rootProtection: protectionNote(methods: methods.count))
+        return (KeybayStatus(state: state, storePath: storePath, rootPlugin: root.id, rootLocation: root.location,
+                             methods: methods.map(KeybayMethod.init), rootProtection: protectionNote(methods: methods.count)), methods)
     }
 
     /// The root's own note on what it protects against, and what the methods add.

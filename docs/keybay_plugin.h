@@ -1,0 +1,1 @@
+../Sources/CKeybayPlugin/include/keybay_plugin.h
