@@ -5,8 +5,9 @@
  * <state>/keybay/<app>/file-root.key; then, with the provider state computed here from the
  * input as docs/format.md gives it (SHA-256(label | 0x00 | domain | root)), root_seal and
  * root_open must agree with the file's format:
- *   - a well-formed file (38 bytes, "KBFR", version 1) seals, opens what it sealed, and refuses
- *     what was sealed under another AAD;
+ *   - a well-formed file ("KBFR", version 1 in 38 bytes, or version 2 with its rollback floor in
+ *     46) seals, opens what it sealed (root_open_with_floor reporting the file's floor: 0 for
+ *     version 1), and refuses what was sealed under another AAD;
  *   - anything else is ROOT_MISMATCH, never a sealed package;
  *   - the input taken as a sealed package never opens (it cannot authenticate).
  * A broken promise aborts (a crash artifact), as does a memory error.
@@ -58,7 +59,8 @@ static void setup(void) {
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     expect(handle != NULL, dlerror());
     keybay_plugin_entry_fn entry = (keybay_plugin_entry_fn)dlsym(handle, KEYBAY_PLUGIN_ENTRY_SYMBOL);
-    expect(entry != NULL && (plugin = entry()) != NULL && plugin->root_seal && plugin->root_open, "no file-root plugin");
+    expect(entry != NULL && (plugin = entry()) != NULL && plugin->root_seal && plugin->root_open && plugin->root_open_with_floor,
+           "no file-root plugin");
     expect(sodium_init() >= 0, "libsodium");
     snprintf(state_home, sizeof state_home, "/tmp/keybay-fuzz-file-root-XXXXXX");
     expect(mkdtemp(state_home) != NULL, "mkdtemp");
@@ -97,7 +99,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     uint8_t state[32] = {0};
     if (size >= 38) provider_state(data + 6, state);
-    int well_formed = size == 38 && memcmp(data, "KBFR\x00\x01", 6) == 0;
+    int well_formed = (size == 38 && memcmp(data, "KBFR\x00\x01", 6) == 0) || (size == 46 && memcmp(data, "KBFR\x00\x02", 6) == 0);
+    uint64_t file_floor = 0;
+    if (well_formed && size == 46)
+        for (int i = 0; i < 8; i++) file_floor = file_floor << 8 | data[38 + i];
     const keybay_root_context context = {sizeof context, APP, state_home, domain};
     static const uint8_t plaintext[] = "key package", aad[] = "aad", other_aad[] = "aaD";
 
@@ -109,6 +114,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         s = plugin->root_open(&host, &context, state, sizeof state, sealed.data, sealed.length, aad, sizeof aad, &opened);
         expect(s == KEYBAY_OK && opened.length == sizeof plaintext && memcmp(opened.data, plaintext, sizeof plaintext) == 0,
                "what was sealed did not open to itself");
+        plugin->free_buffer(&opened);
+        uint64_t floor = UINT64_MAX;
+        s = plugin->root_open_with_floor(&host, &context, state, sizeof state, sealed.data, sealed.length, aad, sizeof aad, &opened, &floor);
+        expect(s == KEYBAY_OK && floor == file_floor, "root_open_with_floor did not report the file's floor");
         plugin->free_buffer(&opened);
         s = plugin->root_open(&host, &context, state, sizeof state, sealed.data, sealed.length, other_aad, sizeof other_aad, &opened);
         expect(s == KEYBAY_ERR_INTEGRITY && opened.data == NULL, "a package opened under another AAD");
