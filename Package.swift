@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "keybay-passphrase", type: .dynamic, targets: ["KeybayPassphrase"]),
         .library(name: "keybay-fido2", type: .dynamic, targets: ["KeybayFido2"]),
         .library(name: "keybay-recovery", type: .dynamic, targets: ["KeybayRecovery"]),
+        .library(name: "keybay-tpm2", type: .dynamic, targets: ["KeybayTPM2"]),
         .library(name: "KeybayPluginKit", targets: ["KeybayPluginKit"]),
         // Plugins for tests only, built as libkeybaytest-<name>.so: not a plugin file name, so the
         // CLI in the build directory (which searches its own directory) never lists them. The
@@ -69,6 +70,11 @@ let package = Package(
         .target(name: "CKeybayRootFiles", dependencies: ["CKeybayPlugin"], path: "Sources/CKeybayRootFiles"),
         .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/file-root", publicHeadersPath: ".",
                 linkerSettings: cPluginLinking),
+        // tpm2: the root sealed by this machine's TPM. It includes tpm2-tss's headers for types only
+        // and opens libtss2-esys and friends on first use (Plugins/README.md); tss2-dev's headers
+        // come from libtss2-dev.
+        .target(name: "KeybayTPM2", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/tpm2", publicHeadersPath: ".",
+                linkerSettings: [.linkedLibrary("pthread")] + cPluginLinking),
         .target(name: "KeybayPassphrase", dependencies: ["CKeybayPlugin", "CArgon2", "CSodium"],
                 path: "Plugins/passphrase", linkerSettings: [.linkedLibrary("m")] + cPluginLinking),
         // fido2: the method (core, with a replaceable device opener) and the shipped plugin. The

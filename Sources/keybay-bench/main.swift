@@ -3,7 +3,7 @@
 // references (age, cryptsetup-bin) and builds in release mode.
 //
 //   keybay-bench [RUNS]          the whole table
-//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins
+//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2
 //   keybay-bench load-plugins    (internal) time discovery + loading of the plugins, in a fresh process
 import CArgon2
 import CSodium
@@ -122,6 +122,27 @@ let exeDirectory: String = {
     let path = String(decoding: buffer[0..<max(0, n)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     return String(path[..<path.lastIndex(of: "/")!])
 }()
+
+/// A loopback port P with P and P+1 free now (swtpm's command and control ports).
+func freeLoopbackPort() -> UInt16 {
+    func bound(_ port: UInt16) -> (Int32, UInt16)? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_port = port.bigEndian
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 } }
+        guard ok else { close(fd); return nil }
+        return (fd, UInt16(bigEndian: a.sin_port))
+    }
+    for _ in 0..<50 {
+        guard let (fd, port) = bound(0) else { continue }
+        defer { close(fd) }
+        if port < 65535, let (next, _) = bound(port + 1) { close(next); return port }
+    }
+    fatalError("no free loopback port pair")
+}
 
 // MARK: - The internal plugin-loading probe
 
@@ -310,6 +331,30 @@ if wanted("plugins") {
         times.append(Double(text.split(separator: " ").first ?? "0") ?? 0)
     }
     report(Row(name: "plugin discovery + loading of file-root, passphrase, fido2 (fresh process)", ours: fixed(median(times)) + " ms", reference: "-", ratio: "-", target: "<= 2 ms"))
+}
+
+// 8. CLI get on a tpm2 store vs tpm2_unseal of a sealed object on the same swtpm (a persistent
+// handle: the reference does the least TPM work an unseal can, ReadPublic then Unseal).
+if wanted("tpm2") {
+    if let swtpm = which("swtpm"), let unseal = which("tpm2_unseal") {
+        let port = freeLoopbackPort()
+        let tcti = "swtpm:host=127.0.0.1,port=\(port)"
+        let state = base + "/swtpm"
+        mkdir(state, 0o700)
+        precondition(system("'\(swtpm)' socket --tpmstate dir='\(state)' --tpm2 --server type=tcp,port=\(port),bindaddr=127.0.0.1 --ctrl type=tcp,port=\(port + 1),bindaddr=127.0.0.1 --flags not-need-init,startup-clear --daemon --pid file='\(state)/pid'") == 0, "swtpm did not start")
+        defer { _ = system("kill -9 $(cat '\(state)/pid')") }
+        var tpmEnv = env
+        for (k, v) in [("TPM2TOOLS_TCTI", tcti), ("KEYBAY_TPM2_TCTI", tcti), ("KEYBAY_ROOT", "tpm2"), ("TSS2_LOG", "all+none")] { tpmEnv[k] = v }
+        let tools = "export TPM2TOOLS_TCTI='\(tcti)' TSS2_LOG=all+none; cd '\(state)' && head -c 32 /dev/urandom > secret && " +
+            "tpm2_createprimary -Q -C o -G ecc -c p.ctx && tpm2_create -Q -C p.ctx -i secret -u s.pub -r s.priv && tpm2_flushcontext -t && " +
+            "tpm2_load -Q -C p.ctx -u s.pub -r s.priv -c s.ctx && tpm2_evictcontrol -Q -C o -c s.ctx 0x81010001 && tpm2_flushcontext -t"
+        precondition(system(tools) == 0, "tpm2-tools could not make the reference object")
+        precondition(spawnTimed([cli, "--app", "tpm2get", "set", "k", "v"], env: tpmEnv).status == 0, "set on tpm2 failed")
+        let m = alternate(runs, ours: [cli, "--app", "tpm2get", "get", "k"], reference: [unseal, "-c", "0x81010001"], env: tpmEnv)
+        reportTimes("CLI get on a tpm2 store vs tpm2_unseal of a persistent sealed object (same swtpm)", m.ours, m.reference, target: "<= 1.2")
+    } else {
+        print("  (swtpm or tpm2-tools not installed: run scripts/bench.sh)")
+    }
 }
 
 print("")

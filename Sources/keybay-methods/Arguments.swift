@@ -31,7 +31,7 @@ struct Arguments {
     static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--describe", "--help", "-h"]
     /// The command options each command accepts (globals are accepted everywhere).
     static let commandOptions: [String: Set<String>] = [
-        "status": [], "init": [], "get": [], "set": ["--stdin"], "rm": [], "keys": [], "reset": ["--yes"], "help": [],
+        "status": [], "init": ["--opt"], "get": [], "set": ["--stdin"], "rm": [], "keys": [], "reset": ["--yes"], "help": [],
         "list": ["--describe"], "plugins": [], "enroll": ["--label", "--opt"], "change": ["--label", "--opt"], "remove": [], "verify": [], "benchmark": ["--opt"],
         "plugin-check": ["--opt", "--wrong-opt"],
     ]
@@ -154,7 +154,9 @@ usage: keybay-methods [global options] COMMAND [ARGS]
 
 commands:
   status              show what is on disk (state, paths, root, methods)
-  init                create a new platform-only store (refuses if anything exists)
+  init [--opt NAME=VALUE ...]
+                      create a new platform-only store (refuses if anything exists);
+                      --opt goes to the root ($KEYBAY_ROOT), e.g. tpm2's pcrs=7
   get KEY             print the value of KEY (exit 3 if there is none)
   set KEY VALUE       store VALUE under KEY (creates the store if there is nothing yet)
   set KEY --stdin     store standard input, byte for byte, under KEY

@@ -68,7 +68,8 @@ enum Command {
     static func initialize(_ c: Context) throws -> Int32 {
         let a = c.a
         try a.expect([])
-        let config = try configuration(a)
+        var config = try configuration(a)
+        config.rootOptions = Dictionary(a.options, uniquingKeysWith: { $1 })
         let session = try KeybayStore.initialize(config)
         session.close()
         a.json ? Output.line(JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath))])))

@@ -260,6 +260,12 @@ typedef struct keybay_plugin {
     keybay_status (*root_raise_floor)(const keybay_host *host, const keybay_root_context *context,
                                       const uint8_t *provider_state, size_t provider_state_length,
                                       uint64_t epoch);
+    /* root_create with the options given at creation (`init --opt pcrs=7`), which the plugin
+       lists in `options`. The host calls it instead of root_create when options are given; a
+       root without it takes none. INVALID_OPTION for an option it does not know. */
+    keybay_status (*root_create_with_options)(const keybay_host *host, const keybay_root_context *context,
+                                              const keybay_option *options, size_t option_count,
+                                              keybay_buffer *provider_state_out);
 } keybay_plugin;
 
 /* The size of a descriptor built against the first version-1 header (it ends at root_reset);

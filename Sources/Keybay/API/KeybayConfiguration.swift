@@ -9,6 +9,9 @@ public struct KeybayConfiguration: Sendable, Equatable {
     public let stateHome: String
     /// The root plugin that seals the store's key package.
     public var rootPlugin: String = "file-root"
+    /// Options for creating the root, when this configuration creates the store (`init --opt`),
+    /// e.g. `["pcrs": "7"]` for `tpm2`. A root that takes none refuses any (`.invalidArgument`).
+    public var rootOptions: [String: String] = [:]
     /// Where plugins are looked for; `allowExternal = false` limits it to the installation.
     public var pluginSearch = KeybayPluginSearch()
 

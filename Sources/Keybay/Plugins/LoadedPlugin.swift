@@ -25,9 +25,9 @@ public final class LoadedPlugin: @unchecked Sendable {
     private let callLock = Mutex(())
 
     /// The smallest descriptor a host accepts: the first version-1 header's, which ends at
-    /// `root_reset`; five function pointers were added after it (abi_checks.c asserts both).
+    /// `root_reset`; six function pointers were added after it (abi_checks.c asserts both).
     /// Plain arithmetic, not a key path offset: key paths cost start-up time the CLI measures.
-    static let minimumDescriptorBytes = MemoryLayout<keybay_plugin>.size - 5 * MemoryLayout<UnsafeRawPointer>.size
+    static let minimumDescriptorBytes = MemoryLayout<keybay_plugin>.size - 6 * MemoryLayout<UnsafeRawPointer>.size
 
     init(descriptor raw: UnsafePointer<keybay_plugin>, path: String) throws {
         func refuse(_ why: String) -> KeybayError { KeybayError(.pluginRefused, "plugin \(path): \(why); refusing to load it") }

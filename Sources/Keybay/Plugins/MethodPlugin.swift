@@ -57,7 +57,8 @@ extension LoadedPlugin {
         return d.pointee.describe(params, params.count, text)
     }
 
-    private func withOptions<R>(_ options: [(String, String)], _ body: (UnsafePointer<keybay_option>?, Int) throws -> R) throws -> R {
+    /// The options as a C array of keybay_option that lives for the call.
+    func withOptions<R>(_ options: [(String, String)], _ body: (UnsafePointer<keybay_option>?, Int) throws -> R) throws -> R {
         // C strings that live for the call.
         let names = options.map { strdupOrFail($0.0) }, values = options.map { strdupOrFail($0.1) }
         defer { (names + values).forEach { free($0) } }

@@ -53,9 +53,18 @@ struct PluginRoot: RootProvider {
         return exists != 0
     }
 
-    func create() throws -> [UInt8] {
+    func create(options: [String: String]) throws -> [UInt8] {
         var state = keybay_buffer()
-        try call("could not create its root") { d, h, c in d.pointee.root_create(h, c, &state) }
+        if options.isEmpty {
+            try call("could not create its root") { d, h, c in d.pointee.root_create(h, c, &state) }
+        } else {
+            guard plugin.descriptor.pointee.root_create_with_options != nil else {
+                throw KeybayError(.invalidArgument, "the root \(id) takes no options (given: \(options.keys.sorted().joined(separator: ", ")))")
+            }
+            try plugin.withOptions(options.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }) { list, count in
+                try call("could not create its root") { d, h, c in d.pointee.root_create_with_options(h, c, list, count, &state) }
+            }
+        }
         return try plugin.take(&state, limit: Suite1.maxProviderStateBytes, what: "provider state")
     }
 

@@ -11,8 +11,9 @@ protocol RootProvider: Sendable {
     var protection: String? { get }
 
     func exists() throws -> Bool
-    /// Creates the root; never overwrites. Returns the provider state (≤ 64 bytes) for the bootstrap.
-    func create() throws -> [UInt8]
+    /// Creates the root with the creation options (`init --opt`); never overwrites. Returns the
+    /// provider state (≤ 64 bytes) for the bootstrap.
+    func create(options: [String: String]) throws -> [UInt8]
     /// Seals `plaintext` after checking that `providerState` belongs to this root.
     func seal(_ plaintext: SecureBytes, aad: [UInt8], providerState: [UInt8]) throws -> [UInt8]
     /// Opens a sealed package; throws `.platformKeyInvalidated` when the root is absent or is not

@@ -148,7 +148,7 @@ struct StoreLifecycle: Sendable {
     /// Caller holds the exclusive lock and has seen no live file.
     private func createStore(in file: StoreFile, enrollment: Enrollment? = nil) throws -> Generation {
         if try root.exists() { throw try missingStore() }
-        let providerState = try root.create()
+        let providerState = try root.create(options: configuration.rootOptions)
         var storeLinked = false
         do {
             let sealed = try keyring.first(providerState: providerState, enrollment: enrollment)

@@ -1,10 +1,13 @@
 // keybay-test-writer: one write through the library API, for the crash-kill harness (which
 // SIGKILLs it at random moments). Exit 0 means the write was acknowledged (it returned). It
 // writes "w" to standard output once the store is open, just before the write.
-//   keybay-test-writer APP set KEY < value | rm KEY | clear | enroll | remove METHOD-ID
+//   keybay-test-writer APP set KEY < value | rm KEY | clear | enroll | remove METHOD-ID | dump
 // And a reader for ConcurrencyTests, which checks whole generations:
 //   keybay-test-writer APP read-generations K STOP-FILE
 // Protected stores are unlocked with their first method and the test PIN "1" (test-counting).
+// `dump` opens an existing store and prints "methods N", then "KEY HEXVALUE" per record. The
+// root is KEYBAY_ROOT's (default file-root), so the harness also runs on roots that need their
+// own environment (tpm2's KEYBAY_TPM2_TCTI).
 import Glibc
 import Keybay
 
@@ -61,16 +64,24 @@ do {
     var config = try KeybayConfiguration(applicationID: args[0])
     if let root = getenv("KEYBAY_ROOT").map({ String(cString: $0) }), !root.isEmpty { config.rootPlugin = root }
     let status = try KeybayStore.status(config)
-    let session = try KeybayStore.open(config, method: status.methods.first?.id, interaction: TestPIN())
+    let session = try KeybayStore.open(config, method: status.methods.first?.id, createIfAbsent: args[1] != "dump", interaction: TestPIN())
     if args[1] == "read-generations" { exit(readGenerations(session, count: Int(args[2])!, stopFile: args[3])) }
     // Tells the harness the write begins now (a kill before this is one during start-up).
-    _ = write(1, "w", 1)
+    if args[1] != "dump" { _ = write(1, "w", 1) }
     switch args[1] {
     case "set": try session.set(args[2], bytes: readStdin())
     case "rm": try session.delete(args[2])
     case "clear": try session.clearAll()
     case "enroll": try session.auth.add(plugin: "test-counting")
     case "remove": try session.auth.remove(args[2])
+    case "dump":
+        var lines = "methods \(status.methods.count)\n"
+        for key in try session.keys() {
+            let value: [UInt8] = try session.get(key) ?? []
+            let digits: [String] = value.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }
+            lines += key + " " + digits.joined() + "\n"
+        }
+        _ = Array(lines.utf8).withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
     default: exit(2)
     }
     exit(0)

@@ -1,0 +1,827 @@
+/*
+ * tpm2 — the TPM 2.0 platform root, as a Keybay root plugin (libkeybay-tpm2.so).
+ *
+ * A 32-byte root key is sealed (a keyed-hash object, TPM2_Create) under a primary storage key
+ * that the TPM re-creates from a fixed template under the owner hierarchy on every use, so
+ * nothing persistent is kept in the TPM but the rollback floor: an NV counter the plugin
+ * defines. The sealed object lives in <state_home>/keybay/<app>/tpm2-root.sealed; only this
+ * machine's TPM loads it. The byte layouts (root file, provider state, templates) are specified
+ * in docs/format.md §12; what it defends in docs/security.md.
+ *
+ * tpm2-tss's ESAPI is opened with dlopen on first use (libtss2-esys.so.0, libtss2-tctildr.so.0,
+ * libtss2-mu.so.0, libtss2-rc.so.0): the headers give types only, so a process that never uses
+ * this root never maps tss2 or the libcrypto it pulls in. The TCTI comes from KEYBAY_TPM2_TCTI
+ * (Tss2_TctiLdr_Initialize's name-conf, e.g. "swtpm:host=127.0.0.1,port=2321"); unset, tss2's
+ * own default (/dev/tpmrm0 first).
+ *
+ * Without a resource manager (swtpm's socket, /dev/tpm0) a killed process leaves its transient
+ * objects loaded; a command that finds the TPM's object or session memory full flushes the
+ * leftovers and is tried once more.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <grp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+#include <tss2/tss2_esys.h>
+#include <tss2/tss2_mu.h>
+#include <tss2/tss2_rc.h>
+#include <tss2/tss2_tctildr.h>
+
+#include "keybay_plugin.h"
+#include "keybay_plugin_host.h"
+#include "keybay_root_files.h"
+
+#define fail keybay_rf_fail
+
+#define ROOT_KEY_BYTES 32
+#define FILE_NAME "tpm2-root.sealed"
+#define FILE_MAGIC "KBT2"
+#define FILE_VERSION 1
+#define MAX_FILE_BYTES 2048
+#define STATE_BYTES 44 /* nvIndex:u32 | base:u64 | binding(32) */
+#define NV_FIRST 0x01000000u /* the owner's NV range (TCG handle registry) */
+#define NV_SPAN 0x00400000u
+#define NV_PROBES 32
+#define MAX_INCREMENTS 4096 /* one rotation is one increment; more than this is not a floor */
+#define DEFAULT_DEVICE "/dev/tpmrm0"
+static const char provider_state_label[] = "keybay:v2:s1:provider-state:tpm2";
+
+/* ---------------------------------------------------------------- tpm2-tss, opened on first use */
+
+#define TSS_FUNCTIONS(X) \
+    X(ESYS, Esys_Initialize) \
+    X(ESYS, Esys_Finalize) \
+    X(ESYS, Esys_Free) \
+    X(ESYS, Esys_CreatePrimary) \
+    X(ESYS, Esys_Create) \
+    X(ESYS, Esys_Load) \
+    X(ESYS, Esys_Unseal) \
+    X(ESYS, Esys_FlushContext) \
+    X(ESYS, Esys_StartAuthSession) \
+    X(ESYS, Esys_PolicyPCR) \
+    X(ESYS, Esys_PolicyGetDigest) \
+    X(ESYS, Esys_NV_DefineSpace) \
+    X(ESYS, Esys_NV_UndefineSpace) \
+    X(ESYS, Esys_NV_Increment) \
+    X(ESYS, Esys_NV_Read) \
+    X(ESYS, Esys_TR_FromTPMPublic) \
+    X(ESYS, Esys_TR_GetName) \
+    X(ESYS, Esys_TR_Close) \
+    X(ESYS, Esys_GetCapability) \
+    X(TCTILDR, Tss2_TctiLdr_Initialize) \
+    X(TCTILDR, Tss2_TctiLdr_Finalize) \
+    X(MU, Tss2_MU_TPM2B_PUBLIC_Marshal) \
+    X(MU, Tss2_MU_TPM2B_PUBLIC_Unmarshal) \
+    X(MU, Tss2_MU_TPM2B_PRIVATE_Marshal) \
+    X(MU, Tss2_MU_TPM2B_PRIVATE_Unmarshal) \
+    X(RC, Tss2_RC_Decode)
+
+enum { ESYS, TCTILDR, MU, RC, LIBRARIES };
+static const char *const library_names[LIBRARIES] = {
+    "libtss2-esys.so.0", "libtss2-tctildr.so.0", "libtss2-mu.so.0", "libtss2-rc.so.0"
+};
+
+#define TSS_POINTER(lib, name) __typeof__(name) *name;
+static struct tss_lib {
+    TSS_FUNCTIONS(TSS_POINTER)
+} tss; /* filled only when every symbol resolved */
+#undef TSS_POINTER
+#define T(name) (tss.name)
+
+static pthread_once_t tss_once = PTHREAD_ONCE_INIT;
+static int tss_ok;
+static char tss_error[512];
+
+static void tss_load(void) {
+    /* tss2 logs warnings to standard error on its own; the plugin reports every failure through
+       set_error instead. TSS2_LOG, when the user set it, is left alone. */
+    setenv("TSS2_LOG", "all+none", 0);
+    void *handles[LIBRARIES] = { 0 };
+    struct tss_lib lib;
+    memset(&lib, 0, sizeof lib);
+    for (int i = 0; i < LIBRARIES; i++) {
+        dlerror();
+        handles[i] = dlopen(library_names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!handles[i]) {
+            const char *why = dlerror();
+            snprintf(tss_error, sizeof tss_error, "%s", why ? why : library_names[i]);
+            for (int j = 0; j < i; j++) dlclose(handles[j]);
+            return;
+        }
+    }
+#define TSS_RESOLVE(l, name)                                                              \
+    if ((lib.name = __extension__(__typeof__(name) *)dlsym(handles[l], #name)) == NULL) { \
+        snprintf(tss_error, sizeof tss_error, "%s has no %s", library_names[l], #name);   \
+        for (int j = 0; j < LIBRARIES; j++) dlclose(handles[j]);                          \
+        return;                                                                           \
+    }
+    TSS_FUNCTIONS(TSS_RESOLVE)
+#undef TSS_RESOLVE
+    tss = lib; /* the handles stay open for the life of the process */
+    tss_ok = 1;
+}
+
+/* ---------------------------------------------------------------- errors */
+
+static int rc_layer_is_tpm(TSS2_RC rc) { return (rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER; }
+
+/* A TPM response code without the handle, session or parameter number. */
+static TSS2_RC rc_base(TSS2_RC rc) {
+    if (!rc_layer_is_tpm(rc)) return rc;
+    return (rc & TPM2_RC_FMT1) ? (rc & (TPM2_RC_FMT1 | 0x3Fu)) : (rc & 0xFFFu);
+}
+
+/* The TCTI, or the TPM behind it, cannot be reached (as opposed to the TPM refusing a command). */
+static int rc_unreachable(TSS2_RC rc) {
+    TSS2_RC layer = rc & TSS2_RC_LAYER_MASK;
+    return layer == TSS2_TCTI_RC_LAYER || rc == TSS2_ESYS_RC_IO_ERROR ||
+           rc == TSS2_ESYS_RC_TRY_AGAIN || rc == TSS2_ESYS_RC_MALFORMED_RESPONSE;
+}
+
+/* ---------------------------------------------------------------- the TPM connection */
+
+typedef struct tpm {
+    TSS2_TCTI_CONTEXT *tcti;
+    ESYS_CONTEXT *esys;
+    char where[300]; /* "KEYBAY_TPM2_TCTI=swtpm:..." or "the default TCTI (/dev/tpmrm0 first)" */
+} tpm;
+
+static void describe_tcti(char *out, size_t size) {
+    const char *conf = getenv("KEYBAY_TPM2_TCTI");
+    if (conf && *conf) snprintf(out, size, "the TPM at KEYBAY_TPM2_TCTI=%s", conf);
+    else snprintf(out, size, "the TPM at " DEFAULT_DEVICE " (tss2's default TCTI)");
+}
+
+/* Why the default device cannot be used: missing, or no permission (it is usually root:tss 0660). */
+static keybay_status unreachable(const keybay_host *host, const tpm *t, TSS2_RC rc) {
+    const char *conf = getenv("KEYBAY_TPM2_TCTI");
+    const char *reason = rc ? T(Tss2_RC_Decode)(rc) : "no TCTI";
+    if (!conf || !*conf) {
+        struct stat st;
+        if (stat(DEFAULT_DEVICE, &st) != 0)
+            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no TPM: %s does not exist (no TPM 2.0 here, or its driver is not loaded; "
+                        "set KEYBAY_TPM2_TCTI to reach another one) (%s)", DEFAULT_DEVICE, reason);
+        if (access(DEFAULT_DEVICE, R_OK | W_OK) != 0) {
+            struct group *g = getgrgid(st.st_gid);
+            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no permission to use the TPM: %s is mode %04o, group %s, and this user may not "
+                        "read and write it; add the user to group %s (usually tss) and log in again",
+                        DEFAULT_DEVICE, (unsigned)(st.st_mode & 07777), g ? g->gr_name : "?", g ? g->gr_name : "of the device");
+        }
+    }
+    return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot reach %s: %s", t->where, reason);
+}
+
+static void tpm_close(tpm *t) {
+    if (t->esys) T(Esys_Finalize)(&t->esys);
+    if (t->tcti) T(Tss2_TctiLdr_Finalize)(&t->tcti);
+}
+
+static keybay_status tpm_open(const keybay_host *host, tpm *t) {
+    memset(t, 0, sizeof *t);
+    describe_tcti(t->where, sizeof t->where);
+    pthread_once(&tss_once, tss_load);
+    if (!tss_ok)
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2 cannot load tpm2-tss (%s); the TPM root needs libtss2-esys0, "
+                    "libtss2-tctildr0, libtss2-mu0 and libtss2-rc0", tss_error);
+    const char *conf = getenv("KEYBAY_TPM2_TCTI");
+    TSS2_RC rc = T(Tss2_TctiLdr_Initialize)(conf && *conf ? conf : NULL, &t->tcti);
+    if (rc != TSS2_RC_SUCCESS) { t->tcti = NULL; return unreachable(host, t, rc); }
+    rc = T(Esys_Initialize)(&t->esys, t->tcti, NULL);
+    if (rc != TSS2_RC_SUCCESS) { t->esys = NULL; keybay_status s = unreachable(host, t, rc); tpm_close(t); return s; }
+    return KEYBAY_OK;
+}
+
+/* A failed command: unreachable, or the TPM's own refusal with `status`. */
+static keybay_status tpm_fail(const keybay_host *host, const tpm *t, TSS2_RC rc, keybay_status status, const char *what) {
+    if (rc_unreachable(rc)) return unreachable(host, t, rc);
+    if (rc_base(rc) == TPM2_RC_LOCKOUT)
+        return fail(host, KEYBAY_ERR_LOCKED, "%s: %s is in dictionary-attack lockout (%s)", what, t->where, T(Tss2_RC_Decode)(rc));
+    return fail(host, status, "%s on %s: %s", what, t->where, T(Tss2_RC_Decode)(rc));
+}
+
+/* Flushes transient objects left loaded by killed processes (only without a resource manager,
+   which flushes them itself), so that the command can be tried once more. */
+static int flush_leftovers(tpm *t, TSS2_RC rc) {
+    TSS2_RC base = rc_base(rc);
+    if (base != TPM2_RC_OBJECT_MEMORY && base != TPM2_RC_SESSION_MEMORY) return 0;
+    TPMS_CAPABILITY_DATA *data = NULL;
+    TPMI_YES_NO more = 0;
+    int flushed = 0;
+    TPM2_HC first = base == TPM2_RC_OBJECT_MEMORY ? TPM2_TRANSIENT_FIRST : TPM2_LOADED_SESSION_FIRST;
+    if (T(Esys_GetCapability)(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_HANDLES, first, 64, &more, &data) != TSS2_RC_SUCCESS)
+        return 0;
+    for (UINT32 i = 0; i < data->data.handles.count; i++) {
+        ESYS_TR object;
+        if (T(Esys_TR_FromTPMPublic)(t->esys, data->data.handles.handle[i], ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &object) == TSS2_RC_SUCCESS &&
+            T(Esys_FlushContext)(t->esys, object) == TSS2_RC_SUCCESS)
+            flushed++;
+    }
+    T(Esys_Free)(data);
+    return flushed > 0;
+}
+
+static void flush(tpm *t, ESYS_TR *handle) {
+    if (*handle != ESYS_TR_NONE) T(Esys_FlushContext)(t->esys, *handle);
+    *handle = ESYS_TR_NONE;
+}
+
+/* The primary storage key, re-created from its fixed template (ECC P-256, AES-128-CFB; the
+   TCG storage-key template with noDA) under the owner hierarchy. */
+static keybay_status create_primary(const keybay_host *host, tpm *t, ESYS_TR *primary) {
+    TPM2B_SENSITIVE_CREATE sensitive = { 0 };
+    TPM2B_PUBLIC template = { .publicArea = {
+        .type = TPM2_ALG_ECC,
+        .nameAlg = TPM2_ALG_SHA256,
+        .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN |
+                            TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA | TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_DECRYPT,
+        .parameters.eccDetail = {
+            .symmetric = { .algorithm = TPM2_ALG_AES, .keyBits.aes = 128, .mode.aes = TPM2_ALG_CFB },
+            .scheme = { .scheme = TPM2_ALG_NULL },
+            .curveID = TPM2_ECC_NIST_P256,
+            .kdf = { .scheme = TPM2_ALG_NULL },
+        },
+    } };
+    TPM2B_DATA outside = { 0 };
+    TPML_PCR_SELECTION none = { 0 };
+    TSS2_RC rc;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        rc = T(Esys_CreatePrimary)(t->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template,
+                                   &outside, &none, primary, NULL, NULL, NULL, NULL);
+        if (rc == TSS2_RC_SUCCESS) return KEYBAY_OK;
+        if (attempt || !flush_leftovers(t, rc)) break;
+    }
+    *primary = ESYS_TR_NONE;
+    if (rc_layer_is_tpm(rc) && rc_base(rc) == TPM2_RC_BAD_AUTH)
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "the owner hierarchy of %s has a password; the tpm2 root needs it empty (%s)",
+                    t->where, T(Tss2_RC_Decode)(rc));
+    return tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot create the primary storage key");
+}
+
+/* PCR selection (SHA-256 bank) from a bit mask of PCRs 0–23. */
+static TPML_PCR_SELECTION pcr_selection(uint32_t mask) {
+    TPML_PCR_SELECTION s = { .count = 1 };
+    s.pcrSelections[0].hash = TPM2_ALG_SHA256;
+    s.pcrSelections[0].sizeofSelect = 3;
+    for (int i = 0; i < 3; i++) s.pcrSelections[0].pcrSelect[i] = (uint8_t)(mask >> (8 * i));
+    return s;
+}
+
+/* A policy (or trial) session with PolicyPCR over `mask` at the PCRs' current values. */
+static keybay_status pcr_session(const keybay_host *host, tpm *t, TPM2_SE type, uint32_t mask, ESYS_TR *session) {
+    TPMT_SYM_DEF symmetric = { .algorithm = TPM2_ALG_NULL };
+    TSS2_RC rc;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        rc = T(Esys_StartAuthSession)(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, NULL, type,
+                                      &symmetric, TPM2_ALG_SHA256, session);
+        if (rc == TSS2_RC_SUCCESS) break;
+        if (attempt || !flush_leftovers(t, rc)) { *session = ESYS_TR_NONE; return tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot start a policy session"); }
+    }
+    TPM2B_DIGEST current = { 0 };
+    TPML_PCR_SELECTION pcrs = pcr_selection(mask);
+    rc = T(Esys_PolicyPCR)(t->esys, *session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &current, &pcrs);
+    if (rc != TSS2_RC_SUCCESS) { flush(t, session); return tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot read the PCRs into the policy"); }
+    return KEYBAY_OK;
+}
+
+/* ---------------------------------------------------------------- the root file */
+
+/*
+ * "KBT2" | version:u16 (= 1) | nvIndex:u32 | base:u64 | pcrs:u32 | nvName:LP16 | public:LP16 | private:LP16
+ * public and private are TPM2B_PUBLIC / TPM2B_PRIVATE as the TPM marshals them (their own size
+ * first); nvName is the NV counter's TPM name once written (nameAlg | SHA-256 of its public area).
+ */
+typedef struct root_file {
+    uint8_t bytes[MAX_FILE_BYTES];
+    size_t length;
+    uint32_t nv_index;
+    uint64_t base;
+    uint32_t pcrs;
+    TPM2B_NAME nv_name;
+    TPM2B_PUBLIC public;
+    TPM2B_PRIVATE private;
+} root_file;
+
+static void put_be(uint8_t *p, uint64_t v, int n) { for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * (n - 1 - i))); }
+static uint64_t get_be(const uint8_t *p, int n) { uint64_t v = 0; for (int i = 0; i < n; i++) v = v << 8 | p[i]; return v; }
+
+/* Decodes f->bytes strictly (exact lengths, no trailing bytes). */
+static keybay_status decode_file(const keybay_host *host, const char *path, root_file *f) {
+    const uint8_t *p = f->bytes;
+    size_t n = f->length, at = 22;
+    if (n < at || memcmp(p, FILE_MAGIC, 4) != 0 || get_be(p + 4, 2) != FILE_VERSION)
+        return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is not a version-1 tpm2 root file", path);
+    f->nv_index = (uint32_t)get_be(p + 6, 4);
+    f->base = get_be(p + 10, 8);
+    f->pcrs = (uint32_t)get_be(p + 18, 4);
+    const uint8_t *parts[3];
+    size_t lengths[3];
+    for (int i = 0; i < 3; i++) {
+        if (n - at < 2 || (lengths[i] = (size_t)get_be(p + at, 2)) > n - at - 2)
+            return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is truncated", path);
+        parts[i] = p + at + 2;
+        at += 2 + lengths[i];
+    }
+    size_t off_pub = 0, off_priv = 0;
+    memset(&f->public, 0, sizeof f->public);
+    memset(&f->private, 0, sizeof f->private);
+    if (at != n || lengths[0] > sizeof f->nv_name.name || (f->nv_index & ~(NV_SPAN - 1)) != NV_FIRST || (f->pcrs >> 24) != 0 ||
+        T(Tss2_MU_TPM2B_PUBLIC_Unmarshal)(parts[1], lengths[1], &off_pub, &f->public) != TSS2_RC_SUCCESS || off_pub != lengths[1] ||
+        T(Tss2_MU_TPM2B_PRIVATE_Unmarshal)(parts[2], lengths[2], &off_priv, &f->private) != TSS2_RC_SUCCESS || off_priv != lengths[2])
+        return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is malformed", path);
+    f->nv_name.size = (UINT16)lengths[0];
+    memcpy(f->nv_name.name, parts[0], lengths[0]);
+    return KEYBAY_OK;
+}
+
+static keybay_status encode_file(const keybay_host *host, root_file *f) {
+    uint8_t *p = f->bytes;
+    memcpy(p, FILE_MAGIC, 4);
+    put_be(p + 4, FILE_VERSION, 2);
+    put_be(p + 6, f->nv_index, 4);
+    put_be(p + 10, f->base, 8);
+    put_be(p + 18, f->pcrs, 4);
+    size_t at = 22;
+    put_be(p + at, f->nv_name.size, 2);
+    memcpy(p + at + 2, f->nv_name.name, f->nv_name.size);
+    at += 2 + f->nv_name.size;
+    size_t offset = 0;
+    if (T(Tss2_MU_TPM2B_PUBLIC_Marshal)(&f->public, p + at + 2, MAX_FILE_BYTES - at - 4, &offset) != TSS2_RC_SUCCESS)
+        return fail(host, KEYBAY_ERR_INTERNAL, "the sealed object's public area does not fit the root file");
+    put_be(p + at, offset, 2);
+    at += 2 + offset;
+    offset = 0;
+    if (T(Tss2_MU_TPM2B_PRIVATE_Marshal)(&f->private, p + at + 2, MAX_FILE_BYTES - at - 2, &offset) != TSS2_RC_SUCCESS)
+        return fail(host, KEYBAY_ERR_INTERNAL, "the sealed object's private area does not fit the root file");
+    put_be(p + at, offset, 2);
+    f->length = at + 2 + offset;
+    return KEYBAY_OK;
+}
+
+/* nvIndex:u32 | base:u64 | SHA-256(label | 0x00 | storageDomain | root file) */
+static void provider_state(const root_file *f, const uint8_t *domain, uint8_t out[STATE_BYTES]) {
+    crypto_hash_sha256_state h;
+    const uint8_t zero = 0;
+    put_be(out, f->nv_index, 4);
+    put_be(out + 4, f->base, 8);
+    crypto_hash_sha256_init(&h);
+    crypto_hash_sha256_update(&h, (const uint8_t *)provider_state_label, sizeof provider_state_label - 1);
+    crypto_hash_sha256_update(&h, &zero, 1);
+    crypto_hash_sha256_update(&h, domain, 32);
+    crypto_hash_sha256_update(&h, f->bytes, f->length);
+    crypto_hash_sha256_final(&h, out + 12);
+}
+
+/* Reads and decodes the root file; with `state`, checks that it names this file (in constant
+   time) before anything else is done with it. tss2 must be loaded (decoding uses its MU). */
+static keybay_status load_file(const keybay_host *host, const keybay_root_context *c, const uint8_t *state, size_t state_length,
+                               root_file *f) {
+    char path[KEYBAY_ROOT_PATH_BYTES];
+    keybay_rf_path(c, FILE_NAME, path, sizeof path);
+    keybay_status s = keybay_rf_read(host, c, FILE_NAME, "the tpm2 root file", f->bytes, sizeof f->bytes, &f->length);
+    if (s != KEYBAY_OK) return s;
+    if (f->length == sizeof f->bytes) return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is too long", path);
+    s = decode_file(host, path, f);
+    if (s != KEYBAY_OK || !state) return s;
+    uint8_t expected[STATE_BYTES];
+    provider_state(f, c->storage_domain, expected);
+    if (state_length != STATE_BYTES || sodium_memcmp(expected, state, STATE_BYTES) != 0)
+        return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the tpm2 root file %s does not belong to this store", path);
+    return KEYBAY_OK;
+}
+
+/* ---------------------------------------------------------------- the sealed root key and the NV counter */
+
+/* Loads the sealed object and unseals the root key into `key` (guarded memory). */
+static keybay_status unseal_root(const keybay_host *host, tpm *t, const root_file *f, const char *path, uint8_t *key) {
+    ESYS_TR primary = ESYS_TR_NONE, object = ESYS_TR_NONE, session = ESYS_TR_NONE;
+    keybay_status s = KEYBAY_OK;
+    TSS2_RC rc = TSS2_RC_SUCCESS;
+    /* A full object memory flushes every transient object, the new primary too: make it again. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if ((s = create_primary(host, t, &primary)) != KEYBAY_OK) break;
+        rc = T(Esys_Load)(t->esys, primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &f->private, &f->public, &object);
+        if (rc == TSS2_RC_SUCCESS || attempt) break;
+        flush(t, &primary);
+        if (!flush_leftovers(t, rc)) break;
+    }
+    if (s == KEYBAY_OK && rc != TSS2_RC_SUCCESS) {
+        object = ESYS_TR_NONE;
+        /* A foreign or damaged object is a format-one error on its parameters (integrity, size,
+           key); a warning (memory, retry, lockout) is not the root's fault. */
+        s = rc_layer_is_tpm(rc) && (rc & TPM2_RC_FMT1) ? fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s cannot load the sealed root key %s "
+                                       "(another machine's TPM, or its storage hierarchy was cleared): %s", t->where, path, T(Tss2_RC_Decode)(rc))
+                                : tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot load the sealed root key");
+    }
+    flush(t, &primary);
+    if (s == KEYBAY_OK && f->pcrs) s = pcr_session(host, t, TPM2_SE_POLICY, f->pcrs, &session);
+    TPM2B_SENSITIVE_DATA *out = NULL;
+    if (s == KEYBAY_OK) {
+        rc = T(Esys_Unseal)(t->esys, object, f->pcrs ? session : ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &out);
+        if (rc != TSS2_RC_SUCCESS) {
+            out = NULL;
+            s = rc_layer_is_tpm(rc) && rc_base(rc) == TPM2_RC_POLICY_FAIL
+                ? fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the PCRs the root is bound to (mask 0x%06x, SHA-256) no longer "
+                       "hold the values it was sealed to (a firmware, boot loader or Secure Boot change)", (unsigned)f->pcrs)
+                : tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot unseal the root key");
+        } else if (out->size != ROOT_KEY_BYTES) {
+            s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the sealed object in %s holds %u bytes, not a root key", path, out->size);
+        } else {
+            memcpy(key, out->buffer, ROOT_KEY_BYTES);
+        }
+    }
+    if (out) { sodium_memzero(out, sizeof *out); T(Esys_Free)(out); }
+    flush(t, &session);
+    flush(t, &object);
+    return s;
+}
+
+/* The counter's ESYS handle, after checking that the index is still the one the root file
+   names (its TPM name covers its attributes: a counter, defined by us, written). */
+static keybay_status open_counter(const keybay_host *host, tpm *t, const root_file *f, ESYS_TR *nv) {
+    TSS2_RC rc = T(Esys_TR_FromTPMPublic)(t->esys, f->nv_index, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, nv);
+    if (rc != TSS2_RC_SUCCESS) {
+        *nv = ESYS_TR_NONE;
+        if (!rc_layer_is_tpm(rc) || !(rc & TPM2_RC_FMT1)) return tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot find the rollback counter");
+        return fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: the rollback counter NV 0x%08x is gone from %s (%s)",
+                    (unsigned)f->nv_index, t->where, T(Tss2_RC_Decode)(rc));
+    }
+    TPM2B_NAME *name = NULL;
+    rc = T(Esys_TR_GetName)(t->esys, *nv, &name);
+    int same = rc == TSS2_RC_SUCCESS && name->size == f->nv_name.size && memcmp(name->name, f->nv_name.name, name->size) == 0;
+    if (name) T(Esys_Free)(name);
+    if (!same) {
+        T(Esys_TR_Close)(t->esys, nv);
+        *nv = ESYS_TR_NONE;
+        return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: NV 0x%08x on %s is no longer the rollback counter this root "
+                    "defined (it was redefined)", (unsigned)f->nv_index, t->where);
+    }
+    return KEYBAY_OK;
+}
+
+static keybay_status read_counter(const keybay_host *host, tpm *t, ESYS_TR nv, uint64_t *value) {
+    TPM2B_MAX_NV_BUFFER *data = NULL;
+    TSS2_RC rc = T(Esys_NV_Read)(t->esys, nv, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, 8, 0, &data);
+    if (rc != TSS2_RC_SUCCESS) return tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot read the rollback counter");
+    int ok = data->size == 8;
+    if (ok) *value = get_be(data->buffer, 8);
+    T(Esys_Free)(data);
+    return ok ? KEYBAY_OK : fail(host, KEYBAY_ERR_INTERNAL, "the rollback counter on %s is not 8 bytes", t->where);
+}
+
+/* floor = counter - base; a counter below its base is not ours. */
+static keybay_status read_floor(const keybay_host *host, tpm *t, const root_file *f, ESYS_TR nv, uint64_t *floor) {
+    uint64_t value;
+    keybay_status s = read_counter(host, t, nv, &value);
+    if (s == KEYBAY_OK && value < f->base)
+        s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the rollback counter NV 0x%08x is below its base", (unsigned)f->nv_index);
+    if (s == KEYBAY_OK) *floor = value - f->base;
+    return s;
+}
+
+/* ---------------------------------------------------------------- buffers */
+
+static int buffer_alloc(keybay_buffer *b, size_t length) {
+    b->data = sodium_malloc(length ? length : 1);
+    b->length = length;
+    return b->data != NULL;
+}
+
+static void free_buffer(keybay_buffer *b) {
+    if (b && b->data) { sodium_free(b->data); b->data = NULL; b->length = 0; }
+}
+
+/* ---------------------------------------------------------------- root operations */
+
+static keybay_status root_exists(const keybay_host *host, const keybay_root_context *c, int *exists) {
+    return keybay_rf_exists(host, c, FILE_NAME, exists);
+}
+
+/* `pcrs=7` or `pcrs=0,2,7`: PCRs 0–23 of the SHA-256 bank. */
+static keybay_status parse_pcrs(const keybay_host *host, const keybay_option *options, size_t count, uint32_t *mask) {
+    *mask = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(options[i].name, "pcrs") != 0)
+            return fail(host, KEYBAY_ERR_INVALID_OPTION, "tpm2 has no option '%s' (it takes pcrs=N[,N...])", options[i].name);
+        const char *p = options[i].value;
+        do {
+            char *end;
+            errno = 0;
+            long pcr = strtol(p, &end, 10);
+            if (end == p || errno || pcr < 0 || pcr > 23 || (*end && *end != ','))
+                return fail(host, KEYBAY_ERR_INVALID_OPTION, "tpm2 pcrs=%s: give PCR numbers 0-23 separated by commas", options[i].value);
+            *mask |= 1u << pcr;
+            p = *end ? end + 1 : end;
+        } while (*p);
+    }
+    return KEYBAY_OK;
+}
+
+/* Defines the counter at the first free index of a range derived from the storage domain,
+   increments it once (a counter reads only once written; it starts at the highest value any
+   counter of this TPM had) and reads its base. */
+static keybay_status define_counter(const keybay_host *host, tpm *t, const keybay_root_context *c, root_file *f) {
+    uint8_t digest[32];
+    crypto_hash_sha256(digest, c->storage_domain, 32);
+    uint32_t start = (uint32_t)get_be(digest, 4) % NV_SPAN;
+    TPM2B_AUTH empty = { 0 };
+    TSS2_RC rc = TSS2_RC_SUCCESS;
+    ESYS_TR nv = ESYS_TR_NONE;
+    for (int probe = 0; probe < NV_PROBES; probe++) {
+        TPM2B_NV_PUBLIC info = { .nvPublic = {
+            .nvIndex = NV_FIRST + (start + (uint32_t)probe) % NV_SPAN,
+            .nameAlg = TPM2_ALG_SHA256,
+            .attributes = (TPM2_NT_COUNTER << TPMA_NV_TPM2_NT_SHIFT) | TPMA_NV_AUTHREAD | TPMA_NV_AUTHWRITE | TPMA_NV_OWNERREAD |
+                          TPMA_NV_OWNERWRITE | TPMA_NV_NO_DA,
+            .dataSize = 8,
+        } };
+        rc = T(Esys_NV_DefineSpace)(t->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &empty, &info, &nv);
+        if (rc == TSS2_RC_SUCCESS) { f->nv_index = info.nvPublic.nvIndex; break; }
+        if (!rc_layer_is_tpm(rc) || rc_base(rc) != TPM2_RC_NV_DEFINED) break;
+    }
+    if (rc != TSS2_RC_SUCCESS) return tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot define the rollback counter");
+    rc = T(Esys_NV_Increment)(t->esys, nv, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE);
+    keybay_status s = rc == TSS2_RC_SUCCESS ? read_counter(host, t, nv, &f->base)
+                                             : tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot start the rollback counter");
+    TPM2B_NAME *name = NULL;
+    if (s == KEYBAY_OK && (rc = T(Esys_TR_GetName)(t->esys, nv, &name)) != TSS2_RC_SUCCESS)
+        s = tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot name the rollback counter");
+    if (s == KEYBAY_OK) f->nv_name = *name;
+    if (name) T(Esys_Free)(name);
+    if (s != KEYBAY_OK) T(Esys_NV_UndefineSpace)(t->esys, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE);
+    else T(Esys_TR_Close)(t->esys, &nv);
+    return s;
+}
+
+static void undefine_counter(tpm *t, const root_file *f) {
+    ESYS_TR nv;
+    if (open_counter(NULL, t, f, &nv) == KEYBAY_OK)
+        T(Esys_NV_UndefineSpace)(t->esys, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE);
+}
+
+static keybay_status root_create_with_options(const keybay_host *host, const keybay_root_context *c, const keybay_option *options,
+                                              size_t option_count, keybay_buffer *state_out) {
+    uint32_t pcrs;
+    keybay_status s = parse_pcrs(host, options, option_count, &pcrs);
+    int exists = 0;
+    if (s == KEYBAY_OK) s = keybay_rf_exists(host, c, FILE_NAME, &exists);
+    char path[KEYBAY_ROOT_PATH_BYTES];
+    keybay_rf_path(c, FILE_NAME, path, sizeof path);
+    if (s == KEYBAY_OK && exists) s = fail(host, KEYBAY_ERR_ROOT_EXISTS, "%s already exists; refusing to overwrite it", path);
+    if (s != KEYBAY_OK) return s;
+    tpm t;
+    if ((s = tpm_open(host, &t)) != KEYBAY_OK) return s;
+    root_file *f = sodium_malloc(sizeof *f);
+    TPM2B_SENSITIVE_CREATE *sensitive = sodium_malloc(sizeof *sensitive);
+    ESYS_TR primary = ESYS_TR_NONE, trial = ESYS_TR_NONE;
+    if (!f || !sensitive) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory creating the tpm2 root");
+    TPM2B_PUBLIC template = { .publicArea = {
+        .type = TPM2_ALG_KEYEDHASH,
+        .nameAlg = TPM2_ALG_SHA256,
+        .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_NODA | (pcrs ? 0 : TPMA_OBJECT_USERWITHAUTH),
+        .parameters.keyedHashDetail.scheme = { .scheme = TPM2_ALG_NULL },
+    } };
+    if (s == KEYBAY_OK && pcrs) {
+        s = pcr_session(host, &t, TPM2_SE_TRIAL, pcrs, &trial);
+        TPM2B_DIGEST *policy = NULL;
+        TSS2_RC rc;
+        if (s == KEYBAY_OK && (rc = T(Esys_PolicyGetDigest)(t.esys, trial, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &policy)) != TSS2_RC_SUCCESS)
+            s = tpm_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "cannot compute the PCR policy");
+        if (s == KEYBAY_OK) template.publicArea.authPolicy = *policy;
+        if (policy) T(Esys_Free)(policy);
+        flush(&t, &trial);
+    }
+    if (s == KEYBAY_OK) s = create_primary(host, &t, &primary);
+    if (s == KEYBAY_OK) {
+        memset(f, 0, sizeof *f);
+        memset(sensitive, 0, sizeof *sensitive);
+        sensitive->sensitive.data.size = ROOT_KEY_BYTES;
+        randombytes_buf(sensitive->sensitive.data.buffer, ROOT_KEY_BYTES);
+        TPM2B_DATA outside = { 0 };
+        TPML_PCR_SELECTION none = { 0 };
+        TPM2B_PRIVATE *private = NULL;
+        TPM2B_PUBLIC *public = NULL;
+        TSS2_RC rc = T(Esys_Create)(t.esys, primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, sensitive, &template, &outside, &none,
+                                    &private, &public, NULL, NULL, NULL);
+        sodium_memzero(sensitive, sizeof *sensitive);
+        if (rc != TSS2_RC_SUCCESS) s = tpm_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "cannot seal the root key");
+        else { f->private = *private; f->public = *public; f->pcrs = pcrs; }
+        if (private) T(Esys_Free)(private);
+        if (public) T(Esys_Free)(public);
+    }
+    flush(&t, &primary);
+    int counter = 0;
+    if (s == KEYBAY_OK && (s = define_counter(host, &t, c, f)) == KEYBAY_OK) counter = 1;
+    if (s == KEYBAY_OK) s = encode_file(host, f);
+    if (s == KEYBAY_OK) s = keybay_rf_create(host, c, FILE_NAME, f->bytes, f->length);
+    if (s == KEYBAY_OK && !buffer_alloc(state_out, STATE_BYTES)) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    if (s == KEYBAY_OK) provider_state(f, c->storage_domain, state_out->data);
+    else if (counter) undefine_counter(&t, f); /* nothing names it: do not leave it behind */
+    if (f) sodium_free(f);
+    if (sensitive) sodium_free(sensitive);
+    tpm_close(&t);
+    return s;
+}
+
+static keybay_status root_create(const keybay_host *host, const keybay_root_context *c, keybay_buffer *state_out) {
+    return root_create_with_options(host, c, NULL, 0, state_out);
+}
+
+/* Opens the TPM, reads the root file (checked against `state`) and unseals the root key. */
+static keybay_status with_root_key(const keybay_host *host, const keybay_root_context *c, const uint8_t *state, size_t state_length,
+                                   tpm *t, root_file **f, uint8_t **key) {
+    *f = NULL;
+    *key = NULL;
+    keybay_status s = tpm_open(host, t);
+    if (s != KEYBAY_OK) return s;
+    char path[KEYBAY_ROOT_PATH_BYTES];
+    keybay_rf_path(c, FILE_NAME, path, sizeof path);
+    *f = sodium_malloc(sizeof **f);
+    *key = sodium_malloc(ROOT_KEY_BYTES);
+    if (!*f || !*key) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    if (s == KEYBAY_OK) s = load_file(host, c, state, state_length, *f);
+    if (s == KEYBAY_OK) s = unseal_root(host, t, *f, path, *key);
+    return s;
+}
+
+static void release(tpm *t, root_file *f, uint8_t *key) {
+    if (f) sodium_free(f);
+    if (key) sodium_free(key);
+    tpm_close(t);
+}
+
+static keybay_status root_seal(const keybay_host *host, const keybay_root_context *c, const uint8_t *state, size_t state_length,
+                               const uint8_t *plaintext, size_t plaintext_length, const uint8_t *aad, size_t aad_length,
+                               keybay_buffer *sealed_out) {
+    if (plaintext_length == 0) return fail(host, KEYBAY_ERR_INTERNAL, "refusing to seal an empty key package");
+    tpm t;
+    root_file *f;
+    uint8_t *key;
+    keybay_status s = with_root_key(host, c, state, state_length, &t, &f, &key);
+    size_t length = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + plaintext_length + crypto_aead_xchacha20poly1305_ietf_ABYTES;
+    if (s == KEYBAY_OK && !buffer_alloc(sealed_out, length)) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    if (s == KEYBAY_OK) {
+        uint8_t *nonce = sealed_out->data;
+        randombytes_buf(nonce, crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
+        unsigned long long written = 0;
+        crypto_aead_xchacha20poly1305_ietf_encrypt(nonce + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, &written, plaintext,
+                                                   plaintext_length, aad, aad_length, NULL, nonce, key);
+    }
+    release(&t, f, key);
+    return s;
+}
+
+static keybay_status root_open_with_floor(const keybay_host *host, const keybay_root_context *c, const uint8_t *state,
+                                          size_t state_length, const uint8_t *sealed, size_t sealed_length, const uint8_t *aad,
+                                          size_t aad_length, keybay_buffer *plaintext_out, uint64_t *floor_out) {
+    const size_t overhead = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + crypto_aead_xchacha20poly1305_ietf_ABYTES;
+    tpm t;
+    root_file *f;
+    uint8_t *key;
+    keybay_status s = with_root_key(host, c, state, state_length, &t, &f, &key);
+    ESYS_TR nv = ESYS_TR_NONE;
+    if (s == KEYBAY_OK) s = open_counter(host, &t, f, &nv);
+    if (s == KEYBAY_OK) s = read_floor(host, &t, f, nv, floor_out);
+    if (s == KEYBAY_OK && sealed_length <= overhead) s = fail(host, KEYBAY_ERR_INTEGRITY, "the sealed key package is too short for the tpm2 root");
+    if (s == KEYBAY_OK && !buffer_alloc(plaintext_out, sealed_length - overhead)) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    if (s == KEYBAY_OK) {
+        unsigned long long written = 0;
+        if (crypto_aead_xchacha20poly1305_ietf_decrypt(plaintext_out->data, &written, NULL, sealed + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES,
+                                                       sealed_length - crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, aad, aad_length, sealed, key) != 0) {
+            free_buffer(plaintext_out);
+            s = fail(host, KEYBAY_ERR_INTEGRITY, "the store's key package failed authentication with the tpm2 root (the store file was modified)");
+        }
+    }
+    if (nv != ESYS_TR_NONE) T(Esys_TR_Close)(t.esys, &nv);
+    release(&t, f, key);
+    return s;
+}
+
+static keybay_status root_open(const keybay_host *host, const keybay_root_context *c, const uint8_t *state, size_t state_length,
+                               const uint8_t *sealed, size_t sealed_length, const uint8_t *aad, size_t aad_length,
+                               keybay_buffer *plaintext_out) {
+    uint64_t floor;
+    return root_open_with_floor(host, c, state, state_length, sealed, sealed_length, aad, aad_length, plaintext_out, &floor);
+}
+
+/* Increments the counter until counter - base reaches `epoch` (never lowers it). */
+static keybay_status root_raise_floor(const keybay_host *host, const keybay_root_context *c, const uint8_t *state,
+                                      size_t state_length, uint64_t epoch) {
+    tpm t;
+    keybay_status s = tpm_open(host, &t);
+    if (s != KEYBAY_OK) return s;
+    root_file *f = sodium_malloc(sizeof *f);
+    if (!f) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    if (s == KEYBAY_OK) s = load_file(host, c, state, state_length, f);
+    ESYS_TR nv = ESYS_TR_NONE;
+    uint64_t floor = 0;
+    if (s == KEYBAY_OK) s = open_counter(host, &t, f, &nv);
+    if (s == KEYBAY_OK) s = read_floor(host, &t, f, nv, &floor);
+    if (s == KEYBAY_OK && epoch > floor && epoch - floor > MAX_INCREMENTS)
+        s = fail(host, KEYBAY_ERR_INTERNAL, "refusing to raise the rollback floor from %llu to %llu in one step",
+                 (unsigned long long)floor, (unsigned long long)epoch);
+    for (; s == KEYBAY_OK && floor < epoch; floor++) {
+        TSS2_RC rc = T(Esys_NV_Increment)(t.esys, nv, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE);
+        if (rc != TSS2_RC_SUCCESS) s = tpm_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "cannot increment the rollback counter");
+    }
+    if (nv != ESYS_TR_NONE) T(Esys_TR_Close)(t.esys, &nv);
+    if (f) sodium_free(f);
+    tpm_close(&t);
+    return s;
+}
+
+/* Undefines the counter (only if it is still the one the file names) and removes the file. A
+   TPM that is unreachable leaves both in place: reset can be run again once it is back. */
+static keybay_status root_reset(const keybay_host *host, const keybay_root_context *c) {
+    int exists = 0;
+    keybay_status s = keybay_rf_exists(host, c, FILE_NAME, &exists);
+    if (s != KEYBAY_OK || !exists) return s == KEYBAY_OK ? keybay_rf_remove(host, c, FILE_NAME) : s;
+    tpm t;
+    if ((s = tpm_open(host, &t)) != KEYBAY_OK) return s;
+    root_file *f = sodium_malloc(sizeof *f);
+    if (!f) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    /* A file that does not decode names no counter of ours: it is removed all the same. */
+    if (s == KEYBAY_OK && load_file(NULL, c, NULL, 0, f) == KEYBAY_OK) {
+        ESYS_TR nv;
+        keybay_status found = open_counter(host, &t, f, &nv);
+        if (found == KEYBAY_OK) {
+            TSS2_RC rc = T(Esys_NV_UndefineSpace)(t.esys, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE);
+            if (rc != TSS2_RC_SUCCESS) s = tpm_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "cannot remove the rollback counter");
+        } else if (found == KEYBAY_ERR_NOT_AVAILABLE) {
+            s = found;
+        }
+    }
+    if (s == KEYBAY_OK) s = keybay_rf_remove(host, c, FILE_NAME);
+    if (f) sodium_free(f);
+    tpm_close(&t);
+    return s;
+}
+
+static keybay_status copy_text(const keybay_host *host, const char *text, keybay_buffer *out) {
+    size_t n = strlen(text);
+    if (!buffer_alloc(out, n)) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    memcpy(out->data, text, n);
+    return KEYBAY_OK;
+}
+
+/* "<path> (sealed by the TPM at ...)": the file is enough, status needs no TPM access. */
+static keybay_status root_location(const keybay_host *host, const keybay_root_context *c, keybay_buffer *text_out) {
+    char where[300], path[KEYBAY_ROOT_PATH_BYTES], text[4600];
+    describe_tcti(where, sizeof where);
+    if (keybay_rf_path(c, FILE_NAME, path, sizeof path) < 0)
+        return fail(host, KEYBAY_ERR_IO, "the tpm2 root file's path under %.64s... is longer than PATH_MAX", c->state_home);
+    snprintf(text, sizeof text, "%s (sealed by %s)", path, where);
+    return copy_text(host, text, text_out);
+}
+
+static const char protection_note[] =
+    "tpm2 seals the platform key to this machine's TPM and keeps the rollback floor in a TPM counter: it protects against copied "
+    "files, backups, other users and any older copy of the store put back, not against other programs running as this user "
+    "while they can use the TPM";
+
+static keybay_status root_protection(const keybay_host *host, const keybay_root_context *c, keybay_buffer *text_out) {
+    (void)c;
+    return copy_text(host, protection_note, text_out);
+}
+
+static const keybay_option_spec option_specs[] = {
+    { "pcrs", "bind the root to PCRs of the SHA-256 bank at their current values, e.g. 7 (Secure Boot) or 0,7; a change "
+              "of any invalidates the root" },
+};
+
+static const keybay_plugin descriptor = {
+    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(keybay_plugin),
+    .id = "tpm2",
+    .name = "TPM 2.0 (sealed to this machine's TPM)",
+    .version = "1.0.0",
+    .kind = KEYBAY_KIND_ROOT,
+    .flags = KEYBAY_FLAG_NEEDS_DEVICE,
+    .options = option_specs,
+    .option_count = sizeof option_specs / sizeof option_specs[0],
+    .free_buffer = free_buffer,
+    .root_exists = root_exists,
+    .root_create = root_create,
+    .root_seal = root_seal,
+    .root_open = root_open,
+    .root_reset = root_reset,
+    .root_location_with_host = root_location,
+    .root_protection = root_protection,
+    .root_open_with_floor = root_open_with_floor,
+    .root_raise_floor = root_raise_floor,
+    .root_create_with_options = root_create_with_options,
+};
+
+__attribute__((visibility("default")))
+const keybay_plugin *keybay_plugin_entry_v1(void) {
+    if (sodium_init() < 0) return NULL;
+    return &descriptor;
+}

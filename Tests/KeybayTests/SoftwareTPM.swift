@@ -1,0 +1,124 @@
+import Foundation
+import Glibc
+import Testing
+
+/// A throwaway TPM 2.0: `swtpm` in socket mode on a free loopback port pair (commands on P,
+/// control on P+1), its state in a temporary directory, already started up (`startup-clear`).
+/// A fresh state directory is another machine's TPM. Stopped when released. A TPM that does not
+/// start throws: the tests that need one fail loudly, never skip.
+final class SoftwareTPM: @unchecked Sendable {
+    let stateDirectory: String
+    let port: UInt16
+    private let process: Process
+
+    /// The TCTI configuration for tpm2-tss (`KEYBAY_TPM2_TCTI`, `TPM2TOOLS_TCTI`).
+    var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
+
+    init() throws {
+        var template = Array("/tmp/keybay-swtpm-XXXXXX".utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw KeybayTestFailure("mkdtemp failed for the swtpm state")
+        }
+        stateDirectory = String(cString: made)
+        let swtpm = "/usr/bin/swtpm"
+        guard FileManager.default.isExecutableFile(atPath: swtpm) else {
+            throw KeybayTestFailure("\(swtpm) is missing: scripts/setup.sh installs swtpm (Debian: swtpm, swtpm-tools)")
+        }
+        var lastError = ""
+        for _ in 0..<8 {
+            let port = try Self.freePortPair()
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: swtpm)
+            p.arguments = ["socket", "--tpmstate", "dir=\(stateDirectory)", "--tpm2",
+                           "--server", "type=tcp,port=\(port),bindaddr=127.0.0.1",
+                           "--ctrl", "type=tcp,port=\(port + 1),bindaddr=127.0.0.1",
+                           "--flags", "not-need-init,startup-clear"]
+            let err = Pipe()
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = err
+            try p.run()
+            if Self.waitUntilListening(port: port, process: p) {
+                self.port = port
+                process = p
+                return
+            }
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            lastError = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        }
+        throw KeybayTestFailure("swtpm did not start on a loopback port: \(lastError)")
+    }
+
+    deinit {
+        // SIGKILL: swtpm keeps the signal mask it inherits, and a test runner's threads block
+        // SIGTERM. Its state is thrown away anyway.
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: stateDirectory)
+    }
+
+    /// Runs a tpm2-tools command against this TPM.
+    func tools(_ tool: String, _ arguments: String...) throws -> RunResult {
+        try run("/usr/bin/" + tool, arguments, environment: ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": tcti, "TSS2_LOG": "all+none"])
+    }
+
+    /// The 8-byte value of NV counter `index`.
+    func counter(_ index: UInt32) throws -> UInt64 {
+        let handle = "0x" + String(index, radix: 16)
+        let r = try tools("tpm2_nvread", handle, "-C", handle, "-s", "8")
+        guard r.status == 0, r.stdout.count == 8 else { throw KeybayTestFailure("tpm2_nvread \(handle): \(r.stderr)") }
+        return r.stdout.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// A port P such that P and P+1 are free on 127.0.0.1 now (the kernel picks P).
+    private static func freePortPair() throws -> UInt16 {
+        for _ in 0..<50 {
+            let first = try bindLoopback(0)
+            defer { close(first.fd) }
+            guard first.port < 65535, let second = try? bindLoopback(first.port + 1) else { continue }
+            close(second.fd)
+            return first.port
+        }
+        throw KeybayTestFailure("no free loopback port pair for swtpm")
+    }
+
+    private static func bindLoopback(_ port: UInt16) throws -> (fd: Int32, port: UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw KeybayTestFailure("socket: \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { close(fd); throw KeybayTestFailure("bind 127.0.0.1:\(port): \(errno)") }
+        return (fd, UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Polls until swtpm accepts connections on `port` (up to 10 s) or exits.
+    private static func waitUntilListening(port: UInt16, process: Process) -> Bool {
+        for _ in 0..<1000 {
+            guard process.isRunning else { return false }
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            close(fd)
+            if connected { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+}
+
+/// A test's own setup failed (a component did not start): the test fails with this message.
+struct KeybayTestFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,160 @@
+import Foundation
+import Glibc
+import Testing
+@testable import Keybay
+
+extension RootUnderTest {
+    /// The tpm2 root on `tpm`; its floor is the NV counter's value minus the base the root file records.
+    static func tpm2(_ tpm: SoftwareTPM) -> RootUnderTest {
+        RootUnderTest(name: "tpm2", environment: { $0.environment.merging(["KEYBAY_ROOT": "tpm2", "KEYBAY_TPM2_TCTI": tpm.tcti]) { $1 } },
+                      floor: { box in
+                          let file = try Tpm2Tests.rootFile(box)
+                          return try tpm.counter(file.nvIndex) - file.base
+                      })
+    }
+}
+
+/// The tpm2 root against a real TPM 2.0 emulator (swtpm on a loopback port, started per test).
+@Suite struct Tpm2Tests {
+    static func rootPath(_ box: Sandbox) -> String { box.stateHome + "/keybay/" + box.app + "/tpm2-root.sealed" }
+
+    /// The NV index and base the root file records (docs/format.md §12).
+    static func rootFile(_ box: Sandbox) throws -> (nvIndex: UInt32, base: UInt64) {
+        let file = try #require(readBytes(rootPath(box)))
+        try #require(file.count > 22 && Array(file[0..<6]) == Array("KBT2".utf8) + [0, 1])
+        return (UInt32(file[6..<10].reduce(0) { $0 << 8 | UInt64($1) }), file[10..<18].reduce(0) { $0 << 8 | UInt64($1) })
+    }
+
+    @Test func createOpenReadAndStatus() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox(), root = RootUnderTest.tpm2(tpm)
+        #expect(try root.cli(box, ["init"]).status == 0)
+        #expect(try root.cli(box, ["set", "k", "v"]).status == 0)
+        let got = try root.cli(box, ["get", "k"])
+        #expect(got.status == 0 && got.out == "v", "\(got.stderr)")
+        let status = try root.cli(box, ["status", "--json"])
+        #expect(status.out.contains("\"rootPlugin\":\"tpm2\"") && status.out.contains("\"state\":\"platform-only\"")
+                && status.out.contains(Self.rootPath(box)) && status.out.contains(tpm.tcti), "\(status.out)")
+        #expect(!exists(box.rootPath), "no file-root key next to a tpm2 root")
+        #expect(mode(Self.rootPath(box)) == 0o600)
+        let file = try Self.rootFile(box)
+        #expect(try tpm.counter(file.nvIndex) == file.base, "the counter starts at its base: floor 0")
+        #expect(try tpm.tools("tpm2_getcap", "handles-transient").out.isEmpty, "every transient object was flushed")
+        // tss2 is opened on the first TPM operation: status of a platform-only store needs none.
+        func mapsTSS(_ args: [String]) throws -> Bool {
+            var env = root.environment(box)
+            env["LD_DEBUG"] = "files"
+            return try run(cliPath, args, environment: env).stderr.contains("libtss2-esys.so.0")
+        }
+        #expect(try !mapsTSS(["status"]) && mapsTSS(["get", "k"]))
+    }
+
+    /// Another machine's TPM (a fresh swtpm state) cannot load the sealed root.
+    @Test func anotherMachinesTPMCannotOpenTheStore() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox()
+        #expect(try RootUnderTest.tpm2(tpm).cli(box, ["set", "k", "v"]).status == 0)
+        let store = readBytes(box.storePath)
+        let other = try SoftwareTPM()
+        let r = try RootUnderTest.tpm2(other).cli(box, ["get", "k"])
+        #expect(r.status == 1 && r.stderr.contains("[platform-key-invalidated]") && r.stderr.contains("another machine's TPM"), "\(r.stderr)")
+        #expect(readBytes(box.storePath) == store)
+        #expect(try RootUnderTest.tpm2(tpm).cli(box, ["get", "k"]).out == "v", "its own TPM still opens it")
+    }
+
+    /// What else invalidates the root or refuses the store: the counter undefined, the TPM
+    /// cleared (a new storage seed), the counter counted up by another process (locks out, never
+    /// lets an older copy in). Transient objects left by killed processes are flushed.
+    @Test func theTPMsOwnChangesAreRefusedAndLeftoversFlushed() throws {
+        let tpm = try SoftwareTPM(), root = RootUnderTest.tpm2(tpm)
+        let box = Sandbox()
+        #expect(try root.cli(box, ["set", "k", "v"]).status == 0)
+        let index = "0x" + String(try Self.rootFile(box).nvIndex, radix: 16)
+        for _ in 0..<3 { #expect(try tpm.tools("tpm2_createprimary", "-Q", "-C", "o", "-c", box.root + "/p.ctx").status == 0) }
+        #expect(try tpm.tools("tpm2_createprimary", "-Q", "-C", "o", "-c", box.root + "/p.ctx").status != 0, "the TPM's object memory is full")
+        let full = try root.cli(box, ["get", "k"])
+        #expect(full.status == 0 && full.out == "v", "leftovers are flushed: \(full.stderr)")
+        // The store is at epoch 1 (floor 0): two increments put the floor above it.
+        for _ in 0..<2 { #expect(try tpm.tools("tpm2_nvincrement", index, "-C", index).status == 0) }
+        let counted = try root.cli(box, ["get", "k"])
+        #expect(counted.status == 1 && counted.stderr.contains("[rolled-back]"), "\(counted.stderr)")
+        #expect(try tpm.tools("tpm2_nvundefine", index, "-C", "o").status == 0)
+        let undefined = try root.cli(box, ["get", "k"])
+        #expect(undefined.status == 1 && undefined.stderr.contains("[platform-key-invalidated]") && undefined.stderr.contains(index.dropFirst(2)), "\(undefined.stderr)")
+
+        let cleared = Sandbox()
+        #expect(try root.cli(cleared, ["set", "k", "v"]).status == 0)
+        #expect(try tpm.tools("tpm2_clear", "-c", "l").status == 0)
+        let r = try root.cli(cleared, ["get", "k"])
+        #expect(r.status == 1 && r.stderr.contains("[platform-key-invalidated]"), "\(r.stderr)")
+    }
+
+    /// `--opt pcrs=7`: extending PCR 7 (what a Secure Boot change does) invalidates the root.
+    @Test func aPCRBoundRootIsInvalidatedWhenThePCRChanges() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox(), root = RootUnderTest.tpm2(tpm)
+        let made = try root.cli(box, ["init", "--opt", "pcrs=7"])
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(try root.cli(box, ["set", "k", "v"]).status == 0 && root.cli(box, ["get", "k"]).out == "v")
+        #expect(try tpm.tools("tpm2_pcrextend", "7:sha256=" + String(repeating: "ab", count: 32)).status == 0)
+        let r = try root.cli(box, ["get", "k"])
+        #expect(r.status == 1 && r.stderr.contains("[platform-key-invalidated]") && r.stderr.contains("PCRs"), "\(r.stderr)")
+        let unbound = Sandbox(app: "com.example.unbound")
+        #expect(try root.cli(unbound, ["set", "k", "v"]).status == 0 && root.cli(unbound, ["get", "k"]).out == "v",
+                "a root without PCRs is not affected")
+        let bad = try root.cli(Sandbox(), ["init", "--opt", "pcrs=24"])
+        #expect(bad.status == 2 && bad.stderr.contains("pcrs=24"), "\(bad.stderr)")
+    }
+
+    /// The NV counter rises with each rotation (the floor is the new epoch) and never with records.
+    @Test func theCounterRisesWithRotationsOnly() throws {
+        let tpm = try SoftwareTPM()
+        try RollbackTests.recordWritesLeaveTheFloorAlone(.tpm2(tpm))
+    }
+
+    @Test func olderCopiesAreRefused() throws {
+        try RollbackTests.olderCopiesAreRefused(.tpm2(try SoftwareTPM()))
+    }
+
+    @Test func killedBetweenStoreAndFloorOpens() throws {
+        try RollbackTests.aKillBetweenStoreAndFloorLeavesAStoreThatOpens(.tpm2(try SoftwareTPM()), library: "libkeybay-tpm2.so")
+    }
+
+    @Test func pluginCheckPasses() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox()
+        let r = try run(cliPath, ["plugin-check", pluginDirectory + "/libkeybay-tpm2.so"],
+                        environment: box.environment.merging(["KEYBAY_TPM2_TCTI": tpm.tcti]) { $1 })
+        #expect(r.status == 0 && r.out.contains(" 0 failed") && !r.out.contains("FAIL") && r.out.contains("rollback floor"), "\(r.out)\(r.stderr)")
+        #expect(try tpm.tools("tpm2_getcap", "handles-nv-index").out.isEmpty, "plugin-check's reset undefined its counter")
+    }
+
+    /// reset removes the counter and the root file; a TPM that cannot be reached is root-unavailable.
+    @Test func resetRemovesTheCounterAndNoTPMIsRootUnavailable() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox(), root = RootUnderTest.tpm2(tpm)
+        #expect(try root.cli(box, ["init"]).status == 0)
+        #expect(try !tpm.tools("tpm2_getcap", "handles-nv-index").out.isEmpty)
+        #expect(try root.cli(box, ["reset", "--yes"]).status == 0)
+        #expect(try tpm.tools("tpm2_getcap", "handles-nv-index").out.isEmpty && !exists(Self.rootPath(box)))
+
+        // A TCTI that reaches nothing: refused, named, nothing created.
+        let nowhere = Sandbox()
+        var env = root.environment(nowhere)
+        env["KEYBAY_TPM2_TCTI"] = "swtpm:host=127.0.0.1,port=1"
+        let r = try run(cliPath, ["init"], environment: env)
+        #expect(r.status == 1 && r.stderr.contains("[root-unavailable]") && r.stderr.contains("KEYBAY_TPM2_TCTI=swtpm:host=127.0.0.1,port=1"), "\(r.stderr)")
+        #expect(!exists(nowhere.storePath) && !exists(Self.rootPath(nowhere)))
+        // tss2's default TCTI, with no TPM device here: the message names /dev/tpmrm0.
+        if !exists("/dev/tpmrm0") {
+            env["KEYBAY_TPM2_TCTI"] = nil
+            let d = try run(cliPath, ["init"], environment: env)
+            #expect(d.status == 1 && d.stderr.contains("[root-unavailable]") && d.stderr.contains("/dev/tpmrm0"), "\(d.stderr)")
+        }
+    }
+
+    /// Crash kills of enroll and remove on tpm2 (the store write, then the counter's increment).
+    /// Short by default; KEYBAY_CRASH_RUNS sets the count for the long run.
+    @Test func killedRotationsNeverTearTheStore() async throws {
+        let tpm = try SoftwareTPM(), box = Sandbox()
+        let runs = ProcessInfo.processInfo.environment["KEYBAY_CRASH_RUNS"].flatMap(Int.init) ?? 16
+        try await ProcessTests.killWriters(box, runs: runs, environment: RootUnderTest.tpm2(tpm).environment(box), rotationsOnly: true)
+        let file = try Self.rootFile(box)
+        #expect(try tpm.counter(file.nvIndex) >= file.base)
+    }
+}
