@@ -739,13 +739,18 @@ static keybay_status root_raise_floor(const keybay_host *host, const keybay_root
 }
 
 /* Undefines the counter (only if it is still the one the file names) and removes the file. A
-   TPM that is unreachable leaves both in place: reset can be run again once it is back. */
+   TPM that cannot be reached (another machine, no permission) does not keep reset from working:
+   the file goes, and the counter stays in that TPM (docs/security.md says how to remove it). */
 static keybay_status root_reset(const keybay_host *host, const keybay_root_context *c) {
     int exists = 0;
     keybay_status s = keybay_rf_exists(host, c, FILE_NAME, &exists);
     if (s != KEYBAY_OK || !exists) return s == KEYBAY_OK ? keybay_rf_remove(host, c, FILE_NAME) : s;
     tpm t;
-    if ((s = tpm_open(host, &t)) != KEYBAY_OK) return s;
+    if ((s = tpm_open(host, &t)) != KEYBAY_OK) {
+        if (s != KEYBAY_ERR_NOT_AVAILABLE) return s;
+        keybay_host_log(host, KEYBAY_LOG_ERROR, "tpm2 reset: the TPM cannot be reached; its rollback counter stays in it");
+        return keybay_rf_remove(host, c, FILE_NAME);
+    }
     root_file *f = sodium_malloc(sizeof *f);
     if (!f) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
     /* A file that does not decode names no counter of ours: it is removed all the same. */

@@ -71,13 +71,14 @@ import Testing
         // Kill anywhere from process start to about twice the time an uninterrupted write takes;
         // the window adapts as the store grows.
         let clock = ContinuousClock()
-        let timing = [UInt8](repeating: 1, count: rotationsOnly ? 100 : 200_000)
+        // The timed write is the kind the runs make: a large set, or (rotations only) an enroll.
+        let timing = [UInt8](repeating: 1, count: 200_000)
         writeBytes(valuePath, timing)
         let uninterrupted = clock.measure {
-            #expect(waitChild(spawnChild(writer, [box.app, "set", "timing"], environment: env, stdinPath: valuePath)).succeeded)
+            #expect(waitChild(spawnChild(writer, [box.app] + (rotationsOnly ? ["enroll"] : ["set", "timing"]), environment: env, stdinPath: valuePath)).succeeded)
         }
         var window = UInt32(uninterrupted.components.attoseconds / 1_000_000_000_000 + uninterrupted.components.seconds * 1_000_000) * 2
-        model.records["timing"] = timing
+        if rotationsOnly { model.methods += 1 } else { model.records["timing"] = timing }
         for i in 0..<runs {
             var after = model
             var arguments: [String]
@@ -105,11 +106,14 @@ import Testing
             #expect(pipe(&report) == 0)
             let pid = spawnChild(writer, [box.app] + arguments, environment: env, stdinPath: valuePath, stdout: report[1])
             close(report[1])
-            usleep(UInt32.random(in: 0...window, using: &rng))
+            var began: UInt8 = 0
+            // Rotations only: the kill lands after the store is open (opening on a TPM takes most
+            // of a run), anywhere in the rotation's store write and floor write.
+            let reported = rotationsOnly && read(report[0], &began, 1) == 1
+            usleep(UInt32.random(in: 0...(rotationsOnly ? window / 2 : window), using: &rng))
             kill(pid, SIGKILL)
             let outcome = waitChild(pid)
-            var began: UInt8 = 0
-            let writeBegan = read(report[0], &began, 1) == 1 && began == UInt8(ascii: "w")
+            let writeBegan = (reported || read(report[0], &began, 1) == 1) && began == UInt8(ascii: "w")
             close(report[0])
             byOperation[arguments[0], default: 0] += 1
             // Before anything opens the store: a staging file only after a killed write.

@@ -146,13 +146,20 @@ extension RootUnderTest {
             let d = try run(cliPath, ["init"], environment: env)
             #expect(d.status == 1 && d.stderr.contains("[root-unavailable]") && d.stderr.contains("/dev/tpmrm0"), "\(d.stderr)")
         }
+        // A store whose TPM is gone for good can still be reset (the counter stays in that TPM).
+        #expect(try root.cli(box, ["set", "k", "v"]).status == 0)
+        env = root.environment(box)
+        env["KEYBAY_TPM2_TCTI"] = "swtpm:host=127.0.0.1,port=1"
+        #expect(try run(cliPath, ["get", "k"], environment: env).stderr.contains("[root-unavailable]"))
+        let reset = try run(cliPath, ["reset", "--yes"], environment: env)
+        #expect(reset.status == 0 && !exists(Self.rootPath(box)) && !exists(box.storePath), "\(reset.stderr)")
     }
 
     /// Crash kills of enroll and remove on tpm2 (the store write, then the counter's increment).
     /// Short by default; KEYBAY_CRASH_RUNS sets the count for the long run.
     @Test func killedRotationsNeverTearTheStore() async throws {
         let tpm = try SoftwareTPM(), box = Sandbox()
-        let runs = ProcessInfo.processInfo.environment["KEYBAY_CRASH_RUNS"].flatMap(Int.init) ?? 16
+        let runs = ProcessInfo.processInfo.environment["KEYBAY_CRASH_RUNS"].flatMap(Int.init) ?? 24
         try await ProcessTests.killWriters(box, runs: runs, environment: RootUnderTest.tpm2(tpm).environment(box), rotationsOnly: true)
         let file = try Self.rootFile(box)
         #expect(try tpm.counter(file.nvIndex) >= file.base)
