@@ -141,6 +141,7 @@ _keybay_methods() {
                 local plugin=""
                 [[ "$command" == enroll ]] && plugin="${positionals[0]}"
                 [[ "$command" == benchmark ]] && plugin="${positionals[0]:-passphrase}"
+                [[ "$command" == init ]] && plugin="${KEYBAY_ROOT:-file-root}"
                 COMPREPLY=($(compgen -W "$(_keybay_methods_opt_names "$plugin")" -- "$cur"))
                 compopt -o nospace 2>/dev/null ;;
         esac
@@ -153,7 +154,7 @@ _keybay_methods() {
             set) opts+=" --stdin" ;;
             reset) opts+=" --yes" ;;
             enroll|change) opts+=" --label --opt" ;;
-            benchmark) opts+=" --opt" ;;
+            benchmark|init) opts+=" --opt" ;;
             plugin-check) opts+=" --opt --wrong-opt" ;;
             list) opts+=" --describe" ;;
         esac
