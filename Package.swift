@@ -30,6 +30,7 @@ let package = Package(
         .library(name: "keybay-fido2", type: .dynamic, targets: ["KeybayFido2"]),
         .library(name: "keybay-recovery", type: .dynamic, targets: ["KeybayRecovery"]),
         .library(name: "keybay-tpm2", type: .dynamic, targets: ["KeybayTPM2"]),
+        .library(name: "keybay-secret-service", type: .dynamic, targets: ["KeybaySecretService"]),
         .library(name: "KeybayPluginKit", targets: ["KeybayPluginKit"]),
         // Plugins for tests only, built as libkeybaytest-<name>.so: not a plugin file name, so the
         // CLI in the build directory (which searches its own directory) never lists them. The
@@ -88,6 +89,10 @@ let package = Package(
         // use to draw the key as a QR code, and does without when it is missing.
         .target(name: "KeybayRecovery", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/recovery", publicHeadersPath: ".",
                 linkerSettings: cPluginLinking),
+        // secret-service: the desktop keyring as platform root. It declares the few libsecret and
+        // GLib types it uses and links neither: it opens libsecret-1.so.0 on first use.
+        .target(name: "KeybaySecretService", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/secret-service",
+                publicHeadersPath: ".", linkerSettings: cPluginLinking),
 
         // The Swift kit for plugin authors, and a test plugin written with it.
         .target(name: "KeybayPluginKit", dependencies: ["CKeybayPlugin"]),

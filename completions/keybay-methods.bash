@@ -10,14 +10,14 @@
 # The helper calls pass on the --app and --plugin-dir options already on the command line and
 # never prompt (--no-input, standard input from /dev/null, errors discarded).
 
-_keybay_methods_commands="status init get set rm keys list plugins enroll change remove verify benchmark plugin-check reset help"
-_keybay_methods_globals="--app --json --method --passphrase-fd --pin-fd --recovery-key-fd --new-passphrase-fd --new-pin-fd --no-input --plugin-dir --help"
+_keybay_methods_commands="status init get set rm keys list plugins enroll change remove verify benchmark plugin-check root reset help"
+_keybay_methods_globals="--app --json --method --passphrase-fd --pin-fd --recovery-key-fd --new-passphrase-fd --new-pin-fd --no-input --plugin-dir --root --help"
 _keybay_methods_passphrase_opts="memory-kib= iterations= lanes= target-ms="
 
 # Options that take a value (the next word, or after '=').
 _keybay_methods_takes_value() {
     case "$1" in
-        --app|--plugin-dir|--method|--passphrase-fd|--pin-fd|--recovery-key-fd|--new-passphrase-fd|--new-pin-fd|--label|--opt|--wrong-opt) return 0 ;;
+        --app|--plugin-dir|--method|--root|--passphrase-fd|--pin-fd|--recovery-key-fd|--new-passphrase-fd|--new-pin-fd|--label|--opt|--wrong-opt) return 0 ;;
     esac
     return 1
 }
@@ -32,6 +32,14 @@ _keybay_methods_plugin_ids() {
     _keybay_methods_run plugins --json \
         | sed -e 's/},{/}\n{/g' \
         | grep '"kind":"method"' \
+        | sed -n 's/.*"id":"\([a-z0-9._-]*\)".*/\1/p'
+}
+
+# Root plugin ids, one per line, from `plugins --json`.
+_keybay_methods_root_ids() {
+    _keybay_methods_run plugins --json \
+        | sed -e 's/},{/}\n{/g' \
+        | grep '"kind":"root"' \
         | sed -n 's/.*"id":"\([a-z0-9._-]*\)".*/\1/p'
 }
 
@@ -137,6 +145,8 @@ _keybay_methods() {
                 COMPREPLY=($(compgen -W "$(_keybay_methods_app_ids)" -- "$cur")) ;;
             --method)
                 COMPREPLY=($(compgen -W "$(_keybay_methods_method_ids)" -- "$cur")) ;;
+            --root)
+                COMPREPLY=($(compgen -W "$(_keybay_methods_root_ids) auto" -- "$cur")) ;;
             --opt)
                 local plugin=""
                 [[ "$command" == enroll ]] && plugin="${positionals[0]}"
@@ -167,6 +177,13 @@ _keybay_methods() {
         return 0
     fi
 
+    if [[ "$command" == root ]]; then
+        case ${#positionals[@]} in
+            0) COMPREPLY=($(compgen -W "move" -- "$cur")) ;;
+            1) COMPREPLY=($(compgen -W "$(_keybay_methods_root_ids) auto" -- "$cur")) ;;
+        esac
+        return 0
+    fi
     (( ${#positionals[@]} == 0 )) || return 0
     case "$command" in
         enroll|benchmark)

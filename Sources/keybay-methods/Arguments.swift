@@ -9,6 +9,8 @@ struct Arguments {
     /// `--new-passphrase-fd`, `--new-pin-fd` the new secret of `change` (and of `enroll`, where the
     /// unlock descriptors answer it too).
     var secretFDs = SecretDescriptors()
+    /// `--root ID|auto`: the root for a new store; an existing store on another root is refused.
+    var root: String?
     var command: String?
     var positionals: [String] = []
     /// The positionals as given (bytes); `set KEY VALUE` stores the value from here.
@@ -27,13 +29,13 @@ struct Arguments {
     struct UsageError: Error { let message: String }
 
     /// Options that take a value, global or per command.
-    static let valueOptions = Set(["--app", "--plugin-dir", "--method", "--label", "--opt", "--wrong-opt"]).union(SecretDescriptors.options)
+    static let valueOptions = Set(["--app", "--plugin-dir", "--method", "--root", "--label", "--opt", "--wrong-opt"]).union(SecretDescriptors.options)
     static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--describe", "--help", "-h"]
     /// The command options each command accepts (globals are accepted everywhere).
     static let commandOptions: [String: Set<String>] = [
         "status": [], "init": ["--opt"], "get": [], "set": ["--stdin"], "rm": [], "keys": [], "reset": ["--yes"], "help": [],
         "list": ["--describe"], "plugins": [], "enroll": ["--label", "--opt"], "change": ["--label", "--opt"], "remove": [], "verify": [], "benchmark": ["--opt"],
-        "plugin-check": ["--opt", "--wrong-opt"],
+        "plugin-check": ["--opt", "--wrong-opt"], "root": ["--opt"],
     ]
 
     /// Parses arguments given as bytes. An option, its value, the command or a positional that
@@ -113,6 +115,7 @@ struct Arguments {
         case "--app": app = value
         case "--plugin-dir": pluginDirectories.append(value)
         case "--method": method = value
+        case "--root": root = value
         case _ where SecretDescriptors.options.contains(name):
             guard let fd = Int32(value), fd >= 0 else { throw UsageError(message: "\(name) takes a file descriptor number") }
             secretFDs.set(name, fd)
@@ -182,6 +185,9 @@ commands:
                       conformance run for a plugin: descriptor, probe, enroll/unwrap round
                       trip, wrong and missing secrets, malformed parameters, buffers;
                       --wrong-opt enrolls a second credential (a method that asks for none)
+  root move ROOT [--opt NAME=VALUE ...]
+                      move the store to another platform root (file-root, secret-service, auto):
+                      one atomic re-seal, then the old root is removed
   reset --yes         remove the store and its platform root, losing every record
 
 global options (before or after the command):
@@ -195,6 +201,10 @@ global options (before or after the command):
                       the new secret for change (and enroll) from descriptor N
   --no-input          never prompt (a needed secret gives exit 4)
   --plugin-dir DIR    look for plugins in DIR first (repeatable)
+  --root ID|auto      the platform root of a new store (default: $KEYBAY_ROOT, else file-root;
+                      auto: secret-service when a Secret Service answers, else file-root); an
+                      existing store always opens with its own root, and a different --root is
+                      refused (exit 2)
 
 exit codes: 0 success; 1 authentication, integrity, state or I/O failure;
             2 usage or invalid input; 3 record not found; 4 interaction needed but not allowed

@@ -55,6 +55,7 @@ enum Command {
         case "verify": return try verify(c)
         case "benchmark": return try benchmark(c)
         case "plugin-check": return try pluginCheck(c)
+        case "root": return try root(c)
         case "reset": return try reset(c)
         default: throw Arguments.UsageError(message: "unknown command '\(command)'")
         }
@@ -70,10 +71,12 @@ enum Command {
         try a.expect([])
         var config = try configuration(a)
         config.rootOptions = Dictionary(a.options, uniquingKeysWith: { $1 })
-        let session = try KeybayStore.initialize(config)
+        let session = try KeybayStore.initialize(config, interaction: c.interaction)
         session.close()
-        a.json ? Output.line(JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath))])))
-               : Output.line("initialized a platform-only store at \(config.storePath)")
+        let root = try KeybayStore.status(config).rootPlugin
+        a.json ? Output.line(JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath)),
+                                                  ("rootPlugin", .string(root))])))
+               : Output.line("initialized a platform-only store at \(config.storePath) on the root \(root)")
         return Exit.success
     }
 
@@ -330,6 +333,29 @@ enum Command {
         return count(.fail) == 0 ? Exit.success : Exit.failure
     }
 
+    /// `root move ROOT`: the store (unlocked with a method if it is protected) re-sealed under
+    /// another root, then the old root removed.
+    static func root(_ c: Context) throws -> Int32 {
+        let a = c.a
+        try a.expect(["move", "ROOT"])
+        guard a.positionals[0] == "move" else { throw Arguments.UsageError(message: "unknown root command '\(a.positionals[0])' (root move ROOT)") }
+        let target = a.positionals[1]
+        guard target == KeybayConfiguration.automaticRoot || KeybayPluginSearch.isValidPluginID(target) else {
+            throw Arguments.UsageError(message: "'\(target)' is not a root plugin id (file-root, secret-service, auto, ...)")
+        }
+        var moving = a
+        moving.root = nil // the store opens with its own root; the target is the argument
+        let session = try unlock(moving, c.interaction, createIfAbsent: false)
+        let from = session.configuration
+        let left = try session.moveRoot(to: target, options: Dictionary(a.options, uniquingKeysWith: { $1 }))
+        let status = try KeybayStore.status(from)
+        if let left { Output.error("warning: the store moved, but its old root at \(left) could not be removed; remove it by hand") }
+        a.json ? Output.line(JSON.render(.object([("rootPlugin", .string(status.rootPlugin)), ("rootLocation", .string(status.rootLocation)),
+                                                  ("oldRootRemoved", .bool(left == nil))])))
+               : Output.line("moved \(status.storePath) to the root \(status.rootPlugin) at \(status.rootLocation)")
+        return Exit.success
+    }
+
     static func reset(_ c: Context) throws -> Int32 {
         let a = c.a
         try a.expect([])
@@ -353,7 +379,15 @@ enum Command {
         }
         var config = try KeybayConfiguration(applicationID: app)
         config.pluginSearch = search(a)
-        if let root = getenv("KEYBAY_ROOT").map({ String(cString: $0) }), !root.isEmpty { config.rootPlugin = root }
+        if let root = a.root ?? getenv("KEYBAY_ROOT").map({ String(cString: $0) }), !root.isEmpty {
+            guard root == KeybayConfiguration.automaticRoot || KeybayPluginSearch.isValidPluginID(root) else {
+                throw Arguments.UsageError(message: "'\(root)' is not a root plugin id (file-root, secret-service, auto, ...)")
+            }
+            config.rootPlugin = root
+        }
+        // An explicit --root that disagrees with an existing store is refused; $KEYBAY_ROOT only
+        // chooses the root of new stores.
+        config.requireRootPlugin = a.root != nil
         return config
     }
 

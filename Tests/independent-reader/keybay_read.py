@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""Independent reader for the Keybay V2 store format, file-root: suite 1 (platform-only policy)
-and suite 2 (method-protected; the `passphrase` method only).
+"""Independent reader for the Keybay V2 store format, on the file-root or secret-service root:
+suite 1 (platform-only policy) and suite 2 (method-protected; the `passphrase` method only).
 
 Written from docs/format.md alone (no reference to the Swift implementation). Section
 numbers in comments refer to that document. HPKE (RFC 9180) and DeriveKeyPair are implemented
 here from the RFC; only X25519, ChaCha20-Poly1305, XChaCha20-Poly1305 (libsodium) and
 Argon2id (libargon2) come from C libraries, through ctypes.
 
-    keybay_read.py --app APP --root ROOTFILE --store STOREFILE [--key KEY]
+    keybay_read.py --app APP (--root ROOTFILE | --root-secret FILE) --store STOREFILE [--key KEY]
                    [--passphrase-file FILE] [--method METHOD-ID]
+
+--root is a file-root root file (§3); --root-secret holds the secret of a secret-service
+keyring item (§4.2: 32 or 40 bytes). The store's provider state says which root it needs (§4.1).
     keybay_read.py --self-test
 
 Exit codes: 0 ok, 1 spec violation / I/O failure / wrong passphrase / store is protected,
@@ -309,16 +312,35 @@ def parse_root_file(data: bytes):
     return root, floor
 
 
-def storage_domain(app: str) -> bytes:
+def storage_domain(app: str, root_id: str = "file-root") -> bytes:
     """§4: SHA-256("keybay:v2:storage-domain" | 0x00 | LP(identity) | LP([assurance]) | LP(profile) | LP(location))."""
     a = app.encode("utf-8")
-    return sha256(transcript("keybay:v2:storage-domain", a, b"\x01", b"file-root",
+    return sha256(transcript("keybay:v2:storage-domain", a, b"\x01", root_id.encode("ascii"),
                              b"keybay/" + a + b"/"))
 
 
-def provider_state(domain: bytes, root: bytes) -> bytes:
-    """§4: plain concatenation after the 0x00, no length prefixes."""
-    return sha256(b"keybay:v2:s1:provider-state:file-root\x00" + domain + root)
+def provider_state(domain: bytes, root: bytes, root_id: str = "file-root") -> bytes:
+    """§4 / §4.2: plain concatenation after the 0x00, no length prefixes."""
+    return sha256(b"keybay:v2:s1:provider-state:" + root_id.encode("ascii") + b"\x00" + domain + root)
+
+
+KNOWN_ROOTS = ("file-root", "secret-service")
+
+
+def root_of(ps: bytes):
+    """§4.1: (root id, that root's own provider state) from the bootstrap's provider state."""
+    if len(ps) == 32:
+        return "file-root", ps
+    r = Reader(ps, "provider state")
+    id_len = r.u8()
+    rid = r.take(id_len)
+    if id_len == 0 or not PLUGIN_ID_RE.match(rid) or rid == b"file-root":
+        raise FormatError("provider state names no root")
+    state = r.take(r.u8())
+    if 2 + id_len + len(state) == 32 and r.take(1) != b"\x00":
+        raise FormatError("provider state: the padding byte is not 0x00")
+    r.finish()
+    return rid.decode("ascii"), state
 
 
 def bootstrap_core(ps: bytes, suite: int = 1) -> bytes:
@@ -549,16 +571,26 @@ def read_limited(path: str, limit: int, what: str) -> bytes:
     return data
 
 
-def open_store(app: str, root_path: str, store_path: str, passphrase=None, method_id=None):
+def open_store(app: str, root_path, store_path: str, passphrase=None, method_id=None, root_secret_path=None):
     # 1. read both files, refusing oversized ones before reading.
-    root_data = read_limited(root_path, max(ROOT_FILE_LEN.values()), "root file")
+    if root_secret_path is not None:
+        root_data, kind = read_limited(root_secret_path, 40, "root secret"), "secret-service"
+    else:
+        root_data, kind = read_limited(root_path, max(ROOT_FILE_LEN.values()), "root file"), "file-root"
     data = read_limited(store_path, MAX_STORE_FILE, "store file")
-    return open_store_bytes(app, root_data, data, passphrase, method_id)
+    return open_store_bytes(app, root_data, data, passphrase, method_id, kind)
 
 
-def open_store_bytes(app: str, root_data: bytes, data: bytes, passphrase=None, method_id=None):
-    """§6 (and §10 for suite 2). Returns (keys, open_record, info)."""
-    root, floor = parse_root_file(root_data)
+def open_store_bytes(app: str, root_data: bytes, data: bytes, passphrase=None, method_id=None, root_kind="file-root"):
+    """§6 (and §10 for suite 2). Returns (keys, open_record, info). root_data is a root file
+    (§3) for file-root, the item's secret (§4.2: root(32), or root(32) | floor:u64) for secret-service."""
+    if root_kind == "file-root":
+        root, floor = parse_root_file(root_data)
+    elif len(root_data) not in (32, 40):
+        raise FormatError(f"root secret: length {len(root_data)}, expected 32 or 40")
+    else:
+        root = root_data[:32]
+        floor = struct.unpack(">Q", root_data[32:])[0] if len(root_data) == 40 else 0
     if len(data) > MAX_STORE_FILE:
         raise FormatError(f"store file: size {len(data)} exceeds limit {MAX_STORE_FILE}")
     # 2. bootstrap and layout (§5, in the listed order).
@@ -590,10 +622,16 @@ def open_store_bytes(app: str, root_data: bytes, data: bytes, passphrase=None, m
     region, sealed_man = data[pkg_end:man_start], data[man_start:len(data) - 4]
     if suite == 1 and method_id is not None:
         raise FormatError("store is platform-only (suite 1): it has no method to select")
-    # 3. storage domain and provider state, constant-time compare BEFORE any decryption.
-    #    (§4 defines one provider-state label; §10's table does not list it, so both suites use it.)
-    domain = storage_domain(app)
-    if not hmac.compare_digest(provider_state(domain, root), ps):
+    # 3. the root the provider state names (§4.1), the storage domain with it as the profile, and
+    #    its provider state, constant-time compare BEFORE any decryption. (§10's table does not
+    #    list the provider-state label, so both suites use it.)
+    root_id, own_state = root_of(ps)
+    if root_id not in KNOWN_ROOTS:
+        raise FormatError(f"store is on the root {root_id!r}, which this reader does not know")
+    if root_id != root_kind:
+        raise FormatError(f"store is on the root {root_id}, but a {root_kind} root was given")
+    domain = storage_domain(app, root_id)
+    if not hmac.compare_digest(provider_state(domain, root, root_id), own_state):
         raise FormatError("provider state mismatch: platform key invalidated "
                           "(root does not belong to this store)")
     # 4. open and decode the key package (root-sealed in both suites).
@@ -834,6 +872,7 @@ def read_passphrase_file(path: str) -> bytes:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Independent Keybay V2 store reader (suite 1 and suite 2 / passphrase)")
     ap.add_argument("--app"); ap.add_argument("--root"); ap.add_argument("--store")
+    ap.add_argument("--root-secret", metavar="FILE", help="the secret of a secret-service item (32 or 40 bytes)")
     ap.add_argument("--key"); ap.add_argument("--self-test", action="store_true")
     ap.add_argument("--passphrase-file", metavar="FILE")
     ap.add_argument("--method", metavar="METHOD-ID", help="32 hex digits")
@@ -842,8 +881,8 @@ def main(argv=None) -> int:
         if args.self_test:
             self_test()
             return 0
-        if not (args.app and args.root and args.store):
-            ap.error("--app, --root and --store are required")
+        if not (args.app and (args.root is None) != (args.root_secret is None) and args.store):
+            ap.error("--app, --store and one of --root and --root-secret are required")
         if not APP_RE.match(args.app.encode("utf-8")):
             ap.error(f"invalid application id {args.app!r}")
         method_id = None
@@ -856,7 +895,7 @@ def main(argv=None) -> int:
             passphrase = read_passphrase_file(args.passphrase_file)
             if not 1 <= len(passphrase) <= MAX_PASSPHRASE:
                 ap.error(f"the passphrase must be 1..{MAX_PASSPHRASE} bytes")
-        keys, open_record, _info = open_store(args.app, args.root, args.store, passphrase, method_id)
+        keys, open_record, _info = open_store(args.app, args.root, args.store, passphrase, method_id, args.root_secret)
         if args.key is not None:
             k = args.key.encode("utf-8")
             if k not in keys:

@@ -7,11 +7,19 @@ public struct KeybayConfiguration: Sendable, Equatable {
     public let applicationID: String
     public let dataHome: String
     public let stateHome: String
-    /// The root plugin that seals the store's key package.
+    /// The root plugin that seals a **new** store's key package: a plugin id, or `auto`
+    /// (`secret-service` when a Secret Service answers, else `file-root`), decided once, when the
+    /// store is created. An existing store always opens with the root it was created with, which
+    /// its bootstrap names (`KeybayStatus.rootPlugin`); `KeybayStore.moveRoot` moves it.
     public var rootPlugin: String = "file-root"
     /// Options for creating the root, when this configuration creates the store (`init --opt`),
     /// e.g. `["pcrs": "7"]` for `tpm2`. A root that takes none refuses any (`.invalidArgument`).
     public var rootOptions: [String: String] = [:]
+    /// Refuse (`.invalidArgument`) to open or initialise an existing store whose root is not
+    /// `rootPlugin` (the CLI's explicit `--root`), instead of opening it with its own root.
+    public var requireRootPlugin = false
+    /// The `rootPlugin` value that picks a root when the store is created.
+    public static let automaticRoot = "auto"
     /// Where plugins are looked for; `allowExternal = false` limits it to the installation.
     public var pluginSearch = KeybayPluginSearch()
 

@@ -14,7 +14,7 @@ public struct KeybayPluginInfo: Sendable {
     public let options: [(name: String, help: String)]
     /// The plugin says its method needs hardware to be present (a security key).
     public let needsDevice: Bool
-    /// Usable here (a method's probe said so; a root is always usable once loaded).
+    /// Usable here (its probe said so; a root without a probe is usable once loaded).
     public var available: Bool { reason == nil }
 
     init(_ plugin: LoadedPlugin, path: String, reason: String?) {
@@ -33,7 +33,7 @@ public enum KeybayPlugins {
         try PluginLoader.discover(search: search).map { found in
             do {
                 let plugin = try PluginLoader.load(id: found.id, kind: nil, search: search)
-                return KeybayPluginInfo(plugin, path: found.path, reason: plugin.isRoot ? nil : plugin.probe())
+                return KeybayPluginInfo(plugin, path: found.path, reason: plugin.probe())
             } catch {
                 return KeybayPluginInfo(refused: found.id, path: found.path, reason: (error as? KeybayError)?.message ?? "\(error)")
             }

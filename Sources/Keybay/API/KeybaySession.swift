@@ -103,6 +103,24 @@ public final class KeybaySession: Sendable {
         try write { snapshot in snapshot.entries.isEmpty ? nil : [] }
     }
 
+    /// Moves the store to the root `rootPlugin` (a plugin id, or `auto`): one atomic re-seal
+    /// under the new root (methods and records kept; a fresh store key and the next epoch, as
+    /// for any change of methods), then the old root is removed, only once the new store is
+    /// durable and has read back and authenticated. A kill at any moment leaves a store that
+    /// opens with the old root or the new one. `options` go to the new root as it is created
+    /// (`tpm2`: `pcrs`). The session is closed afterwards (its keys are
+    /// the old generation's): open the store again. Returns the old root's location when it
+    /// could not be removed (the store has moved all the same).
+    @discardableResult
+    public func moveRoot(to rootPlugin: String, options: [String: String] = [:]) throws -> String? {
+        defer { close() }
+        let generation = try current.withLock { generation -> Generation in
+            guard let g = generation else { throw KeybayError(.closed, "the session for \(lifecycle.storePath) is closed") }
+            return g
+        }
+        return try lifecycle.moveRoot(file, previous: generation, to: rootPlugin, options: options, interaction: interaction)
+    }
+
     /// Ends the session; later calls throw `.closed`. Keys held in guarded memory are freed.
     public func close() {
         current.withLock { $0 = nil }

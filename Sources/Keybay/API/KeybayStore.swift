@@ -54,7 +54,7 @@ public enum KeybayStore {
     /// this open's ceremony uses.
     static func openStore(_ configuration: KeybayConfiguration, unlock: Unlock, createIfAbsent: Bool,
                           interaction: any KeybayInteraction) throws -> KeybaySession {
-        let lifecycle = try StoreLifecycle(configuration)
+        let lifecycle = try StoreLifecycle(configuration, interaction: interaction)
         let (file, generation) = try lifecycle.open(create: createIfAbsent, unlock: unlock)
         return KeybaySession(lifecycle: lifecycle, file: file, generation: generation, interaction: interaction)
     }
@@ -90,7 +90,7 @@ public enum KeybayStore {
     }
 
     static func initializeStore(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction) throws -> KeybaySession {
-        let lifecycle = try StoreLifecycle(configuration)
+        let lifecycle = try StoreLifecycle(configuration, interaction: interaction)
         let (file, generation) = try lifecycle.initialize()
         return KeybaySession(lifecycle: lifecycle, file: file, generation: generation, interaction: interaction)
     }
@@ -114,7 +114,7 @@ public enum KeybayStore {
 
     static func initializeStore(_ configuration: KeybayConfiguration, enrolling pluginID: String, options: [(String, String)], label: String?,
                                 ceremony: any KeybayInteraction, interaction: any KeybayInteraction) throws -> KeybaySession {
-        let lifecycle = try StoreLifecycle(configuration)
+        let lifecycle = try StoreLifecycle(configuration, interaction: interaction)
         // Nothing may exist: checked before the ceremony too, so nobody enrolls a secret for nothing.
         switch try lifecycle.status().state {
         case .absent: break
@@ -128,6 +128,15 @@ public enum KeybayStore {
                                                interaction: ceremony)
         let (file, generation) = try lifecycle.initialize(enrollment: enrollment)
         return KeybaySession(lifecycle: lifecycle, file: file, generation: generation, interaction: interaction)
+    }
+
+    /// Moves the existing store to the root `rootPlugin` (a plugin id or `auto`), see
+    /// `KeybaySession.moveRoot(to:)`; a protected store opens with `method` first, as for any
+    /// change of its key. Returns the old root's location if it could not be removed.
+    @discardableResult
+    public static func moveRoot(_ configuration: KeybayConfiguration, to rootPlugin: String, options: [String: String] = [:],
+                                method: String? = nil, interaction: any KeybayInteraction = NonInteractive()) throws -> String? {
+        try open(configuration, method: method, createIfAbsent: false, interaction: interaction).moveRoot(to: rootPlugin, options: options)
     }
 
     /// What is on disk, without creating or unlocking anything.

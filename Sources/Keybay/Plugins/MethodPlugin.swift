@@ -5,8 +5,10 @@ import CKeybayPlugin
 extension LoadedPlugin {
     static let methodSecretBytes = Int(KEYBAY_METHOD_SECRET_BYTES)
 
-    /// Is the method usable here? Never prompts. Returns nil when it is, else the plugin's reason.
+    /// Is the method (or root) usable here? Never prompts. Returns nil when it is, else the
+    /// plugin's reason. A root without `probe` is usable once loaded.
     func probe() -> String? {
+        guard descriptor.pointee.probe != nil else { return nil }
         do {
             try call(NonInteractive(), "is not usable here") { d, h in d.pointee.probe(h) }
             return nil

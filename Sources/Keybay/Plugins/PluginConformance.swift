@@ -180,7 +180,7 @@ public enum KeybayPluginCheck {
             expect("tampered sealed data gives INTEGRITY", .integrity) { _ = try root.open(tampered[...], aad: aad, providerState: state) }
             expect("another AAD gives INTEGRITY", .integrity) { _ = try root.open(sealed[...], aad: [1], providerState: state) }
             var otherState = state
-            otherState[0] ^= 1
+            otherState[otherState.count - 1] ^= 1 // the root's own part (a tagged state names the root first)
             expect("another provider state gives ROOT_MISMATCH before decrypting", .platformKeyInvalidated) {
                 _ = try root.open(sealed[...], aad: aad, providerState: otherState)
             }

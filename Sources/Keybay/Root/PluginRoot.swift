@@ -1,11 +1,16 @@
 import CKeybayPlugin
 
-/// A platform root served by a root plugin (`file-root` by default).
+/// A platform root served by a root plugin (`file-root` by default). The provider states it
+/// takes and returns are the bootstrap's, which name the root (`RootTag`); the plugin sees only
+/// its own part.
 struct PluginRoot: RootProvider {
     let plugin: LoadedPlugin
     let applicationID: String
     let stateHome: String
     let domain: [UInt8]
+    /// Who the root may ask (a locked keyring's unlock prompt needs a yes); root operations of a
+    /// run that may not ask get `NonInteractive`.
+    var interaction: any KeybayInteraction = NonInteractive()
 
     var id: String { plugin.id }
 
@@ -65,10 +70,27 @@ struct PluginRoot: RootProvider {
                 try call("could not create its root") { d, h, c in d.pointee.root_create_with_options(h, c, list, count, &state) }
             }
         }
-        return try plugin.take(&state, limit: Suite1.maxProviderStateBytes, what: "provider state")
+        let own = try plugin.take(&state, limit: Suite1.maxProviderStateBytes, what: "provider state")
+        guard !own.isEmpty else { throw KeybayError(.pluginFailed, "\(id) returned an empty provider state") }
+        return try RootTag.encode(root: id, state: own)
+    }
+
+    /// The plugin's own part of a bootstrap's provider state. A state that names another root
+    /// means another process moved the store meanwhile (the root was chosen from the same
+    /// file); one that names no root, or garbage, is this root's mismatch, found before
+    /// anything is decrypted.
+    private func ownState(_ providerState: [UInt8]) throws -> [UInt8] {
+        guard let (root, state) = try? RootTag.decode(providerState, context: "the store") else {
+            throw KeybayError(.platformKeyInvalidated, "\(id): the store's provider state names no root; platform key invalidated")
+        }
+        guard root == id else {
+            throw KeybayError(.keyChanged, "the store was moved from the root \(id) to \(root) meanwhile; open it again")
+        }
+        return state
     }
 
     func seal(_ plaintext: SecureBytes, aad: [UInt8], providerState: [UInt8]) throws -> [UInt8] {
+        let providerState = try ownState(providerState)
         var sealed = keybay_buffer()
         try call("could not seal the key package") { d, h, c in
             plaintext.withUnsafeBytes { p in
@@ -82,6 +104,7 @@ struct PluginRoot: RootProvider {
     var keepsFloor: Bool { plugin.descriptor.pointee.root_open_with_floor != nil }
 
     func open(_ sealed: ArraySlice<UInt8>, aad: [UInt8], providerState: [UInt8]) throws -> (package: SecureBytes, floor: UInt64) {
+        let providerState = try ownState(providerState)
         var plain = keybay_buffer()
         var floor: UInt64 = 0
         try call("could not open the key package") { d, h, c in
@@ -102,6 +125,7 @@ struct PluginRoot: RootProvider {
 
     func raiseFloor(to epoch: UInt64, providerState: [UInt8]) throws {
         guard keepsFloor else { return }
+        let providerState = try ownState(providerState)
         try call("could not raise its rollback floor to epoch \(epoch)") { d, h, c in
             d.pointee.root_raise_floor(h, c, providerState, providerState.count, epoch)
         }
@@ -125,7 +149,7 @@ struct PluginRoot: RootProvider {
 
     private func call(_ what: String, _ body: (UnsafePointer<keybay_plugin>, UnsafePointer<keybay_host>, UnsafePointer<keybay_root_context>) -> keybay_status) throws {
         try withContext { context in
-            try plugin.call(NonInteractive(), what) { d, h in body(d, h, context) }
+            try plugin.call(interaction, what) { d, h in body(d, h, context) }
         }
     }
 }

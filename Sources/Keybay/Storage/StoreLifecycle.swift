@@ -7,14 +7,58 @@ struct StoreLifecycle: Sendable {
     let configuration: KeybayConfiguration
     let keyring: Keyring
 
-    /// Loads the configuration's root plugin (only that one: method plugins load on demand).
-    init(_ configuration: KeybayConfiguration) throws {
+    /// Loads the store's root plugin (only that one: method plugins load on demand): the root
+    /// the store on disk names, or for a new store the configured one. `interaction` is who the
+    /// root may ask (a locked keyring's unlock prompt).
+    init(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive()) throws {
         self.configuration = configuration
-        let plugin = try PluginLoader.load(id: configuration.rootPlugin, kind: KEYBAY_KIND_ROOT, search: configuration.pluginSearch)
+        let id = try Self.storeRoot(configuration) ?? Self.newStoreRoot(configuration)
+        keyring = try Self.keyring(root: id, configuration, interaction: interaction)
+    }
+
+    /// The keyring of root `id` for this store: its plugin, and the storage domain, whose profile
+    /// is the root id.
+    static func keyring(root id: String, _ configuration: KeybayConfiguration, interaction: any KeybayInteraction) throws -> Keyring {
+        let plugin = try PluginLoader.load(id: id, kind: KEYBAY_KIND_ROOT, search: configuration.pluginSearch)
         let domain = StorageDomain.derive(identity: configuration.applicationID, profile: plugin.id,
                                           location: "keybay/\(configuration.applicationID)/")
-        let root = PluginRoot(plugin: plugin, applicationID: configuration.applicationID, stateHome: configuration.stateHome, domain: domain)
-        keyring = Keyring(root: root, domain: domain, context: configuration.storePath)
+        var root = PluginRoot(plugin: plugin, applicationID: configuration.applicationID, stateHome: configuration.stateHome, domain: domain)
+        root.interaction = interaction
+        return Keyring(root: root, domain: domain, context: configuration.storePath)
+    }
+
+    /// The root the store on disk was created with, as its bootstrap names it (`RootTag`); nil
+    /// when there is no store. A configuration that insists on another root is refused.
+    static func storeRoot(_ configuration: KeybayConfiguration) throws -> String? {
+        guard let file = try StoreFile.open(configuration, create: false), let id = try providerState(of: file, configuration) else { return nil }
+        let root = try RootTag.root(of: id, context: configuration.storePath)
+        let asked = configuration.rootPlugin
+        if configuration.requireRootPlugin && asked != KeybayConfiguration.automaticRoot && asked != root {
+            throw KeybayError(.invalidArgument, "the store at \(configuration.storePath) is on the root \(root), not \(asked): a store always opens with the root it was created with (root move \(asked) moves it)")
+        }
+        return root
+    }
+
+    /// The live file's provider state, read from its bootstrap alone; nil if there is no file.
+    private static func providerState(of file: StoreFile, _ configuration: KeybayConfiguration) throws -> [UInt8]? {
+        guard let header = try file.readPrefix(Bootstrap.maxBytes) else { return nil }
+        var reader = ByteReader(header, context: configuration.storePath)
+        return try Bootstrap.decode(&reader).providerState
+    }
+
+    /// The root for a new store: the configured plugin, or for `auto` secret-service when a
+    /// Secret Service answers (its probe), else file-root.
+    static func newStoreRoot(_ configuration: KeybayConfiguration) -> String {
+        resolve(configuration.rootPlugin, configuration)
+    }
+
+    static func resolve(_ id: String, _ configuration: KeybayConfiguration) -> String {
+        guard id == KeybayConfiguration.automaticRoot else { return id }
+        if let keyring = try? PluginLoader.load(id: "secret-service", kind: KEYBAY_KIND_ROOT, search: configuration.pluginSearch),
+           keyring.probe() == nil {
+            return "secret-service"
+        }
+        return RootTag.fileRoot
     }
 
     var root: any RootProvider { keyring.root }
@@ -246,18 +290,57 @@ struct StoreLifecycle: Sendable {
     /// here, under the exclusive lock: the store is made durable and verified first, then the
     /// root's rollback floor rises to the new epoch. A crash between the two leaves a store newer
     /// than the floor, which opens; the floor never gets ahead of the store on disk.
-    func writeRotation(_ sealed: Keyring.Sealed, _ encoded: EncodedStore, in file: StoreFile) throws -> Generation {
+    /// `keyring` is the store's own, or for a move the new root's.
+    func writeRotation(_ sealed: Keyring.Sealed, _ encoded: EncodedStore, in file: StoreFile, keyring: Keyring? = nil) throws -> Generation {
+        let keyring = keyring ?? self.keyring
         try file.replace(with: encoded.file)
-        let generation = try verifyWritten(encoded, in: file) { try keyring.confirm(sealed, in: encoded.file, layout: $0) }
+        let generation = try verifyWritten(encoded, in: file, domain: keyring.domain) { try keyring.confirm(sealed, in: encoded.file, layout: $0) }
         try keyring.raiseFloor(to: sealed)
         return generation
+    }
+
+    /// Moves the store to root `target` (`auto` allowed): the keyring's next generation sealed
+    /// by the new root (a fresh Kstore, the next epoch, every method re-sealed from its public
+    /// key, every record re-encrypted) in one atomic replace; the old root is removed only once
+    /// the new store is durable and has read back and authenticated (and the new root's rollback
+    /// floor has risen to the new epoch, as for any rotation). A kill at any moment leaves
+    /// a store that opens with the old root or the new one. A root of the target kind that the
+    /// store does not refer to (left by an interrupted move) is removed before the new one is
+    /// made. Returns the old root's location when it could not be removed (the store has moved).
+    func moveRoot(_ file: StoreFile, previous: Generation, to target: String, options: [String: String] = [:],
+                  interaction: any KeybayInteraction) throws -> String? {
+        let targetID = Self.resolve(target, configuration)
+        guard targetID != root.id else {
+            throw KeybayError(.invalidArgument, "the store at \(storePath) is already on the root \(root.id)")
+        }
+        let destination = try Self.keyring(root: targetID, configuration, interaction: interaction)
+        let newRoot = destination.root
+        return try file.withLock(.exclusive) { () throws -> String? in
+            guard let current = try current(file, previous: previous)?.snapshot else { throw try missingStore() }
+            if try newRoot.exists() { try newRoot.reset() }
+            let state = try newRoot.create(options: options)
+            do {
+                let sealed = try destination.next(after: current.keys, providerState: state, methods: current.methods)
+                _ = try writeRotation(sealed, try destination.reencrypt(current, into: sealed), in: file, keyring: destination)
+            } catch {
+                // Undo only the new root, and only while the live file does not refer to it.
+                if let live = try? Self.providerState(of: file, configuration), live != state { try? newRoot.reset() }
+                throw error
+            }
+            do {
+                try root.reset()
+                return nil
+            } catch {
+                return root.location
+            }
+        }
     }
 
     /// Reads back what was just made durable: it must equal, byte for byte, what was encoded
     /// (from authenticated parts, with every digest computed or copied), a new package must open
     /// with the root to the generation it was sealed from, and the manifest must decrypt to
     /// exactly the plaintext encoded. Frame digests are not hashed a second time.
-    private func verifyWritten(_ encoded: EncodedStore, in file: StoreFile,
+    private func verifyWritten(_ encoded: EncodedStore, in file: StoreFile, domain: [UInt8]? = nil,
                                keys: (StoreLayout) throws -> Keyring.Opened) throws -> Generation {
         guard let identity = try file.readBack(equals: encoded.file) else {
             throw KeybayError(.io, "\(storePath) does not read back as written")
@@ -266,7 +349,7 @@ struct StoreLifecycle: Sendable {
         let layout = try StoreLayout.decode(encoded.file, context: storePath)
         let opened = try keys(layout)
         let snapshot = try StoreSnapshot.authenticateWritten(encoded, layout: layout, keys: opened.keys, methods: opened.methods,
-                                                             domain: keyring.domain, context: storePath)
+                                                             domain: domain ?? keyring.domain, context: storePath)
         return Generation(snapshot: snapshot, identity: identity)
     }
 }

@@ -1,0 +1,553 @@
+/*
+ * secret-service — the desktop keyring as platform root (libkeybay-secret-service.so).
+ *
+ * The root is 32 random bytes kept as one item in the Secret Service's default collection
+ * (org.freedesktop.secrets on the D-Bus session bus: GNOME Keyring, KWallet, KeePassXC):
+ *
+ *   schema      "org.keybay.PlatformKey" (the xdg:schema attribute)
+ *   attributes  keybay-application = <application id>
+ *               keybay-storage-domain = <the storage domain, 64 lowercase hex digits>
+ *   label       "Keybay platform key for <application id>"
+ *   secret      root(32), and once the rollback floor was raised root(32) | floor:u64 BE (40 bytes);
+ *               content type application/octet-stream
+ *
+ * Provider state (32 B):  SHA-256("keybay:v2:s1:provider-state:secret-service" | 0x00 | storageDomain | root)
+ * Sealed package:         nonce(24) | XChaCha20-Poly1305(root, plaintext, aad)
+ *
+ * The item is created once and never replaced (a search first, then CreateItem without
+ * replace). A locked collection is interaction: the Secret Service's own unlock prompt runs only
+ * after the host's confirm said yes; a host that cannot ask gets INTERACTION_UNAVAILABLE. No
+ * Secret Service is NOT_AVAILABLE. A missing item is ROOT_MISSING, never created again on open.
+ * The rollback floor is read with the root (the same secret) and raised by rewriting the item's
+ * secret (SetSecret: the same item, the same root), never lowered.
+ *
+ * libsecret-1 (and GLib with it) is opened with dlopen on the first operation that talks to the
+ * Secret Service, so a process whose store is on another root never loads it. The few GLib and
+ * libsecret types used are declared below (their layout is libsecret's public, stable API).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "keybay_plugin.h"
+#include "keybay_plugin_host.h"
+
+#define ROOT_BYTES 32
+#define FLOOR_BYTES 8
+#define STATE_BYTES 32
+#define SCHEMA_NAME "org.keybay.PlatformKey"
+#define ATTRIBUTE_APP "keybay-application"
+#define ATTRIBUTE_DOMAIN "keybay-storage-domain"
+#define LABEL_PREFIX "Keybay platform key for "
+#define SERVICE_NAME "the Secret Service (org.freedesktop.secrets on the D-Bus session bus)"
+static const char provider_state_label[] = "keybay:v2:s1:provider-state:secret-service";
+
+/* ---- the GLib and libsecret types used (as their public headers declare them) ---- */
+
+typedef struct ss_error { uint32_t domain; int code; char *message; } ss_error;       /* GError */
+typedef struct ss_list { void *data; struct ss_list *next; struct ss_list *prev; } ss_list; /* GList */
+typedef struct { const char *name; int type; } ss_schema_attribute;                     /* SecretSchemaAttribute */
+typedef struct {                                                                        /* SecretSchema */
+    const char *name;
+    int flags;
+    ss_schema_attribute attributes[32];
+    int reserved;
+    void *reserved1, *reserved2, *reserved3, *reserved4, *reserved5, *reserved6, *reserved7;
+} ss_schema;
+typedef void ss_object; /* SecretService, SecretCollection, SecretItem, SecretValue, GHashTable */
+
+enum {
+    SERVICE_OPEN_SESSION = 1 << 1,   /* SECRET_SERVICE_OPEN_SESSION */
+    SEARCH_ALL = 1 << 1,             /* SECRET_SEARCH_ALL: locked items too, never unlocked */
+    SEARCH_LOAD_SECRETS = 1 << 3,    /* SECRET_SEARCH_LOAD_SECRETS (of the unlocked ones) */
+    COLLECTION_NONE = 0,             /* SECRET_COLLECTION_NONE */
+    ITEM_CREATE_NONE = 0,            /* SECRET_ITEM_CREATE_NONE: never replace */
+};
+
+static const ss_schema schema = {
+    .name = SCHEMA_NAME,
+    .flags = 0, /* SECRET_SCHEMA_NONE: the schema name is matched too */
+    .attributes = { { ATTRIBUTE_APP, 0 }, { ATTRIBUTE_DOMAIN, 0 }, { NULL, 0 } },
+};
+
+#define SS_LIBRARY "libsecret-1.so.0"
+#define SS_FUNCTIONS(X)                                                                                           \
+    X(secret_service_get_sync, ss_object *, (int flags, void *cancellable, ss_error **error))                     \
+    X(secret_service_search_sync, ss_list *, (ss_object *service, const ss_schema *schema, ss_object *attributes, \
+                                              int flags, void *cancellable, ss_error **error))                    \
+    X(secret_service_unlock_sync, int, (ss_object *service, ss_list *objects, void *cancellable,                  \
+                                        ss_list **unlocked, ss_error **error))                                    \
+    X(secret_collection_for_alias_sync, ss_object *, (ss_object *service, const char *alias, int flags,           \
+                                                      void *cancellable, ss_error **error))                       \
+    X(secret_collection_get_locked, int, (ss_object *collection))                                                 \
+    X(secret_item_create_sync, ss_object *, (ss_object *collection, const ss_schema *schema, ss_object *attributes, \
+                                             const char *label, ss_object *value, int flags, void *cancellable,   \
+                                             ss_error **error))                                                   \
+    X(secret_item_delete_sync, int, (ss_object *item, void *cancellable, ss_error **error))                       \
+    X(secret_item_get_locked, int, (ss_object *item))                                                             \
+    X(secret_item_get_secret, ss_object *, (ss_object *item))                                                     \
+    X(secret_item_load_secret_sync, int, (ss_object *item, void *cancellable, ss_error **error))                  \
+    X(secret_item_set_secret_sync, int, (ss_object *item, ss_object *value, void *cancellable, ss_error **error))  \
+    X(secret_value_new, ss_object *, (const char *secret, long length, const char *content_type))                 \
+    X(secret_value_get, const char *, (ss_object *value, size_t *length))                                         \
+    X(secret_value_unref, void, (ss_object *value))                                                               \
+    X(g_dbus_proxy_get_object_path, const char *, (ss_object *proxy))                                            \
+    X(g_object_unref, void, (ss_object *object))                                                                  \
+    X(g_object_ref, ss_object *, (ss_object *object))                                                             \
+    X(g_list_free, void, (ss_list *list))                                                                         \
+    X(g_error_free, void, (ss_error *error))                                                                      \
+    X(g_hash_table_new, ss_object *, (unsigned (*hash)(const void *), int (*equal)(const void *, const void *)))  \
+    X(g_hash_table_insert, int, (ss_object *table, void *key, void *value))                                       \
+    X(g_hash_table_unref, void, (ss_object *table))                                                               \
+    X(g_str_hash, unsigned, (const void *text))                                                                   \
+    X(g_str_equal, int, (const void *a, const void *b))
+
+#define SS_POINTER(name, result, parameters) result(*name) parameters;
+static struct ss_lib {
+    SS_FUNCTIONS(SS_POINTER)
+} ss_lib; /* filled only when every symbol resolved */
+#undef SS_POINTER
+#define SS(name) (ss_lib.name)
+
+static pthread_once_t ss_once = PTHREAD_ONCE_INIT;
+static int ss_lib_ok;
+static char ss_lib_error[256];
+
+/* libsecret's dependencies (GLib, GIO) are searched through its handle. */
+static void ss_load(void) {
+    struct ss_lib lib;
+    memset(&lib, 0, sizeof lib);
+    dlerror();
+    void *handle = dlopen(SS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (handle == NULL) {
+        const char *why = dlerror();
+        snprintf(ss_lib_error, sizeof ss_lib_error, "%s", why ? why : "unknown error");
+        return;
+    }
+#define SS_RESOLVE(name, result, parameters)                                                       \
+    if ((*(void **)&lib.name = dlsym(handle, #name)) == NULL) {                                      \
+        const char *why = dlerror();                                                                 \
+        snprintf(ss_lib_error, sizeof ss_lib_error, "%s", why ? why : "no symbol " #name);          \
+        dlclose(handle);                                                                             \
+        return;                                                                                      \
+    }
+    SS_FUNCTIONS(SS_RESOLVE)
+#undef SS_RESOLVE
+    ss_lib = lib; /* the handle stays open for the life of the process */
+    ss_lib_ok = 1;
+}
+
+/* ---- errors ---- */
+
+static keybay_status fail(const keybay_host *host, keybay_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static keybay_status fail(const keybay_host *host, keybay_status status, const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    keybay_host_verror(host, fmt, args);
+    va_end(args);
+    return status;
+}
+
+/* A GError's message (freed here) in a failure line. */
+static keybay_status fail_error(const keybay_host *host, keybay_status status, const char *what, ss_error *error) {
+    keybay_status s = fail(host, status, "%s: %s", what, error && error->message ? error->message : "no reason given");
+    if (error) SS(g_error_free)(error);
+    return s;
+}
+
+/* ---- the connection ---- */
+
+/* The Secret Service, with a session open (libsecret keeps one per process). NOT_AVAILABLE
+   names what was looked for when libsecret is missing or nothing answers on the bus. */
+static keybay_status connect_service(const keybay_host *host, ss_object **service) {
+    pthread_once(&ss_once, ss_load);
+    if (!ss_lib_ok)
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot load " SS_LIBRARY " (%s); the secret-service root needs libsecret (Debian: libsecret-1-0) and " SERVICE_NAME, ss_lib_error);
+    ss_error *error = NULL;
+    *service = SS(secret_service_get_sync)(SERVICE_OPEN_SESSION, NULL, &error);
+    if (*service == NULL) return fail_error(host, KEYBAY_ERR_NOT_AVAILABLE, "no answer from " SERVICE_NAME, error);
+    return KEYBAY_OK;
+}
+
+typedef struct item_query {
+    char application[128];
+    char domain_hex[65];
+    char label[160];
+    ss_object *attributes; /* GHashTable of the two attributes, pointing into the fields above */
+} item_query;
+
+static keybay_status make_query(const keybay_host *host, const keybay_root_context *c, item_query *q) {
+    memset(q, 0, sizeof *q);
+    if (strlen(c->application_id) >= sizeof q->application) return fail(host, KEYBAY_ERR_INTERNAL, "application id too long");
+    strcpy(q->application, c->application_id);
+    sodium_bin2hex(q->domain_hex, sizeof q->domain_hex, c->storage_domain, 32);
+    snprintf(q->label, sizeof q->label, LABEL_PREFIX "%s", c->application_id);
+    q->attributes = SS(g_hash_table_new)(SS(g_str_hash), SS(g_str_equal));
+    if (q->attributes == NULL) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    SS(g_hash_table_insert)(q->attributes, (void *)ATTRIBUTE_APP, q->application);
+    SS(g_hash_table_insert)(q->attributes, (void *)ATTRIBUTE_DOMAIN, q->domain_hex);
+    return KEYBAY_OK;
+}
+
+static void free_query(item_query *q) {
+    if (q->attributes) SS(g_hash_table_unref)(q->attributes);
+    q->attributes = NULL;
+}
+
+static void free_items(ss_list *items) {
+    for (ss_list *i = items; i; i = i->next) SS(g_object_unref)(i->data);
+    if (items) SS(g_list_free)(items);
+}
+
+/* Every item of this application and storage domain, locked ones included (never unlocked
+   here); `load_secrets` loads the secrets of the unlocked ones in the same round trip. */
+static keybay_status search(const keybay_host *host, ss_object *service, const item_query *q, int load_secrets, ss_list **items) {
+    ss_error *error = NULL;
+    *items = SS(secret_service_search_sync)(service, &schema, q->attributes, SEARCH_ALL | (load_secrets ? SEARCH_LOAD_SECRETS : 0), NULL, &error);
+    if (error) return fail_error(host, KEYBAY_ERR_IO, "searching " SERVICE_NAME " failed", error);
+    return KEYBAY_OK;
+}
+
+/* A locked item or collection is interaction: the host's confirm decides whether the Secret
+   Service's own unlock prompt may run; a host that cannot ask passes INTERACTION_UNAVAILABLE
+   on. Afterwards the object must be unlocked, else CANCELLED (the prompt was dismissed). */
+static keybay_status unlock(const keybay_host *host, ss_object *service, ss_object *object, const char *what) {
+    char question[512];
+    snprintf(question, sizeof question, "%s is locked; unlock it with the desktop keyring's own prompt?", what);
+    int answer = 0;
+    keybay_status s = KEYBAY_HOST_HAS(host, confirm) ? host->confirm(host->context, question, &answer) : KEYBAY_ERR_INTERACTION_UNAVAILABLE;
+    if (s == KEYBAY_ERR_INTERACTION_UNAVAILABLE)
+        return fail(host, s, "%s is locked, and unlocking it needs the keyring's prompt, which this run may not show", what);
+    if (s != KEYBAY_OK) return s;
+    if (!answer) return fail(host, KEYBAY_ERR_CANCELLED, "%s stays locked (unlocking was declined)", what);
+    ss_list one = { object, NULL, NULL };
+    ss_list *unlocked = NULL;
+    ss_error *error = NULL;
+    int count = SS(secret_service_unlock_sync)(service, &one, NULL, &unlocked, &error);
+    free_items(unlocked);
+    if (error) return fail_error(host, KEYBAY_ERR_CANCELLED, "the keyring's unlock prompt failed", error);
+    if (count < 1) return fail(host, KEYBAY_ERR_CANCELLED, "%s stays locked (the keyring's prompt was dismissed)", what);
+    return KEYBAY_OK;
+}
+
+/* ---- the root ---- */
+
+static void provider_state(const uint8_t *root, const uint8_t *domain, uint8_t out[STATE_BYTES]) {
+    crypto_hash_sha256_state h;
+    const uint8_t zero = 0;
+    crypto_hash_sha256_init(&h);
+    crypto_hash_sha256_update(&h, (const uint8_t *)provider_state_label, sizeof provider_state_label - 1);
+    crypto_hash_sha256_update(&h, &zero, 1);
+    crypto_hash_sha256_update(&h, domain, 32);
+    crypto_hash_sha256_update(&h, root, ROOT_BYTES);
+    crypto_hash_sha256_final(&h, out);
+    sodium_memzero(&h, sizeof h);
+}
+
+/* The root of the item `state` names, in guarded memory, and its rollback floor (0 for a
+   32-byte secret); the item itself (a new reference) when `item_out` is not NULL. ROOT_MISSING
+   when there is no item, ROOT_MISMATCH when none holds the root the state names (checked
+   before any decryption). */
+static keybay_status load_matching_root(const keybay_host *host, const keybay_root_context *c,
+                                        const uint8_t *state, size_t state_length, uint8_t **root_out,
+                                        uint64_t *floor_out, ss_object **item_out) {
+    ss_object *service;
+    keybay_status s = connect_service(host, &service);
+    if (s != KEYBAY_OK) return s;
+    item_query q;
+    if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
+    ss_list *items = NULL;
+    s = search(host, service, &q, 1, &items);
+    if (s == KEYBAY_OK && items == NULL)
+        s = fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: the keyring item '%s' (" ATTRIBUTE_APP "=%s) is missing from " SERVICE_NAME, q.label, q.application);
+    for (ss_list *i = items; s == KEYBAY_OK && i; i = i->next) {
+        if (!SS(secret_item_get_locked)(i->data)) continue;
+        char what[256];
+        snprintf(what, sizeof what, "the keyring holding '%s'", q.label);
+        s = unlock(host, service, i->data, what);
+        ss_error *error = NULL;
+        if (s == KEYBAY_OK && !SS(secret_item_load_secret_sync)(i->data, NULL, &error))
+            s = fail_error(host, KEYBAY_ERR_IO, "cannot read the keyring item", error);
+    }
+    uint8_t *root = NULL;
+    if (s == KEYBAY_OK && !(root = sodium_malloc(ROOT_BYTES))) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    ss_object *found = NULL;
+    uint64_t floor = 0;
+    for (ss_list *i = items; s == KEYBAY_OK && i && !found; i = i->next) {
+        ss_object *value = SS(secret_item_get_secret)(i->data);
+        if (value == NULL) continue;
+        size_t length = 0;
+        const uint8_t *bytes = (const uint8_t *)SS(secret_value_get)(value, &length);
+        if (bytes && (length == ROOT_BYTES || length == ROOT_BYTES + FLOOR_BYTES)) {
+            uint8_t expected[STATE_BYTES];
+            provider_state(bytes, c->storage_domain, expected);
+            if (state_length == STATE_BYTES && sodium_memcmp(expected, state, STATE_BYTES) == 0) {
+                memcpy(root, bytes, ROOT_BYTES);
+                for (size_t b = ROOT_BYTES; b < length; b++) floor = floor << 8 | bytes[b];
+                found = i->data;
+            }
+        }
+        SS(secret_value_unref)(value);
+    }
+    if (s == KEYBAY_OK && !found)
+        s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the keyring item '%s' does not hold this store's platform key", q.label);
+    if (s == KEYBAY_OK && item_out) *item_out = SS(g_object_ref)(found);
+    free_items(items);
+    free_query(&q);
+    if (s != KEYBAY_OK) { if (root) sodium_free(root); return s; }
+    *root_out = root;
+    if (floor_out) *floor_out = floor;
+    return KEYBAY_OK;
+}
+
+static int buffer_alloc(keybay_buffer *b, size_t length) {
+    b->data = sodium_malloc(length ? length : 1);
+    b->length = length;
+    return b->data != NULL;
+}
+
+static void free_buffer(keybay_buffer *b) {
+    if (b && b->data) { sodium_free(b->data); b->data = NULL; b->length = 0; }
+}
+
+static keybay_status probe(const keybay_host *host) {
+    ss_object *service;
+    return connect_service(host, &service);
+}
+
+static keybay_status root_exists(const keybay_host *host, const keybay_root_context *c, int *exists) {
+    *exists = 0;
+    ss_object *service;
+    keybay_status s = connect_service(host, &service);
+    if (s != KEYBAY_OK) return s;
+    item_query q;
+    if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
+    ss_list *items = NULL;
+    s = search(host, service, &q, 0, &items);
+    *exists = s == KEYBAY_OK && items != NULL;
+    free_items(items);
+    free_query(&q);
+    return s;
+}
+
+static keybay_status root_create(const keybay_host *host, const keybay_root_context *c, keybay_buffer *state_out) {
+    ss_object *service;
+    keybay_status s = connect_service(host, &service);
+    if (s != KEYBAY_OK) return s;
+    item_query q;
+    if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
+    ss_list *items = NULL;
+    s = search(host, service, &q, 0, &items);
+    if (s == KEYBAY_OK && items != NULL)
+        s = fail(host, KEYBAY_ERR_ROOT_EXISTS, "the keyring item '%s' already exists; refusing to replace it", q.label);
+    free_items(items);
+    ss_object *collection = NULL;
+    if (s == KEYBAY_OK) {
+        ss_error *error = NULL;
+        collection = SS(secret_collection_for_alias_sync)(service, "default", COLLECTION_NONE, NULL, &error);
+        if (error) s = fail_error(host, KEYBAY_ERR_IO, "cannot find the default collection of " SERVICE_NAME, error);
+        else if (collection == NULL) s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, SERVICE_NAME " has no default collection (create a keyring first)");
+    }
+    if (s == KEYBAY_OK && SS(secret_collection_get_locked)(collection))
+        s = unlock(host, service, collection, "the default keyring collection");
+    uint8_t *root = sodium_malloc(ROOT_BYTES);
+    if (s == KEYBAY_OK && (!root || !buffer_alloc(state_out, STATE_BYTES))) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    if (s == KEYBAY_OK) {
+        randombytes_buf(root, ROOT_BYTES);
+        ss_object *value = SS(secret_value_new)((const char *)root, ROOT_BYTES, "application/octet-stream");
+        ss_error *error = NULL;
+        ss_object *item = value ? SS(secret_item_create_sync)(collection, &schema, q.attributes, q.label, value, ITEM_CREATE_NONE, NULL, &error) : NULL;
+        if (value) SS(secret_value_unref)(value);
+        if (item == NULL) s = fail_error(host, KEYBAY_ERR_IO, "cannot create the keyring item", error);
+        else SS(g_object_unref)(item);
+    }
+    if (s == KEYBAY_OK) provider_state(root, c->storage_domain, state_out->data);
+    else free_buffer(state_out);
+    if (root) sodium_free(root);
+    if (collection) SS(g_object_unref)(collection);
+    free_query(&q);
+    return s;
+}
+
+static keybay_status root_seal(const keybay_host *host, const keybay_root_context *c,
+                               const uint8_t *state, size_t state_length,
+                               const uint8_t *plaintext, size_t plaintext_length,
+                               const uint8_t *aad, size_t aad_length, keybay_buffer *sealed_out) {
+    if (plaintext_length == 0) return fail(host, KEYBAY_ERR_INTERNAL, "refusing to seal an empty key package");
+    uint8_t *root;
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, NULL, NULL);
+    if (s != KEYBAY_OK) return s;
+    size_t length = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + plaintext_length + crypto_aead_xchacha20poly1305_ietf_ABYTES;
+    if (!buffer_alloc(sealed_out, length)) { sodium_free(root); return fail(host, KEYBAY_ERR_INTERNAL, "out of memory"); }
+    uint8_t *nonce = sealed_out->data;
+    randombytes_buf(nonce, crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
+    unsigned long long written = 0;
+    crypto_aead_xchacha20poly1305_ietf_encrypt(nonce + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, &written,
+                                               plaintext, plaintext_length, aad, aad_length, NULL, nonce, root);
+    sodium_free(root);
+    return KEYBAY_OK;
+}
+
+static keybay_status root_open_with_floor(const keybay_host *host, const keybay_root_context *c,
+                                          const uint8_t *state, size_t state_length,
+                                          const uint8_t *sealed, size_t sealed_length,
+                                          const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out,
+                                          uint64_t *floor_out) {
+    const size_t overhead = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + crypto_aead_xchacha20poly1305_ietf_ABYTES;
+    uint8_t *root;
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, floor_out, NULL);
+    if (s != KEYBAY_OK) return s;
+    if (sealed_length <= overhead) {
+        sodium_free(root);
+        return fail(host, KEYBAY_ERR_INTEGRITY, "the sealed key package is too short for the keyring's platform key");
+    }
+    if (!buffer_alloc(plaintext_out, sealed_length - overhead)) {
+        sodium_free(root);
+        return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    }
+    unsigned long long written = 0;
+    int rc = crypto_aead_xchacha20poly1305_ietf_decrypt(plaintext_out->data, &written, NULL,
+                                                        sealed + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES,
+                                                        sealed_length - crypto_aead_xchacha20poly1305_ietf_NPUBBYTES,
+                                                        aad, aad_length, sealed, root);
+    sodium_free(root);
+    if (rc != 0) {
+        free_buffer(plaintext_out);
+        return fail(host, KEYBAY_ERR_INTEGRITY, "the store's key package failed authentication with the keyring's platform key (the store file was modified)");
+    }
+    return KEYBAY_OK;
+}
+
+static keybay_status root_open(const keybay_host *host, const keybay_root_context *c,
+                               const uint8_t *state, size_t state_length,
+                               const uint8_t *sealed, size_t sealed_length,
+                               const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out) {
+    uint64_t floor = 0;
+    return root_open_with_floor(host, c, state, state_length, sealed, sealed_length, aad, aad_length, plaintext_out, &floor);
+}
+
+/* Rewrites the item's secret as root | epoch (the same item, the same root); an epoch at or
+   below the floor changes nothing. */
+static keybay_status root_raise_floor(const keybay_host *host, const keybay_root_context *c,
+                                      const uint8_t *state, size_t state_length, uint64_t epoch) {
+    uint8_t *root;
+    uint64_t floor = 0;
+    ss_object *item = NULL;
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, &floor, &item);
+    if (s != KEYBAY_OK) return s;
+    uint8_t *secret = epoch > floor ? sodium_malloc(ROOT_BYTES + FLOOR_BYTES) : NULL;
+    if (epoch > floor && !secret) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    if (secret) {
+        memcpy(secret, root, ROOT_BYTES);
+        for (int b = 0; b < FLOOR_BYTES; b++) secret[ROOT_BYTES + b] = (uint8_t)(epoch >> (8 * (FLOOR_BYTES - 1 - b)));
+        ss_object *value = SS(secret_value_new)((const char *)secret, ROOT_BYTES + FLOOR_BYTES, "application/octet-stream");
+        ss_error *error = NULL;
+        if (value == NULL) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+        else if (!SS(secret_item_set_secret_sync)(item, value, NULL, &error))
+            s = fail_error(host, KEYBAY_ERR_IO, "cannot record the rollback floor in the keyring item", error);
+        if (value) SS(secret_value_unref)(value);
+        sodium_free(secret);
+    }
+    sodium_free(root);
+    SS(g_object_unref)(item);
+    return s;
+}
+
+static keybay_status copy_text(const keybay_host *host, const char *text, size_t length, keybay_buffer *text_out) {
+    if (!buffer_alloc(text_out, length)) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    memcpy(text_out->data, text, length);
+    return KEYBAY_OK;
+}
+
+/* The item's object path (which names its collection) when it exists, else where it would be. */
+static keybay_status root_location(const keybay_host *host, const keybay_root_context *c, keybay_buffer *text_out) {
+    ss_object *service;
+    keybay_status s = connect_service(host, &service);
+    if (s != KEYBAY_OK) return s;
+    item_query q;
+    if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
+    ss_list *items = NULL;
+    s = search(host, service, &q, 0, &items);
+    char text[1024];
+    if (s == KEYBAY_OK) {
+        const char *path = items ? SS(g_dbus_proxy_get_object_path)(items->data) : NULL;
+        if (path) snprintf(text, sizeof text, "Secret Service item %s ('%s')", path, q.label);
+        else snprintf(text, sizeof text, "Secret Service default collection, item '%s' (absent)", q.label);
+        s = copy_text(host, text, strlen(text), text_out);
+    }
+    free_items(items);
+    free_query(&q);
+    return s;
+}
+
+static const char protection_note[] =
+    "secret-service keeps the platform key in the desktop keyring: it protects against copied files, backups "
+    "and other users, and while the keyring is locked against everyone; not against programs running as this "
+    "user while it is unlocked";
+
+static keybay_status root_protection(const keybay_host *host, const keybay_root_context *c, keybay_buffer *text_out) {
+    (void)c;
+    return copy_text(host, protection_note, sizeof protection_note - 1, text_out);
+}
+
+/* Deletes every item of this application and storage domain; none is success. */
+static keybay_status root_reset(const keybay_host *host, const keybay_root_context *c) {
+    ss_object *service;
+    keybay_status s = connect_service(host, &service);
+    if (s != KEYBAY_OK) return s;
+    item_query q;
+    if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
+    ss_list *items = NULL;
+    s = search(host, service, &q, 0, &items);
+    for (ss_list *i = items; s == KEYBAY_OK && i; i = i->next) {
+        if (SS(secret_item_get_locked)(i->data)) {
+            char what[256];
+            snprintf(what, sizeof what, "the keyring holding '%s'", q.label);
+            s = unlock(host, service, i->data, what);
+            if (s != KEYBAY_OK) break;
+        }
+        ss_error *error = NULL;
+        if (!SS(secret_item_delete_sync)(i->data, NULL, &error)) s = fail_error(host, KEYBAY_ERR_IO, "cannot delete the keyring item", error);
+    }
+    free_items(items);
+    free_query(&q);
+    return s;
+}
+
+static const keybay_plugin descriptor = {
+    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(keybay_plugin),
+    .id = "secret-service",
+    .name = "Desktop keyring (Secret Service platform root)",
+    .version = "1.0.0",
+    .kind = KEYBAY_KIND_ROOT,
+    .flags = 0,
+    .options = NULL,
+    .option_count = 0,
+    .free_buffer = free_buffer,
+    .probe = probe,
+    .root_exists = root_exists,
+    .root_create = root_create,
+    .root_seal = root_seal,
+    .root_open = root_open,
+    .root_reset = root_reset,
+    .root_location_with_host = root_location,
+    .root_protection = root_protection,
+    .root_open_with_floor = root_open_with_floor,
+    .root_raise_floor = root_raise_floor,
+};
+
+__attribute__((visibility("default")))
+const keybay_plugin *keybay_plugin_entry_v1(void) {
+    if (sodium_init() < 0) return NULL;
+    return &descriptor;
+}

@@ -1,0 +1,171 @@
+import Foundation
+import Glibc
+import Testing
+
+/// A private D-Bus session bus and an unlocked gnome-keyring-daemon on it, started for one test
+/// and stopped when it ends; never the user's own bus. Everything lives under the sandbox: the
+/// bus socket and its configuration, XDG_RUNTIME_DIR and the keyrings (HOME). The bus activates
+/// nothing (no service directories): no second keyring daemon and no prompter can start behind
+/// the test's back, so an unlock prompt fails as it does without a display. A test that cannot
+/// start it fails: the initialiser throws, it never skips.
+final class PrivateSecretService: @unchecked Sendable {
+    static let password = "keybay-test-keyring"
+    static let login = "/org/freedesktop/secrets/collection/login"
+
+    let home: String
+    let runtime: String
+    let address: String
+    private let passwordFile: String
+    private var bus: pid_t = 0
+    private var keyring: pid_t = 0
+
+    struct StartFailure: Error, CustomStringConvertible { let description: String }
+
+    init(under directory: String) throws {
+        home = directory + "/keyring-home"
+        runtime = directory + "/run"
+        address = "unix:path=" + directory + "/bus"
+        passwordFile = directory + "/keyring-password"
+        mkdir(home, 0o700)
+        mkdir(runtime, 0o700)
+        writeBytes(passwordFile, Array(Self.password.utf8))
+        let config = directory + "/bus.conf"
+        try """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>\(address)</listen>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        bus = try start("/usr/bin/dbus-daemon", ["--config-file=" + config, "--nofork"])
+        try waitUntil("the private session bus at \(address)") { exists(directory + "/bus") }
+        try startKeyring(replacing: false)
+    }
+
+    deinit { stop() }
+
+    /// What a process needs to find this bus (and nothing of the user's session).
+    var environment: [String: String] {
+        ["DBUS_SESSION_BUS_ADDRESS": address, "XDG_RUNTIME_DIR": runtime]
+    }
+
+    /// `base` with this bus: the CLI's environment for a store on the secret-service root.
+    func environment(_ base: [String: String]) -> [String: String] {
+        base.merging(environment) { _, new in new }
+    }
+
+    /// SIGTERM, then SIGKILL after two seconds; always reaped.
+    func stop() {
+        for pid in [keyring, bus] where pid > 0 { Self.end(pid) }
+        keyring = 0
+        bus = 0
+    }
+
+    private static func end(_ pid: pid_t) {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        for _ in 0..<40 {
+            if waitpid(pid, &status, WNOHANG) != 0 { return }
+            usleep(50_000)
+        }
+        kill(pid, SIGKILL)
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    }
+
+    /// Locks the login collection (org.freedesktop.Secret.Service.Lock).
+    func lock() throws {
+        try gdbus("/org/freedesktop/secrets", "org.freedesktop.Secret.Service.Lock", "['\(Self.login)']")
+        guard try isLocked() else { throw StartFailure(description: "the login collection did not lock") }
+    }
+
+    /// Unlocks it again without a prompt: a new daemon replaces the old one, fed the password.
+    func unlock() throws {
+        let old = keyring
+        try startKeyring(replacing: true)
+        Self.end(old)
+    }
+
+    func isLocked() throws -> Bool {
+        try gdbus(Self.login, "org.freedesktop.DBus.Properties.Get", "org.freedesktop.Secret.Collection", "Locked").contains("true")
+    }
+
+    /// The object paths of the items whose attributes include `attributes` (locked ones too).
+    func items(_ attributes: [String: String]) throws -> [String] {
+        let dictionary = "{" + attributes.map { "'\($0.key)': '\($0.value)'" }.joined(separator: ", ") + "}"
+        return Self.paths(try gdbus("/org/freedesktop/secrets", "org.freedesktop.Secret.Service.SearchItems", dictionary))
+    }
+
+    /// Every item of the login collection.
+    func allItems() throws -> [String] {
+        Self.paths(try gdbus(Self.login, "org.freedesktop.DBus.Properties.Get", "org.freedesktop.Secret.Collection", "Items"))
+    }
+
+    func delete(_ item: String) throws {
+        try gdbus(item, "org.freedesktop.Secret.Item.Delete")
+    }
+
+    /// One attribute of an item, as the Secret Service reports it.
+    func attribute(_ name: String, of item: String) throws -> String? {
+        let text = try gdbus(item, "org.freedesktop.DBus.Properties.Get", "org.freedesktop.Secret.Item", "Attributes")
+        guard let range = text.range(of: "'\(name)': '") else { return nil }
+        return String(text[range.upperBound...].prefix { $0 != "'" })
+    }
+
+    /// secret-tool (libsecret-tools) on this bus.
+    func secretTool(_ arguments: [String], stdin: [UInt8]? = nil) throws -> RunResult {
+        try run("/usr/bin/secret-tool", arguments, environment: processEnvironment, stdin: stdin)
+    }
+
+    /// The Keybay root items of application `app`.
+    func rootItems(app: String) throws -> [String] {
+        try items(["keybay-application": app])
+    }
+
+    // MARK: -
+
+    private static func paths(_ text: String) -> [String] {
+        text.split(separator: "'").map(String.init).filter { $0.hasPrefix(login + "/") }
+    }
+
+    @discardableResult
+    private func gdbus(_ object: String, _ method: String, _ arguments: String...) throws -> String {
+        let result = try run("/usr/bin/gdbus", ["call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", object,
+                                                "--method", method] + arguments, environment: processEnvironment)
+        guard result.status == 0 else { throw StartFailure(description: "gdbus \(method) on \(object) failed: \(result.stderr)") }
+        return result.out
+    }
+
+    private var processEnvironment: [String: String] {
+        ["HOME": home, "PATH": "/usr/bin:/bin", "DBUS_SESSION_BUS_ADDRESS": address, "XDG_RUNTIME_DIR": runtime]
+    }
+
+    private func startKeyring(replacing: Bool) throws {
+        let arguments = ["--foreground", "--unlock", "--components=secrets"] + (replacing ? ["--replace"] : [])
+        keyring = try start("/usr/bin/gnome-keyring-daemon", arguments, input: passwordFile)
+        try waitUntil("gnome-keyring-daemon answering with an unlocked login collection on \(address)") {
+            (try? gdbus("/org/freedesktop/secrets", "org.freedesktop.Secret.Service.ReadAlias", "default").contains(Self.login)) == true
+                && (try? isLocked()) == false
+        }
+    }
+
+    private func start(_ executable: String, _ arguments: [String], input: String = "/dev/null") throws -> pid_t {
+        guard access(executable, X_OK) == 0 else {
+            throw StartFailure(description: "\(executable) is missing: run scripts/setup.sh (gnome-keyring, dbus)")
+        }
+        return spawnChild(executable, arguments, environment: processEnvironment, stdinPath: input)
+    }
+
+    private func waitUntil(_ what: String, _ ready: () -> Bool) throws {
+        for _ in 0..<200 {
+            if ready() { return }
+            usleep(50_000)
+        }
+        throw StartFailure(description: "\(what) did not come up within 10 s")
+    }
+}

@@ -1,0 +1,236 @@
+import Foundation
+import Glibc
+import Testing
+@testable import Keybay
+
+/// The secret-service root through the CLI, against a real gnome-keyring-daemon on a private
+/// session bus (PrivateSecretService; a test that cannot start one fails).
+@Suite struct SecretServiceTests {
+    /// A sandbox, the private keyring, and the CLI's environment on that bus.
+    struct Fixture {
+        let box: Sandbox
+        let service: PrivateSecretService
+        var env: [String: String] { service.environment(box.environment) }
+
+        init(app: String = "com.example.test") throws {
+            box = Sandbox(app: app)
+            service = try PrivateSecretService(under: box.root)
+        }
+
+        @discardableResult
+        func cli(_ arguments: String..., app: String? = nil, extra: [String: String] = [:], stdin: [UInt8]? = nil) throws -> RunResult {
+            var environment = env.merging(extra) { _, new in new }
+            if let app { environment["KEYBAY_APP_ID"] = app }
+            return try run(cliPath, arguments, environment: environment, stdin: stdin)
+        }
+
+        func status(app: String? = nil) throws -> [String: Any] {
+            let result = try cli("status", "--json", app: app)
+            return (try? JSONSerialization.jsonObject(with: Data(result.stdout)) as? [String: Any]) ?? [:]
+        }
+    }
+
+    @Test func createOpenReadKeepsTheKeyInTheKeyring() throws {
+        let f = try Fixture()
+        let before = try f.service.allItems().count
+        let created = try f.cli("init", "--root", "secret-service")
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(try f.cli("set", "api/token", "s3cret").status == 0)
+        let got = try f.cli("get", "api/token")
+        #expect(got.status == 0 && got.out == "s3cret", "\(got.stderr)")
+        let status = try f.status()
+        #expect(status["rootPlugin"] as? String == "secret-service")
+        #expect(status["state"] as? String == "platform-only")
+        #expect((status["rootLocation"] as? String)?.contains(PrivateSecretService.login + "/") == true, "\(status)")
+        #expect((status["protection"] as? String)?.contains("while the keyring is locked") == true)
+        #expect(!exists(f.box.rootPath), "no file-root key for a store on the keyring")
+        #expect(try f.service.allItems().count == before + 1, "the collection holds one new item")
+        #expect(try f.service.rootItems(app: f.box.app).count == 1)
+        // The bootstrap names the root (its provider state is tagged), so no option is needed to open it.
+        let bytes = try #require(readBytes(f.box.storePath))
+        let state = Array(bytes[10..<(10 + Int(bytes[9]))])
+        #expect(try RootTag.decode(state, context: "test").root == "secret-service")
+        // The independent reader opens it from docs/format.md alone, given the item's secret.
+        let secret = try f.service.secretTool(["lookup", "keybay-application", f.box.app])
+        #expect(secret.stdout.count == 32, "\(secret.stderr)")
+        let secretFile = f.box.root + "/root-secret"
+        writeBytes(secretFile, secret.stdout)
+        let read = try run("/usr/bin/python3", [IndependentReaderTests.reader, "--app", f.box.app, "--root-secret", secretFile,
+                                                "--store", f.box.storePath, "--key", "api/token"], environment: f.box.environment)
+        #expect(read.status == 0 && read.out == "s3cret", "\(read.stderr)")
+    }
+
+    @Test func twoApplicationsHaveTwoItemsAndCannotOpenEachOthersStore() throws {
+        let f = try Fixture(app: "com.example.one")
+        let other = "com.example.two"
+        #expect(try f.cli("set", "k", "one", extra: ["KEYBAY_ROOT": "secret-service"]).status == 0)
+        #expect(try f.cli("set", "k", "two", app: other, extra: ["KEYBAY_ROOT": "secret-service"]).status == 0)
+        let one = try f.service.rootItems(app: f.box.app), two = try f.service.rootItems(app: other)
+        #expect(one.count == 1 && two.count == 1 && one != two)
+        // The second application's store file put in the first one's place: its own item does not open it.
+        let otherStore = f.box.dataHome + "/keybay/\(other)/keybay.v2.store"
+        writeBytes(f.box.storePath, try #require(readBytes(otherStore)))
+        let refused = try f.cli("get", "k")
+        #expect(refused.status == 1 && refused.stderr.contains("platform-key-invalidated"), "\(refused.stderr)")
+        #expect(refused.out.isEmpty)
+        #expect(try f.cli("get", "k", app: other).out == "two")
+    }
+
+    @Test func aLockedKeyringIsInteractionAndChangesNothing() throws {
+        let f = try Fixture()
+        #expect(try f.cli("init", "--root", "secret-service").status == 0)
+        #expect(try f.cli("set", "k", "v").status == 0)
+        let before = try #require(readBytes(f.box.storePath))
+        try f.service.lock()
+        let noInput = try f.cli("get", "k", "--no-input")
+        #expect(noInput.status == 4 && noInput.stderr.contains("interaction-required"), "\(noInput.stderr)")
+        #expect(noInput.out.isEmpty)
+        // Without --no-input and without a terminal the prompt cannot be confirmed either.
+        let plain = try f.cli("get", "k")
+        #expect(plain.status != 0 && plain.out.isEmpty, "\(plain.stderr)")
+        #expect(try f.cli("set", "k", "w", "--no-input").status == 4)
+        #expect(readBytes(f.box.storePath) == before, "the store file is byte-identical")
+        #expect(try f.service.isLocked())
+        try f.service.unlock()
+        #expect(try f.cli("get", "k").out == "v")
+    }
+
+    @Test func aDeletedItemIsStoreOnlyAndNeverCreatedAgain() throws {
+        let f = try Fixture()
+        #expect(try f.cli("set", "k", "v", "--root", "secret-service").status == 0)
+        let before = try #require(readBytes(f.box.storePath))
+        let item = try #require(try f.service.rootItems(app: f.box.app).first)
+        let domain = try #require(try f.service.attribute("keybay-storage-domain", of: item))
+        try f.service.delete(item)
+        #expect(try f.status()["state"] as? String == "store-only")
+        let got = try f.cli("get", "k")
+        #expect(got.status == 1 && got.stderr.contains("platform-key-invalidated"), "\(got.stderr)")
+        let set = try f.cli("set", "k", "w")
+        #expect(set.status == 1 && set.stderr.contains("platform-key-invalidated"), "\(set.stderr)")
+        #expect(try f.service.rootItems(app: f.box.app).isEmpty, "no item is created over one that disappeared")
+        #expect(!exists(f.box.rootPath), "and no other root is used instead")
+        #expect(readBytes(f.box.storePath) == before)
+        // A new item with the same schema and attributes (and another key) does not open it either.
+        let planted = try f.service.secretTool(["store", "--label", "planted", "xdg:schema", "org.keybay.PlatformKey",
+                                                "keybay-application", f.box.app, "keybay-storage-domain", domain],
+                                               stdin: [UInt8](repeating: 0x41, count: 32))
+        #expect(planted.status == 0, "\(planted.stderr)")
+        #expect(try f.service.rootItems(app: f.box.app).count == 1)
+        let mismatch = try f.cli("get", "k")
+        #expect(mismatch.status == 1 && mismatch.stderr.contains("does not hold this store's platform key"), "\(mismatch.stderr)")
+        #expect(try f.cli("init", "--root", "secret-service").status == 1, "nothing is initialised over the store")
+        #expect(readBytes(f.box.storePath) == before)
+    }
+
+    @Test func withoutASecretServiceNothingIsCreatedAndNothingFallsBack() throws {
+        let f = try Fixture()
+        #expect(try f.cli("set", "k", "v", "--root", "secret-service").status == 0)
+        let noBus = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(f.box.root)/no-such-bus", "XDG_RUNTIME_DIR": f.box.root + "/no-runtime"]
+        // An existing store on the keyring: root-unavailable, never opened through file-root.
+        let got = try f.cli("get", "k", extra: noBus)
+        #expect(got.status == 1 && got.stderr.contains("root-unavailable") && got.stderr.contains("Secret Service"), "\(got.stderr)")
+        #expect(!exists(f.box.rootPath))
+        let forced = try f.cli("get", "k", "--root", "file-root")
+        #expect(forced.status == 2 && forced.stderr.contains("secret-service"), "\(forced.stderr)")
+        // A new store: init fails naming the Secret Service and creates nothing.
+        let fresh = "com.example.fresh"
+        let made = try f.cli("init", "--root", "secret-service", app: fresh, extra: noBus)
+        #expect(made.status == 1 && made.stderr.contains("root-unavailable") && made.stderr.contains("Secret Service"), "\(made.stderr)")
+        #expect(!exists(f.box.dataHome + "/keybay/\(fresh)/keybay.v2.store"))
+        #expect(!exists(f.box.stateHome + "/keybay/\(fresh)"))
+        // auto decides once, at creation: file-root when no Secret Service answers ...
+        #expect(try f.cli("init", "--root", "auto", app: fresh, extra: noBus).status == 0)
+        #expect(try f.status(app: fresh)["rootPlugin"] as? String == "file-root")
+        // ... and secret-service when one does.
+        let other = "com.example.auto"
+        #expect(try f.cli("init", "--root", "auto", app: other).status == 0)
+        #expect(try f.status(app: other)["rootPlugin"] as? String == "secret-service")
+    }
+
+    @Test func rootMoveKeepsRecordsAndMethodsAndRemovesTheOldRoot() throws {
+        let f = try Fixture()
+        let env = f.env
+        #expect(try f.cli("set", "a", "1").status == 0)
+        #expect(try f.cli("set", "b/c", "2").status == 0)
+        let enrolled = try f.box.cli(["enroll", "passphrase"] + fastPassphraseFlags, secret: "correct horse", option: "--passphrase-fd", environment: env)
+        #expect(enrolled.status == 0, "\(enrolled.stderr)")
+        let methods = try methodIDs(f.box, environment: env)
+        #expect(exists(f.box.rootPath))
+        // A protected store needs its method to move, as for any change of its key.
+        #expect(try f.cli("root", "move", "secret-service", "--no-input").status == 4)
+        let moved = try f.box.cli(["root", "move", "secret-service"], secret: "correct horse", option: "--passphrase-fd", environment: env)
+        #expect(moved.status == 0, "\(moved.stderr)")
+        #expect(!exists(f.box.rootPath), "the old root file is gone")
+        #expect(try f.service.rootItems(app: f.box.app).count == 1)
+        #expect(try f.status()["rootPlugin"] as? String == "secret-service")
+        #expect(try methodIDs(f.box, environment: env) == methods)
+        for (key, value) in [("a", "1"), ("b/c", "2")] {
+            let got = try f.box.cli(["get", key], secret: "correct horse", option: "--passphrase-fd", environment: env)
+            #expect(got.out == value, "\(got.stderr)")
+        }
+        // Moving to the root it is on is refused; back to file-root removes the keyring item.
+        let again = try f.box.cli(["root", "move", "secret-service"], secret: "correct horse", option: "--passphrase-fd", environment: env)
+        #expect(again.status == 2 && again.stderr.contains("already on the root secret-service"), "\(again.stderr)")
+        let back = try f.box.cli(["root", "move", "file-root"], secret: "correct horse", option: "--passphrase-fd", environment: env)
+        #expect(back.status == 0, "\(back.stderr)")
+        #expect(exists(f.box.rootPath))
+        #expect(try f.service.rootItems(app: f.box.app).isEmpty)
+        #expect(try f.box.cli(["get", "b/c"], secret: "correct horse", option: "--passphrase-fd", environment: env).out == "2")
+    }
+
+    /// SIGKILL of `root move` at random moments, back and forth: after every kill the store opens
+    /// (with the old root or the new one) and holds every record.
+    @Test func killedMovesLeaveAStoreThatOpensWithOneRoot() throws {
+        let f = try Fixture()
+        let env = f.env
+        let value = [UInt8](repeating: 7, count: 100_000)
+        #expect(try f.cli("set", "big", "--stdin", stdin: value).status == 0)
+        #expect(try f.cli("set", "small", "x").status == 0)
+        let runs = ProcessInfo.processInfo.environment["KEYBAY_CRASH_RUNS"].flatMap(Int.init).map { max(10, $0 / 10) } ?? 16
+        let clock = ContinuousClock()
+        var target = "secret-service"
+        let uninterrupted = clock.measure {
+            #expect(waitChild(spawnChild(cliPath, ["root", "move", target], environment: env, stdinPath: "/dev/null")).succeeded)
+        }
+        target = "file-root"
+        let window = UInt32(uninterrupted.components.attoseconds / 1_000_000_000_000 + uninterrupted.components.seconds * 1_000_000) * 2
+        var killed = 0
+        for _ in 0..<runs {
+            let pid = spawnChild(cliPath, ["root", "move", target], environment: env, stdinPath: "/dev/null")
+            usleep(UInt32.random(in: 0...max(window, 1)))
+            kill(pid, SIGKILL)
+            if waitChild(pid).signalled { killed += 1 }
+            let root = try #require(f.status()["rootPlugin"] as? String)
+            let small = try f.cli("get", "small")
+            #expect(small.out == "x", "after a kill the store must open (root \(root)): \(small.stderr)")
+            #expect(try f.cli("get", "big").stdout == value)
+            // The next move goes to the root it is not on now.
+            target = root == "file-root" ? "secret-service" : "file-root"
+        }
+        // Whatever was left over, one more move completes and leaves exactly one root.
+        #expect(try f.cli("root", "move", target).status == 0)
+        #expect(exists(f.box.rootPath) == (target == "file-root"))
+        #expect(try f.service.rootItems(app: f.box.app).count == (target == "file-root" ? 0 : 1))
+        #expect(try f.cli("get", "small").out == "x")
+        #expect(killed > 0, "no move was killed; the window was \(window) µs")
+    }
+
+    @Test func pluginCheckPassesForTheSecretServiceRoot() throws {
+        let f = try Fixture()
+        let checked = try f.cli("plugin-check", pluginDirectory + "/libkeybay-secret-service.so")
+        #expect(checked.status == 0, "\(checked.out)")
+        #expect(checked.out.contains("0 failed"))
+        #expect(try f.service.rootItems(app: "plugin-check").isEmpty, "the check removes what it made")
+    }
+
+    @Test func plainFileRootStoresNeverLoadLibsecret() throws {
+        let box = Sandbox()
+        #expect(try box.cli("set", "k", "v").status == 0)
+        var env = box.environment
+        env["LD_DEBUG"] = "files"
+        let got = try run(cliPath, ["get", "k"], environment: env)
+        #expect(got.out == "v")
+        #expect(got.stderr.contains("libkeybay-file-root.so"), "LD_DEBUG shows what is loaded")
+        #expect(!got.stderr.contains("libsecret") && !got.stderr.contains("libkeybay-secret-service"), "\(got.stderr.prefix(400))")
+    }
+}
