@@ -33,8 +33,7 @@ struct RootUnderTest: Sendable {
     static let passphrase = "rollback test passphrase"
 
     /// Copy, enroll, put the copy back: rolled back. The same with remove. reset then starts over.
-    static func olderCopiesAreRefused(_ root: RootUnderTest) throws {
-        let box = Sandbox()
+    static func olderCopiesAreRefused(_ root: RootUnderTest, in box: Sandbox = Sandbox()) throws {
         #expect(try root.cli(box, ["set", "k", "before"]).status == 0)
         let platformOnly = try #require(readBytes(box.storePath))
         let enrolled = try root.cli(box, ["enroll", "passphrase"] + PassphraseTests.fast, passphrase: Self.passphrase)
@@ -63,13 +62,13 @@ struct RootUnderTest: Sendable {
         #expect(readBytes(box.storePath) == protected)
 
         #expect(try root.cli(box, ["reset", "--yes"]).status == 0)
-        #expect(try root.cli(box, ["init"]).status == 0)
+        let initialized = try root.cli(box, ["init"])
+        #expect(initialized.status == 0, "\(initialized.stderr)")
         #expect(try root.cli(box, ["set", "k", "new"]).status == 0 && root.cli(box, ["get", "k"]).out == "new")
     }
 
     /// set and rm keep the epoch: the floor does not move.
-    static func recordWritesLeaveTheFloorAlone(_ root: RootUnderTest) throws {
-        let box = Sandbox()
+    static func recordWritesLeaveTheFloorAlone(_ root: RootUnderTest, in box: Sandbox = Sandbox()) throws {
         #expect(try root.cli(box, ["set", "k", "v"]).status == 0)
         #expect(try root.cli(box, ["enroll", "passphrase"] + PassphraseTests.fast, passphrase: Self.passphrase).status == 0)
         let floor = try root.floor(box)
@@ -82,8 +81,7 @@ struct RootUnderTest: Sendable {
     /// A rotation killed after its store is durable but before the floor rises (the floor-crash
     /// root dies there) leaves a newer store than the floor, which opens; the next rotation
     /// raises the floor past it.
-    static func aKillBetweenStoreAndFloorLeavesAStoreThatOpens(_ root: RootUnderTest, library: String) throws {
-        let box = Sandbox()
+    static func aKillBetweenStoreAndFloorLeavesAStoreThatOpens(_ root: RootUnderTest, library: String, in box: Sandbox = Sandbox()) throws {
         let crashing = ["KEYBAY_ROOT": "test-floor-crash", "KEYBAY_TEST_WRAPPED_ROOT": pluginDirectory + "/" + library]
         let wrapped = RootUnderTest(name: root.name + " (floor-crash)", environment: { root.environment($0).merging(crashing) { $1 } },
                                     floor: root.floor)

@@ -215,6 +215,43 @@ import Testing
         #expect(killed > 0, "no move was killed; the window was \(window) µs")
     }
 
+    /// The secret-service root as the rollback tests drive it: KEYBAY_ROOT picks it for new
+    /// stores, and its floor is the last 8 bytes of the item's 40-byte secret (0 while it is 32).
+    static func rollbackRoot(_ f: Fixture) -> RootUnderTest {
+        let env = f.service.environment(["KEYBAY_ROOT": "secret-service"])
+        let service = f.service
+        return RootUnderTest(name: "secret-service", environment: { $0.environment.merging(env) { $1 } }, floor: { box in
+            let secret = try service.secretTool(["lookup", "keybay-application", box.app]).stdout
+            #expect(secret.count == 32 || secret.count == 40)
+            return secret.count == 40 ? secret[32...].reduce(0) { $0 << 8 | UInt64($1) } : 0
+        })
+    }
+
+    @Test func olderCopiesAreRefusedByTheItemsFloor() throws {
+        let f = try Fixture()
+        try RollbackTests.olderCopiesAreRefused(Self.rollbackRoot(f), in: f.box)
+        #expect(try f.status()["rootPlugin"] as? String == "secret-service")
+    }
+
+    @Test func recordWritesLeaveTheItemsFloorAlone() throws {
+        let f = try Fixture()
+        try RollbackTests.recordWritesLeaveTheFloorAlone(Self.rollbackRoot(f), in: f.box)
+    }
+
+    @Test func aKillBetweenStoreAndItemFloorLeavesAStoreThatOpens() throws {
+        let f = try Fixture()
+        try RollbackTests.aKillBetweenStoreAndFloorLeavesAStoreThatOpens(Self.rollbackRoot(f), library: "libkeybay-secret-service.so", in: f.box)
+    }
+
+    /// A move raises the new root's floor to the move's epoch, as any rotation does.
+    @Test func aMoveRaisesTheNewRootsFloor() throws {
+        let f = try Fixture()
+        #expect(try f.cli("set", "k", "v").status == 0)
+        #expect(try f.cli("root", "move", "secret-service").status == 0)
+        let root = Self.rollbackRoot(f)
+        #expect(try root.floor(f.box) == 2)
+    }
+
     @Test func pluginCheckPassesForTheSecretServiceRoot() throws {
         let f = try Fixture()
         let checked = try f.cli("plugin-check", pluginDirectory + "/libkeybay-secret-service.so")
