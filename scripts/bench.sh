@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The side-by-side benchmark table (docs/performance.md): installs the references if missing
-# (Debian's age and cryptsetup-bin), builds in release mode, runs keybay-bench.
-#   scripts/bench.sh [RUNS]     (default 21 alternating runs per row)
+# (Debian's age and cryptsetup-bin), builds in release mode, runs keybay-bench. The bench runs in
+# a private D-Bus session with a throwaway gnome-keyring (HOME in a temporary directory, never
+# your own keyring) for the secret-service row.
+#   scripts/bench.sh [RUNS [ROW...]]     (default 21 alternating runs per row, every row)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -15,4 +17,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 swift build -c release
-.build/release/keybay-bench "${1:-21}"
+keyring_home=$(mktemp -d /tmp/keybay-bench-keyring-XXXXXX)
+trap 'rm -rf "$keyring_home"' EXIT
+runs=${1:-21}
+[ $# -gt 0 ] && shift
+HOME=$keyring_home XDG_RUNTIME_DIR=$keyring_home dbus-run-session -- sh -c \
+  'printf bench | gnome-keyring-daemon --unlock --components=secrets >/dev/null && exec "$0" "$@"' \
+  .build/release/keybay-bench "$runs" "$@"

@@ -11,6 +11,8 @@
  *   secret      root(32), and once the rollback floor was raised root(32) | floor:u64 BE (40 bytes);
  *               content type application/octet-stream
  *
+ * The key is read through a "plain" Secret Service session (see connect_service for why).
+ *
  * Provider state (32 B):  SHA-256("keybay:v2:s1:provider-state:secret-service" | 0x00 | storageDomain | root)
  * Sealed package:         nonce(24) | XChaCha20-Poly1305(root, plaintext, aad)
  *
@@ -65,11 +67,10 @@ typedef struct {                                                                
 typedef void ss_object; /* SecretService, SecretCollection, SecretItem, SecretValue, GHashTable */
 
 enum {
-    SERVICE_OPEN_SESSION = 1 << 1,   /* SECRET_SERVICE_OPEN_SESSION */
     SEARCH_ALL = 1 << 1,             /* SECRET_SEARCH_ALL: locked items too, never unlocked */
-    SEARCH_LOAD_SECRETS = 1 << 3,    /* SECRET_SEARCH_LOAD_SECRETS (of the unlocked ones) */
     COLLECTION_NONE = 0,             /* SECRET_COLLECTION_NONE */
     ITEM_CREATE_NONE = 0,            /* SECRET_ITEM_CREATE_NONE: never replace */
+    ITEM_NONE = 0,                   /* SECRET_ITEM_NONE */
 };
 
 static const ss_schema schema = {
@@ -83,8 +84,13 @@ static const ss_schema schema = {
     X(secret_service_get_sync, ss_object *, (int flags, void *cancellable, ss_error **error))                     \
     X(secret_service_search_sync, ss_list *, (ss_object *service, const ss_schema *schema, ss_object *attributes, \
                                               int flags, void *cancellable, ss_error **error))                    \
-    X(secret_service_unlock_sync, int, (ss_object *service, ss_list *objects, void *cancellable,                  \
-                                        ss_list **unlocked, ss_error **error))                                    \
+    X(secret_service_search_for_dbus_paths_sync, int, (ss_object *service, const ss_schema *schema,               \
+                                                       ss_object *attributes, void *cancellable, char ***unlocked, \
+                                                       char ***locked, ss_error **error))                         \
+    X(secret_service_unlock_dbus_paths_sync, int, (ss_object *service, const char **paths, void *cancellable,     \
+                                                   char ***unlocked, ss_error **error))                           \
+    X(secret_item_new_for_dbus_path_sync, ss_object *, (ss_object *service, const char *path, int flags,         \
+                                                        void *cancellable, ss_error **error))                     \
     X(secret_collection_for_alias_sync, ss_object *, (ss_object *service, const char *alias, int flags,           \
                                                       void *cancellable, ss_error **error))                       \
     X(secret_collection_get_locked, int, (ss_object *collection))                                                 \
@@ -93,16 +99,24 @@ static const ss_schema schema = {
                                              ss_error **error))                                                   \
     X(secret_item_delete_sync, int, (ss_object *item, void *cancellable, ss_error **error))                       \
     X(secret_item_get_locked, int, (ss_object *item))                                                             \
-    X(secret_item_get_secret, ss_object *, (ss_object *item))                                                     \
-    X(secret_item_load_secret_sync, int, (ss_object *item, void *cancellable, ss_error **error))                  \
     X(secret_item_set_secret_sync, int, (ss_object *item, ss_object *value, void *cancellable, ss_error **error))  \
     X(secret_value_new, ss_object *, (const char *secret, long length, const char *content_type))                 \
-    X(secret_value_get, const char *, (ss_object *value, size_t *length))                                         \
     X(secret_value_unref, void, (ss_object *value))                                                               \
     X(g_dbus_proxy_get_object_path, const char *, (ss_object *proxy))                                            \
+    X(g_dbus_proxy_call_sync, ss_object *, (ss_object *proxy, const char *method, ss_object *parameters,         \
+                                            int flags, int timeout, void *cancellable, ss_error **error))         \
+    X(g_variant_new, ss_object *, (const char *format, ...))                                                      \
+    X(g_variant_new_string, ss_object *, (const char *text))                                                      \
+    X(g_variant_get, void, (ss_object *value, const char *format, ...))                                           \
+    X(g_variant_get_child_value, ss_object *, (ss_object *value, size_t index))                                   \
+    X(g_variant_n_children, size_t, (ss_object *value))                                                           \
+    X(g_variant_get_string, const char *, (ss_object *value, size_t *length))                                     \
+    X(g_variant_get_fixed_array, const void *, (ss_object *value, size_t *count, size_t element_size))           \
+    X(g_variant_unref, void, (ss_object *value))                                                                  \
+    X(g_free, void, (void *memory))                                                                               \
     X(g_object_unref, void, (ss_object *object))                                                                  \
-    X(g_object_ref, ss_object *, (ss_object *object))                                                             \
     X(g_list_free, void, (ss_list *list))                                                                         \
+    X(g_strfreev, void, (char **strings))                                                                         \
     X(g_error_free, void, (ss_error *error))                                                                      \
     X(g_hash_table_new, ss_object *, (unsigned (*hash)(const void *), int (*equal)(const void *, const void *)))  \
     X(g_hash_table_insert, int, (ss_object *table, void *key, void *value))                                       \
@@ -126,7 +140,9 @@ static void ss_load(void) {
     struct ss_lib lib;
     memset(&lib, 0, sizeof lib);
     dlerror();
-    void *handle = dlopen(SS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    /* Lazy binding: GIO and libsecret have thousands of relocations, and a lookup calls few of
+       them (eager binding cost more than the lookup itself); dlsym resolves ours now. */
+    void *handle = dlopen(SS_LIBRARY, RTLD_LAZY | RTLD_LOCAL);
     if (handle == NULL) {
         const char *why = dlerror();
         snprintf(ss_lib_error, sizeof ss_lib_error, "%s", why ? why : "unknown error");
@@ -166,16 +182,77 @@ static keybay_status fail_error(const keybay_host *host, keybay_status status, c
 
 /* ---- the connection ---- */
 
-/* The Secret Service, with a session open (libsecret keeps one per process). NOT_AVAILABLE
-   names what was looked for when libsecret is missing or nothing answers on the bus. */
+/* The object path of this process's "plain" session, once opened. Reading the key uses it:
+   the key then crosses the session bus unencrypted, which only processes of the same user (or
+   root) can watch, and they may ask the Secret Service for the item themselves; the encrypted
+   session libsecret would negotiate (1024-bit Diffie-Hellman through libgcrypt, on both sides)
+   cost more than the rest of a `get`. Creating an item and raising the floor go through
+   libsecret, which opens its encrypted session for them. */
+static char plain_session[512];
+
+/* The Secret Service (libsecret keeps one connection per process), answering: its plain
+   session is open. NOT_AVAILABLE names what was looked for when libsecret is missing or
+   nothing answers on the bus. */
 static keybay_status connect_service(const keybay_host *host, ss_object **service) {
     pthread_once(&ss_once, ss_load);
     if (!ss_lib_ok)
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot load " SS_LIBRARY " (%s); the secret-service root needs libsecret (Debian: libsecret-1-0) and " SERVICE_NAME, ss_lib_error);
     ss_error *error = NULL;
-    *service = SS(secret_service_get_sync)(SERVICE_OPEN_SESSION, NULL, &error);
+    *service = SS(secret_service_get_sync)(0 /* SECRET_SERVICE_NONE */, NULL, &error);
     if (*service == NULL) return fail_error(host, KEYBAY_ERR_NOT_AVAILABLE, "no answer from " SERVICE_NAME, error);
+    if (plain_session[0]) return KEYBAY_OK;
+    ss_object *reply = SS(g_dbus_proxy_call_sync)(*service, "OpenSession", SS(g_variant_new)("(sv)", "plain", SS(g_variant_new_string)("")),
+                                                  0, -1, NULL, &error);
+    if (reply == NULL) return fail_error(host, KEYBAY_ERR_NOT_AVAILABLE, "no answer from " SERVICE_NAME, error);
+    ss_object *output = NULL;
+    char *path = NULL;
+    SS(g_variant_get)(reply, "(vo)", &output, &path);
+    snprintf(plain_session, sizeof plain_session, "%s", path ? path : "");
+    SS(g_free)(path);
+    if (output) SS(g_variant_unref)(output);
+    SS(g_variant_unref)(reply);
+    if (!plain_session[0] || strlen(plain_session) >= sizeof plain_session - 1)
+        return fail(host, KEYBAY_ERR_IO, SERVICE_NAME " opened no usable session");
     return KEYBAY_OK;
+}
+
+/* The secret of item `path` through the plain session, copied into guarded memory (`*out`,
+   `*length`); the copy in the reply is wiped before it is released (GLib's own buffers on the
+   way are not ours to wipe). */
+static keybay_status get_secret(const keybay_host *host, ss_object *service, const char *path, uint8_t **out, size_t *length) {
+    const char *paths[2] = { path, NULL };
+    ss_error *error = NULL;
+    ss_object *reply = SS(g_dbus_proxy_call_sync)(service, "GetSecrets", SS(g_variant_new)("(^aoo)", paths, plain_session), 0, -1, NULL, &error);
+    if (reply == NULL) return fail_error(host, KEYBAY_ERR_IO, "cannot read the keyring item", error);
+    keybay_status s = KEYBAY_ERR_IO;
+    ss_object *secrets = SS(g_variant_get_child_value)(reply, 0);
+    for (size_t i = 0, n = SS(g_variant_n_children)(secrets); i < n && s != KEYBAY_OK; i++) {
+        ss_object *entry = SS(g_variant_get_child_value)(secrets, i);
+        ss_object *key = SS(g_variant_get_child_value)(entry, 0);
+        ss_object *secret = SS(g_variant_get_child_value)(entry, 1);
+        ss_object *value = SS(g_variant_get_child_value)(secret, 2);
+        size_t count = 0;
+        uint8_t *bytes = (uint8_t *)SS(g_variant_get_fixed_array)(value, &count, 1);
+        if (strcmp(SS(g_variant_get_string)(key, NULL), path) == 0 && count <= ROOT_BYTES + FLOOR_BYTES) {
+            *out = sodium_malloc(count ? count : 1);
+            *length = count;
+            if (*out) {
+                if (count) memcpy(*out, bytes, count);
+                s = KEYBAY_OK;
+            } else {
+                s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+            }
+        }
+        if (bytes && count) sodium_memzero(bytes, count);
+        SS(g_variant_unref)(value);
+        SS(g_variant_unref)(secret);
+        SS(g_variant_unref)(key);
+        SS(g_variant_unref)(entry);
+    }
+    SS(g_variant_unref)(secrets);
+    SS(g_variant_unref)(reply);
+    if (s == KEYBAY_ERR_IO) return fail(host, s, "the Secret Service returned no usable secret for %s", path);
+    return s;
 }
 
 typedef struct item_query {
@@ -209,18 +286,19 @@ static void free_items(ss_list *items) {
 }
 
 /* Every item of this application and storage domain, locked ones included (never unlocked
-   here); `load_secrets` loads the secrets of the unlocked ones in the same round trip. */
-static keybay_status search(const keybay_host *host, ss_object *service, const item_query *q, int load_secrets, ss_list **items) {
+   here), as item objects. */
+static keybay_status search(const keybay_host *host, ss_object *service, const item_query *q, ss_list **items) {
     ss_error *error = NULL;
-    *items = SS(secret_service_search_sync)(service, &schema, q->attributes, SEARCH_ALL | (load_secrets ? SEARCH_LOAD_SECRETS : 0), NULL, &error);
+    *items = SS(secret_service_search_sync)(service, &schema, q->attributes, SEARCH_ALL, NULL, &error);
     if (error) return fail_error(host, KEYBAY_ERR_IO, "searching " SERVICE_NAME " failed", error);
     return KEYBAY_OK;
 }
 
-/* A locked item or collection is interaction: the host's confirm decides whether the Secret
-   Service's own unlock prompt may run; a host that cannot ask passes INTERACTION_UNAVAILABLE
-   on. Afterwards the object must be unlocked, else CANCELLED (the prompt was dismissed). */
-static keybay_status unlock(const keybay_host *host, ss_object *service, ss_object *object, const char *what) {
+/* A locked item or collection (its object path) is interaction: the host's confirm decides
+   whether the Secret Service's own unlock prompt may run; a host that cannot ask passes
+   INTERACTION_UNAVAILABLE on. Afterwards it must be unlocked, else CANCELLED (the prompt was
+   dismissed or could not be shown). */
+static keybay_status unlock(const keybay_host *host, ss_object *service, const char *path, const char *what) {
     char question[512];
     snprintf(question, sizeof question, "%s is locked; unlock it with the desktop keyring's own prompt?", what);
     int answer = 0;
@@ -229,11 +307,11 @@ static keybay_status unlock(const keybay_host *host, ss_object *service, ss_obje
         return fail(host, s, "%s is locked, and unlocking it needs the keyring's prompt, which this run may not show", what);
     if (s != KEYBAY_OK) return s;
     if (!answer) return fail(host, KEYBAY_ERR_CANCELLED, "%s stays locked (unlocking was declined)", what);
-    ss_list one = { object, NULL, NULL };
-    ss_list *unlocked = NULL;
+    const char *paths[2] = { path, NULL };
+    char **unlocked = NULL;
     ss_error *error = NULL;
-    int count = SS(secret_service_unlock_sync)(service, &one, NULL, &unlocked, &error);
-    free_items(unlocked);
+    int count = SS(secret_service_unlock_dbus_paths_sync)(service, paths, NULL, &unlocked, &error);
+    if (unlocked) SS(g_strfreev)(unlocked);
     if (error) return fail_error(host, KEYBAY_ERR_CANCELLED, "the keyring's unlock prompt failed", error);
     if (count < 1) return fail(host, KEYBAY_ERR_CANCELLED, "%s stays locked (the keyring's prompt was dismissed)", what);
     return KEYBAY_OK;
@@ -254,54 +332,53 @@ static void provider_state(const uint8_t *root, const uint8_t *domain, uint8_t o
 }
 
 /* The root of the item `state` names, in guarded memory, and its rollback floor (0 for a
-   32-byte secret); the item itself (a new reference) when `item_out` is not NULL. ROOT_MISSING
-   when there is no item, ROOT_MISMATCH when none holds the root the state names (checked
-   before any decryption). */
+   32-byte secret); the item's object path copied into `path_out` when it is not NULL. ROOT_MISSING when there is no item, ROOT_MISMATCH when none
+   holds the root the state names (checked before any decryption). Works on object paths, as
+   `secret-tool lookup` does: one search, one GetSecret per candidate, no item proxies. */
 static keybay_status load_matching_root(const keybay_host *host, const keybay_root_context *c,
                                         const uint8_t *state, size_t state_length, uint8_t **root_out,
-                                        uint64_t *floor_out, ss_object **item_out) {
+                                        uint64_t *floor_out, char *path_out, size_t path_size) {
     ss_object *service;
     keybay_status s = connect_service(host, &service);
     if (s != KEYBAY_OK) return s;
     item_query q;
     if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
-    ss_list *items = NULL;
-    s = search(host, service, &q, 1, &items);
-    if (s == KEYBAY_OK && items == NULL)
+    char **unlocked = NULL, **locked = NULL;
+    ss_error *error = NULL;
+    if (!SS(secret_service_search_for_dbus_paths_sync)(service, &schema, q.attributes, NULL, &unlocked, &locked, &error))
+        s = fail_error(host, KEYBAY_ERR_IO, "searching " SERVICE_NAME " failed", error);
+    if (s == KEYBAY_OK && !(unlocked && unlocked[0]) && !(locked && locked[0]))
         s = fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: the keyring item '%s' (" ATTRIBUTE_APP "=%s) is missing from " SERVICE_NAME, q.label, q.application);
-    for (ss_list *i = items; s == KEYBAY_OK && i; i = i->next) {
-        if (!SS(secret_item_get_locked)(i->data)) continue;
-        char what[256];
-        snprintf(what, sizeof what, "the keyring holding '%s'", q.label);
-        s = unlock(host, service, i->data, what);
-        ss_error *error = NULL;
-        if (s == KEYBAY_OK && !SS(secret_item_load_secret_sync)(i->data, NULL, &error))
-            s = fail_error(host, KEYBAY_ERR_IO, "cannot read the keyring item", error);
-    }
+    char what[256];
+    snprintf(what, sizeof what, "the keyring holding '%s'", q.label);
+    for (char **p = locked; s == KEYBAY_OK && p && *p; p++) s = unlock(host, service, *p, what);
     uint8_t *root = NULL;
     if (s == KEYBAY_OK && !(root = sodium_malloc(ROOT_BYTES))) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
-    ss_object *found = NULL;
+    int found = 0;
     uint64_t floor = 0;
-    for (ss_list *i = items; s == KEYBAY_OK && i && !found; i = i->next) {
-        ss_object *value = SS(secret_item_get_secret)(i->data);
-        if (value == NULL) continue;
-        size_t length = 0;
-        const uint8_t *bytes = (const uint8_t *)SS(secret_value_get)(value, &length);
-        if (bytes && (length == ROOT_BYTES || length == ROOT_BYTES + FLOOR_BYTES)) {
-            uint8_t expected[STATE_BYTES];
-            provider_state(bytes, c->storage_domain, expected);
-            if (state_length == STATE_BYTES && sodium_memcmp(expected, state, STATE_BYTES) == 0) {
-                memcpy(root, bytes, ROOT_BYTES);
-                for (size_t b = ROOT_BYTES; b < length; b++) floor = floor << 8 | bytes[b];
-                found = i->data;
+    char **lists[2] = { unlocked, locked };
+    for (int l = 0; l < 2; l++) {
+        for (char **p = lists[l]; s == KEYBAY_OK && p && *p && !found; p++) {
+            uint8_t *bytes = NULL;
+            size_t length = 0;
+            if ((s = get_secret(host, service, *p, &bytes, &length)) != KEYBAY_OK) break;
+            if (length == ROOT_BYTES || length == ROOT_BYTES + FLOOR_BYTES) {
+                uint8_t expected[STATE_BYTES];
+                provider_state(bytes, c->storage_domain, expected);
+                if (state_length == STATE_BYTES && sodium_memcmp(expected, state, STATE_BYTES) == 0) {
+                    memcpy(root, bytes, ROOT_BYTES);
+                    for (size_t b = ROOT_BYTES; b < length; b++) floor = floor << 8 | bytes[b];
+                    if (path_out) snprintf(path_out, path_size, "%s", *p);
+                    found = 1;
+                }
             }
+            sodium_free(bytes);
         }
-        SS(secret_value_unref)(value);
     }
     if (s == KEYBAY_OK && !found)
         s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the keyring item '%s' does not hold this store's platform key", q.label);
-    if (s == KEYBAY_OK && item_out) *item_out = SS(g_object_ref)(found);
-    free_items(items);
+    if (unlocked) SS(g_strfreev)(unlocked);
+    if (locked) SS(g_strfreev)(locked);
     free_query(&q);
     if (s != KEYBAY_OK) { if (root) sodium_free(root); return s; }
     *root_out = root;
@@ -332,7 +409,7 @@ static keybay_status root_exists(const keybay_host *host, const keybay_root_cont
     item_query q;
     if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
     ss_list *items = NULL;
-    s = search(host, service, &q, 0, &items);
+    s = search(host, service, &q, &items);
     *exists = s == KEYBAY_OK && items != NULL;
     free_items(items);
     free_query(&q);
@@ -346,7 +423,7 @@ static keybay_status root_create(const keybay_host *host, const keybay_root_cont
     item_query q;
     if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
     ss_list *items = NULL;
-    s = search(host, service, &q, 0, &items);
+    s = search(host, service, &q, &items);
     if (s == KEYBAY_OK && items != NULL)
         s = fail(host, KEYBAY_ERR_ROOT_EXISTS, "the keyring item '%s' already exists; refusing to replace it", q.label);
     free_items(items);
@@ -358,7 +435,7 @@ static keybay_status root_create(const keybay_host *host, const keybay_root_cont
         else if (collection == NULL) s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, SERVICE_NAME " has no default collection (create a keyring first)");
     }
     if (s == KEYBAY_OK && SS(secret_collection_get_locked)(collection))
-        s = unlock(host, service, collection, "the default keyring collection");
+        s = unlock(host, service, SS(g_dbus_proxy_get_object_path)(collection), "the default keyring collection");
     uint8_t *root = sodium_malloc(ROOT_BYTES);
     if (s == KEYBAY_OK && (!root || !buffer_alloc(state_out, STATE_BYTES))) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
     if (s == KEYBAY_OK) {
@@ -384,7 +461,7 @@ static keybay_status root_seal(const keybay_host *host, const keybay_root_contex
                                const uint8_t *aad, size_t aad_length, keybay_buffer *sealed_out) {
     if (plaintext_length == 0) return fail(host, KEYBAY_ERR_INTERNAL, "refusing to seal an empty key package");
     uint8_t *root;
-    keybay_status s = load_matching_root(host, c, state, state_length, &root, NULL, NULL);
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, NULL, NULL, 0);
     if (s != KEYBAY_OK) return s;
     size_t length = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + plaintext_length + crypto_aead_xchacha20poly1305_ietf_ABYTES;
     if (!buffer_alloc(sealed_out, length)) { sodium_free(root); return fail(host, KEYBAY_ERR_INTERNAL, "out of memory"); }
@@ -404,7 +481,7 @@ static keybay_status root_open_with_floor(const keybay_host *host, const keybay_
                                           uint64_t *floor_out) {
     const size_t overhead = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + crypto_aead_xchacha20poly1305_ietf_ABYTES;
     uint8_t *root;
-    keybay_status s = load_matching_root(host, c, state, state_length, &root, floor_out, NULL);
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, floor_out, NULL, 0);
     if (s != KEYBAY_OK) return s;
     if (sealed_length <= overhead) {
         sodium_free(root);
@@ -441,16 +518,20 @@ static keybay_status root_raise_floor(const keybay_host *host, const keybay_root
                                       const uint8_t *state, size_t state_length, uint64_t epoch) {
     uint8_t *root;
     uint64_t floor = 0;
-    ss_object *item = NULL;
-    keybay_status s = load_matching_root(host, c, state, state_length, &root, &floor, &item);
+    char path[512];
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, &floor, path, sizeof path);
     if (s != KEYBAY_OK) return s;
-    uint8_t *secret = epoch > floor ? sodium_malloc(ROOT_BYTES + FLOOR_BYTES) : NULL;
-    if (epoch > floor && !secret) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    ss_object *service = NULL, *item = NULL;
+    ss_error *error = NULL;
+    if (epoch > floor && (s = connect_service(host, &service)) == KEYBAY_OK &&
+        !(item = SS(secret_item_new_for_dbus_path_sync)(service, path, ITEM_NONE, NULL, &error)))
+        s = fail_error(host, KEYBAY_ERR_IO, "cannot reach the keyring item", error);
+    uint8_t *secret = s == KEYBAY_OK && epoch > floor ? sodium_malloc(ROOT_BYTES + FLOOR_BYTES) : NULL;
+    if (s == KEYBAY_OK && epoch > floor && !secret) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
     if (secret) {
         memcpy(secret, root, ROOT_BYTES);
         for (int b = 0; b < FLOOR_BYTES; b++) secret[ROOT_BYTES + b] = (uint8_t)(epoch >> (8 * (FLOOR_BYTES - 1 - b)));
         ss_object *value = SS(secret_value_new)((const char *)secret, ROOT_BYTES + FLOOR_BYTES, "application/octet-stream");
-        ss_error *error = NULL;
         if (value == NULL) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
         else if (!SS(secret_item_set_secret_sync)(item, value, NULL, &error))
             s = fail_error(host, KEYBAY_ERR_IO, "cannot record the rollback floor in the keyring item", error);
@@ -458,7 +539,7 @@ static keybay_status root_raise_floor(const keybay_host *host, const keybay_root
         sodium_free(secret);
     }
     sodium_free(root);
-    SS(g_object_unref)(item);
+    if (item) SS(g_object_unref)(item);
     return s;
 }
 
@@ -476,7 +557,7 @@ static keybay_status root_location(const keybay_host *host, const keybay_root_co
     item_query q;
     if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
     ss_list *items = NULL;
-    s = search(host, service, &q, 0, &items);
+    s = search(host, service, &q, &items);
     char text[1024];
     if (s == KEYBAY_OK) {
         const char *path = items ? SS(g_dbus_proxy_get_object_path)(items->data) : NULL;
@@ -507,12 +588,12 @@ static keybay_status root_reset(const keybay_host *host, const keybay_root_conte
     item_query q;
     if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
     ss_list *items = NULL;
-    s = search(host, service, &q, 0, &items);
+    s = search(host, service, &q, &items);
     for (ss_list *i = items; s == KEYBAY_OK && i; i = i->next) {
         if (SS(secret_item_get_locked)(i->data)) {
             char what[256];
             snprintf(what, sizeof what, "the keyring holding '%s'", q.label);
-            s = unlock(host, service, i->data, what);
+            s = unlock(host, service, SS(g_dbus_proxy_get_object_path)(i->data), what);
             if (s != KEYBAY_OK) break;
         }
         ss_error *error = NULL;

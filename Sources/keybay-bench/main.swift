@@ -3,7 +3,9 @@
 // references (age, cryptsetup-bin) and builds in release mode.
 //
 //   keybay-bench [RUNS]          the whole table
-//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2
+//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 ssget
+//   (ssget needs a Secret Service on DBUS_SESSION_BUS_ADDRESS: scripts/bench.sh runs the bench
+//   in a private session with a throwaway, unlocked gnome-keyring)
 //   keybay-bench load-plugins    (internal) time discovery + loading of the plugins, in a fresh process
 import CArgon2
 import CSodium
@@ -354,6 +356,26 @@ if wanted("tpm2") {
         reportTimes("CLI get on a tpm2 store vs tpm2_unseal of a persistent sealed object (same swtpm)", m.ours, m.reference, target: "<= 1.2")
     } else {
         print("  (swtpm or tpm2-tools not installed: run scripts/bench.sh)")
+    }
+}
+
+// 9. CLI get on a secret-service store vs secret-tool lookup of one item on the same daemon:
+// both start, connect to the session bus, open a session (secret-tool an encrypted one, ours a
+// plain one: performance.md says why), find one item by its attributes and fetch its secret;
+// ours then reads and authenticates the store.
+if wanted("ssget") {
+    if let bus = getenv("DBUS_SESSION_BUS_ADDRESS").map({ String(cString: $0) }), let secretTool = which("secret-tool") {
+        var busEnv = env
+        busEnv["DBUS_SESSION_BUS_ADDRESS"] = bus
+        if let runtime = getenv("XDG_RUNTIME_DIR") { busEnv["XDG_RUNTIME_DIR"] = String(cString: runtime) }
+        let made = spawnTimed([cli, "--app", "ssget", "--root", "secret-service", "set", "record/42", "value"], env: busEnv)
+        precondition(made.status == 0, "cannot make a store on the secret-service root (is a Secret Service running on \(bus)?)")
+        let m = alternate(runs, ours: [cli, "--app", "ssget", "get", "record/42"],
+                          reference: [secretTool, "lookup", "keybay-application", "ssget"], env: busEnv)
+        reportTimes("CLI get (secret-service store) vs secret-tool lookup (same daemon)", m.ours, m.reference, target: "<= 1.0")
+        _ = spawnTimed([cli, "--app", "ssget", "reset", "--yes"], env: busEnv) // the item goes with the store
+    } else {
+        print("  (no session bus or secret-tool: run scripts/bench.sh)")
     }
 }
 
