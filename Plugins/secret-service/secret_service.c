@@ -140,8 +140,7 @@ static void ss_load(void) {
     struct ss_lib lib;
     memset(&lib, 0, sizeof lib);
     dlerror();
-    /* Lazy binding: GIO and libsecret have thousands of relocations, and a lookup calls few of
-       them (eager binding cost more than the lookup itself); dlsym resolves ours now. */
+    /* Lazy binding: a lookup calls few of GIO's and libsecret's functions; dlsym resolves ours now. */
     void *handle = dlopen(SS_LIBRARY, RTLD_LAZY | RTLD_LOCAL);
     if (handle == NULL) {
         const char *why = dlerror();
