@@ -16,7 +16,7 @@ import Testing
         // 1 + 4 + 1 + 26 = 32 bytes would read as file-root's: one 0x00 byte follows.
         let state = [UInt8](repeating: 1, count: 26)
         let tagged = try RootTag.encode(root: "tpm2", state: state)
-        #expect(tagged.count == 33 && tagged.last == 0)
+        try #require(tagged.count == 33 && tagged.last == 0)
         #expect(try RootTag.decode(tagged, context: "t") == ("tpm2", state))
         var unpadded = tagged
         unpadded[32] = 1
