@@ -94,8 +94,9 @@ final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
     }
 
     func confirm(_ question: String) throws -> Bool {
-        guard !noInput else { throw KeybayError(.interactionRequired, "a confirmation is needed but --no-input was given") }
-        let tty = try terminal("a confirmation is needed but there is no terminal")
+        // The question names what needs the user (a locked keyring): say it in the error too.
+        guard !noInput else { throw KeybayError(.interactionRequired, "a confirmation is needed (\(question)) but --no-input was given") }
+        let tty = try terminal("a confirmation is needed (\(question)) but there is no terminal")
         defer { close(tty) }
         writeAll(tty, question + " [y/N] ")
         let answer = answerLine(tty)

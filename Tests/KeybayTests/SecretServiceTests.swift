@@ -83,7 +83,7 @@ import Testing
         let before = try #require(readBytes(f.box.storePath))
         try f.service.lock()
         let noInput = try f.cli("get", "k", "--no-input")
-        #expect(noInput.status == 4 && noInput.stderr.contains("interaction-required"), "\(noInput.stderr)")
+        #expect(noInput.status == 4 && noInput.stderr.contains("interaction-required") && noInput.stderr.contains("is locked"), "\(noInput.stderr)")
         #expect(noInput.out.isEmpty)
         // Without --no-input and without a terminal the prompt cannot be confirmed either.
         let plain = try f.cli("get", "k")
