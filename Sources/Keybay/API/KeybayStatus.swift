@@ -15,7 +15,10 @@ public struct KeybayStatus: Sendable, Equatable {
 
     public let state: State
     public let storePath: String
+    /// The root the store on disk was created with (its bootstrap names it); with no store, the
+    /// root a new one would get.
     public let rootPlugin: String
+    /// Where that root keeps its key (a path, a keyring item).
     public let rootLocation: String
     /// The enrolled methods of a protected store (listed with the root alone, no plugin called).
     public let methods: [KeybayMethod]
