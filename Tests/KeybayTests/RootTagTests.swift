@@ -23,6 +23,21 @@ import Testing
         #expect(keybayCode { _ = try RootTag.decode(unpadded, context: "t") } == .malformed)
     }
 
+    /// A bootstrap that names no root opens nothing, but reset still clears it (with the
+    /// configured root, as before roots could be chosen).
+    @Test func aStoreWhoseBootstrapNamesNoRootIsStillReset() throws {
+        let box = Sandbox()
+        #expect(try box.cli("set", "k", "v").status == 0)
+        var bytes = try #require(readBytes(box.storePath))
+        bytes[9] = 4 // providerStateLength 32 -> 4: "deadbeef"-like, names no root
+        writeBytes(box.storePath, bytes)
+        let got = try box.cli("get", "k")
+        #expect(got.status == 1 && got.stderr.contains("[malformed]"), "\(got.stderr)")
+        let reset = try box.cli("reset", "--yes")
+        #expect(reset.status == 0, "\(reset.stderr)")
+        #expect(!exists(box.storePath) && !exists(box.rootPath))
+    }
+
     @Test func statesThatNameNoRootAreMalformed() throws {
         let bad: [[UInt8]] = [[], [0xde, 0xad, 0xbe, 0xef], [9] + Array("file-root".utf8) + [1, 0],
                               [3] + Array("Abc".utf8) + [0], [4] + Array("tpm2".utf8) + [2, 1], [4] + Array("tpm2".utf8) + [1, 1, 0]]

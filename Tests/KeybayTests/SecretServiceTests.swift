@@ -130,6 +130,11 @@ import Testing
         let got = try f.cli("get", "k", extra: noBus)
         #expect(got.status == 1 && got.stderr.contains("root-unavailable") && got.stderr.contains("Secret Service"), "\(got.stderr)")
         #expect(!exists(f.box.rootPath))
+        // reset checks both sides before removing anything: without the keyring it removes nothing.
+        let reset = try f.cli("reset", "--yes", extra: noBus)
+        #expect(reset.status == 1 && reset.stderr.contains("root-unavailable"), "\(reset.stderr)")
+        #expect(exists(f.box.storePath))
+        #expect(try f.service.rootItems(app: f.box.app).count == 1)
         let forced = try f.cli("get", "k", "--root", "file-root")
         #expect(forced.status == 2 && forced.stderr.contains("secret-service"), "\(forced.stderr)")
         // A new store: init fails naming the Secret Service and creates nothing.

@@ -154,6 +154,6 @@ public enum KeybayStore {
     /// Removes the store and its platform root (keeps the lock file). Explicit, idempotent,
     /// needs no credential; every record is lost.
     public static func reset(_ configuration: KeybayConfiguration) throws {
-        try StoreLifecycle(configuration).reset()
+        try StoreLifecycle(configuration, forReset: true).reset()
     }
 }

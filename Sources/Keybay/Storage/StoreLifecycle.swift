@@ -9,10 +9,18 @@ struct StoreLifecycle: Sendable {
 
     /// Loads the store's root plugin (only that one: method plugins load on demand): the root
     /// the store on disk names, or for a new store the configured one. `interaction` is who the
-    /// root may ask (a locked keyring's unlock prompt).
-    init(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive()) throws {
+    /// root may ask (a locked keyring's unlock prompt). `forReset`: a store whose bootstrap
+    /// cannot be read (damaged, or from a later version) is reset with the configured root, as
+    /// before roots could be chosen; nothing is ever opened that way.
+    init(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive(), forReset: Bool = false) throws {
         self.configuration = configuration
-        let id = try Self.storeRoot(configuration) ?? Self.newStoreRoot(configuration)
+        let stored: String?
+        do {
+            stored = try Self.storeRoot(configuration)
+        } catch let e as KeybayError where forReset && (e.code == .malformed || e.code == .unsupported) {
+            stored = nil
+        }
+        let id = stored ?? Self.newStoreRoot(configuration)
         keyring = try Self.keyring(root: id, configuration, interaction: interaction)
     }
 
