@@ -363,7 +363,7 @@ enum Command {
             throw Arguments.UsageError(message: "reset deletes the store and its platform root, losing every record; confirm with --yes")
         }
         let config = try configuration(a)
-        try KeybayStore.reset(config)
+        try KeybayStore.reset(config, interaction: c.interaction)
         a.json ? Output.line(JSON.render(.object([("reset", .bool(true)), ("storePath", .string(config.storePath))])))
                : Output.line("removed the store and platform root of \(config.applicationID) (if there were any)")
         return Exit.success

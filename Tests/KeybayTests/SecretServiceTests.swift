@@ -89,6 +89,9 @@ import Testing
         let plain = try f.cli("get", "k")
         #expect(plain.status != 0 && plain.out.isEmpty, "\(plain.stderr)")
         #expect(try f.cli("set", "k", "w", "--no-input").status == 4)
+        // reset cannot delete a locked item: it removes nothing.
+        let reset = try f.cli("reset", "--yes", "--no-input")
+        #expect(reset.status == 4, "\(reset.stderr)")
         #expect(readBytes(f.box.storePath) == before, "the store file is byte-identical")
         #expect(try f.service.isLocked())
         try f.service.unlock()

@@ -152,8 +152,9 @@ public enum KeybayStore {
     }
 
     /// Removes the store and its platform root (keeps the lock file). Explicit, idempotent,
-    /// needs no credential; every record is lost.
-    public static func reset(_ configuration: KeybayConfiguration) throws {
-        try StoreLifecycle(configuration, forReset: true).reset()
+    /// needs no credential; every record is lost. `interaction` is who the root may ask (a locked
+    /// keyring's item can only be deleted once it is unlocked).
+    public static func reset(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive()) throws {
+        try StoreLifecycle(configuration, interaction: interaction, forReset: true).reset()
     }
 }

@@ -140,11 +140,12 @@ struct StoreLifecycle: Sendable {
         if unlock.mayRunCeremony, let read = try file.read() {
             do {
                 unlocked = try authenticate(read, unlock: unlock)
-            } catch is KeybayError where file.identity() != read.identity {
+            } catch let e as KeybayError where file.identity() != read.identity || e.code == .platformKeyInvalidated {
                 // The file was replaced or removed while it was read (a racing write or reset),
-                // so the failure may be that change's, not the store's: decide under the lock,
-                // as an open without a ceremony does (a protected store then asks to be opened
-                // again; nothing at all is created when `create` allows it).
+                // or its root is gone (a racing reset removes the root first), so the failure
+                // may be that change's, not the store's: decide under the lock, as an open
+                // without a ceremony does (a protected store then asks to be opened again;
+                // nothing at all is created when `create` allows it).
             }
         }
         let generation = try file.withLock(create ? .exclusive : .shared) { () throws -> Generation in
@@ -177,14 +178,18 @@ struct StoreLifecycle: Sendable {
     /// no credential. Both sides are checked before anything is removed (the data directory when
     /// it is opened, the root's location by asking whether the root exists), so a refusal on one
     /// side never leaves the other half-deleted.
+    ///
+    /// The root goes first: removing it is what may fail for reasons no check foresees (a
+    /// locked keyring whose item cannot be deleted), and then nothing is removed; a failure
+    /// after it leaves a store without its root, which `reset` clears when run again.
     func reset() throws {
         let file = try StoreFile.open(configuration, create: false)
         _ = try root.exists()
         guard let file else { return try root.reset() }
         try file.repairLockMode()
         try file.withLock(.exclusive) {
-            try file.removeStore()
             try root.reset()
+            try file.removeStore()
         }
     }
 
