@@ -258,22 +258,24 @@ import Testing
     /// host): enrolling and unlocking for two applications, the plugin sees each.
     @Test func methodPluginsSeeTheApplication() throws {
         let box = Sandbox()
-        let seen = { () -> String in
+        // The plugin's record is process-wide and other tests enroll at the same time: these
+        // application ids are this test's own.
+        let tag = UUID().uuidString.prefix(8).lowercased()
+        let first = "com.example.first-\(tag)", second = "com.example.second-\(tag)"
+        let seen = { () -> [String] in
             guard let handle = dlopen(testPluginDirectory + "/libkeybay-test-counting.so", RTLD_NOW | RTLD_NOLOAD),
-                  let symbol = dlsym(handle, "keybay_test_counting_application") else { return "(not loaded)" }
-            return String(cString: unsafeBitCast(symbol, to: (@convention(c) () -> UnsafePointer<CChar>).self)())
+                  let symbol = dlsym(handle, "keybay_test_counting_applications") else { return [] }
+            let text = String(cString: unsafeBitCast(symbol, to: (@convention(c) () -> UnsafePointer<CChar>).self)())
+            return text.split(separator: "\n").map(String.init).filter { $0.hasSuffix(tag) }
         }
         var methods: [String: String] = [:]
-        for app in ["com.example.first", "com.example.second"] {
+        for app in [first, second] {
             let session = try KeybayStore.open(box.configuration(app: app), interaction: ScriptedInteraction(["5", "5"]))
             methods[app] = try session.auth.add(plugin: "test-counting").id
             session.close()
-            #expect(seen() == app, "enroll")
         }
-        let session = try KeybayStore.open(box.configuration(app: "com.example.first"), method: methods["com.example.first"],
-                                           interaction: ScriptedInteraction(["5"]))
-        session.close()
-        #expect(seen() == "com.example.first", "unwrap")
+        try KeybayStore.open(box.configuration(app: first), method: methods[first], interaction: ScriptedInteraction(["5"])).close()
+        #expect(seen() == ["enroll \(first)", "enroll \(second)", "unwrap \(first)"])
     }
 
     /// A terminal prompt says whose secret it asks for: the application and the method's label.

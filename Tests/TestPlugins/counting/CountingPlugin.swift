@@ -6,7 +6,7 @@ import KeybayPluginKit
 /// (exported as `keybay_test_counting_calls`), so tests can prove which operations reach a
 /// method plugin. Its secret: M = HMAC-SHA256(key: params.salt, message: the PIN the host gives).
 /// Params: `"TCNT" | salt(16)`. Option `fail=unavailable` makes probe report the method unusable.
-/// It remembers the application id the host gave (`keybay_test_counting_application`).
+/// It remembers the application id the host gave (`keybay_test_counting_applications`).
 /// Unlocking with the PIN `wait-for-cancel` waits (up to 60 s, polling the host's is_cancelled
 /// as a touch or a KDF would) and ends CANCELLED when the host cancels, TIMED_OUT otherwise.
 nonisolated(unsafe) var callCounts: [Int32] = [0, 0, 0, 0] // probe, enroll, unwrap, describe
@@ -14,15 +14,17 @@ nonisolated(unsafe) var callCounts: [Int32] = [0, 0, 0, 0] // probe, enroll, unw
 @_cdecl("keybay_test_counting_calls")
 public func countingCalls(_ which: Int32) -> Int32 { callCounts[Int(which)] }
 
-/// The application id the host gave the last enroll or unwrap ("" when it gave none).
-nonisolated(unsafe) var lastApplication = strdup("")!
+/// Every application id the host gave an enroll or unwrap, as lines "enroll APP" / "unwrap APP"
+/// ("-" when it gave none): tests running at the same time each look for their own.
+nonisolated(unsafe) var applicationsSeen = strdup("")!
 
-@_cdecl("keybay_test_counting_application")
-public func countingApplication() -> UnsafePointer<CChar> { UnsafePointer(lastApplication) }
+@_cdecl("keybay_test_counting_applications")
+public func countingApplications() -> UnsafePointer<CChar> { UnsafePointer(applicationsSeen) }
 
-private func record(_ host: PluginHost) {
-    free(lastApplication)
-    lastApplication = strdup(host.applicationID ?? "")!
+private func record(_ operation: String, _ host: PluginHost) {
+    let seen = String(cString: applicationsSeen) + "\(operation) \(host.applicationID ?? "-")\n"
+    free(applicationsSeen)
+    applicationsSeen = strdup(seen)!
 }
 
 struct CountingPlugin: KeybayMethodPlugin {
@@ -35,7 +37,7 @@ struct CountingPlugin: KeybayMethodPlugin {
 
     static func enroll(host: PluginHost, options: [String: String], secret: UnsafeMutableRawBufferPointer) throws -> [UInt8] {
         callCounts[1] += 1
-        record(host)
+        record("enroll", host)
         for key in options.keys where key != "label-hint" { throw PluginFailure.invalidOption("unknown option \(key)") }
         var salt = [UInt8](repeating: 0, count: 16)
         randombytes_buf(&salt, 16)
@@ -45,7 +47,7 @@ struct CountingPlugin: KeybayMethodPlugin {
 
     static func unwrap(host: PluginHost, params: [UInt8], secret: UnsafeMutableRawBufferPointer) throws {
         callCounts[2] += 1
-        record(host)
+        record("unwrap", host)
         guard params.count == 20, params.starts(with: Array("TCNT".utf8)) else { throw PluginFailure.malformed("not test-counting parameters") }
         try derive(host: host, salt: Array(params[4...]), new: false, secret: secret)
     }
