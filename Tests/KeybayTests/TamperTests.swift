@@ -1,8 +1,9 @@
 import Testing
 @testable import Keybay
 
-/// Every single-byte change, every truncation and appended bytes of a small store (and of its
-/// root file) must give a typed KeybayError when the store is opened, never a value.
+/// Every single-byte change (three masks), every truncation and appended bytes of a small
+/// store, platform-only and passphrase-protected, must give a typed KeybayError when the store
+/// is opened, never a value; the same changes to its root file invalidate the platform key.
 @Suite struct TamperTests {
     static let acceptable: Set<KeybayError.Code> = [.malformed, .integrity, .unsupported, .platformKeyInvalidated]
 
@@ -23,6 +24,11 @@ import Testing
             let s = try await KeybayStore.open(box.configuration(), createIfAbsent: false)
             for key in try s.keys() { _ = try s.get(key) }
         }
+    }
+
+    /// What the tests append to a file: one zero byte, four, its own last four bytes, 100 bytes.
+    static func appended(_ file: [UInt8]) -> [[UInt8]] {
+        [[0], [0, 0, 0, 0], Array(file.suffix(4)), [UInt8](repeating: 0xaa, count: 100)]
     }
 
     @Test func everyByteFlipIsATypedFailure() async throws {
@@ -64,10 +70,15 @@ import Testing
                 #expect(code.map(Self.acceptable.contains) == true, "flip \(mask) at byte \(i) gave \(String(describing: code))")
             }
         }
-        for length in stride(from: 0, to: original.count, by: 7) {
+        for length in 0..<original.count {
             writeBytes(box.storePath, Array(original[0..<length]))
             let code = await outcome()
             #expect(code.map(Self.acceptable.contains) == true, "truncation to \(length) gave \(String(describing: code))")
+        }
+        for extra in Self.appended(original) {
+            writeBytes(box.storePath, original + extra)
+            let code = await outcome()
+            #expect(code.map(Self.acceptable.contains) == true, "appending \(extra.count) bytes gave \(String(describing: code))")
         }
         writeBytes(box.storePath, original)
         #expect(await outcome() == nil)
@@ -80,7 +91,7 @@ import Testing
             let outcome = await Self.openOutcome(box)
             #expect(outcome.map(Self.acceptable.contains) == true, "truncation to \(length) gave \(String(describing: outcome))")
         }
-        for extra in [[0], [0, 0, 0, 0], Array(original.suffix(4)), [UInt8](repeating: 0xaa, count: 100)] {
+        for extra in Self.appended(original) {
             writeBytes(box.storePath, original + extra)
             let outcome = await Self.openOutcome(box)
             #expect(outcome.map(Self.acceptable.contains) == true, "appending \(extra.count) bytes gave \(String(describing: outcome))")
@@ -91,17 +102,21 @@ import Testing
         let (box, _) = try await Self.smallStore()
         let root = readBytes(box.rootPath)!
         for i in root.indices {
-            var bytes = root
-            bytes[i] ^= 0x01
-            writeBytes(box.rootPath, bytes)
-            #expect(await Self.openOutcome(box) == .platformKeyInvalidated, "root flip at \(i)")
+            for mask: UInt8 in [0x01, 0x80, 0xff] {
+                var bytes = root
+                bytes[i] ^= mask
+                writeBytes(box.rootPath, bytes)
+                #expect(await Self.openOutcome(box) == .platformKeyInvalidated, "root flip \(mask) at byte \(i)")
+            }
         }
-        for length in [0, 6, 37] {
+        for length in 0..<root.count {
             writeBytes(box.rootPath, Array(root[0..<length]))
-            #expect(await Self.openOutcome(box) == .platformKeyInvalidated)
+            #expect(await Self.openOutcome(box) == .platformKeyInvalidated, "root truncated to \(length)")
         }
-        writeBytes(box.rootPath, root + [0])
-        #expect(await Self.openOutcome(box) == .platformKeyInvalidated)
+        for extra in Self.appended(root) {
+            writeBytes(box.rootPath, root + extra)
+            #expect(await Self.openOutcome(box) == .platformKeyInvalidated, "\(extra.count) bytes appended to the root")
+        }
         writeBytes(box.rootPath, root)
         #expect(await Self.openOutcome(box) == nil)
     }
