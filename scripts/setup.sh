@@ -8,7 +8,8 @@ packages=(libsodium-dev libargon2-dev libfido2-dev libssl-dev pkg-config python3
           swtpm swtpm-tools tpm2-tools libtss2-dev  # a TPM 2.0 emulator and tpm2-tss for the tpm2 root
           libqrencode4  # the recovery plugin draws its key as a QR code with it (opened at run time)
           libzbar0      # a QR decoder: RecoveryTests read that drawing back
-          gnome-keyring dbus libsecret-1-dev libsecret-tools)  # the secret-service root and its tests (a private bus + keyring)
+          gnome-keyring dbus libsecret-1-dev libsecret-tools  # the secret-service root and its tests (a private bus + keyring)
+          argon2)       # the reference CLI Tests/plugin-harness/passphrase_check.c compares with
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

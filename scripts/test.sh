@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing, then `swift test` (Swift Testing).
+# Runs every test: installs what is missing, builds, runs the C harnesses and a short fuzz, then
+# `swift test` (Swift Testing).
 # Long versions of the harnesses: KEYBAY_CRASH_RUNS=2000 KEYBAY_FUZZ_SECONDS=600 scripts/test.sh
 # (sanitizers: scripts/sanitizers.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 swift build --build-tests
+# The C harnesses (Tests/plugin-harness) against this build.
+scripts/plugin-harness.sh
 # A short libFuzzer run over every decoder (KEYBAY_FUZZ_SECONDS per target; 0 skips it).
 if [ "${KEYBAY_FUZZ_SECONDS:-15}" != 0 ]; then scripts/fuzz.sh "${KEYBAY_FUZZ_SECONDS:-15}"; fi
 swift test --skip-build

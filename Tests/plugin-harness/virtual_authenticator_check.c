@@ -1,8 +1,10 @@
 /*
- * Developer check of the virtual authenticator through the real libfido2: make a credential
- * (packed self-attestation verified), hmac-secret assertions with and without the PIN (stable,
- * and different with UV), signatures verified, a wrong PIN counted; PIN protocols 1 and 2, with
- * and without pinUvAuthToken permissions. Build and run from the package root:
+ * Check of the virtual authenticator through the real libfido2: make a credential (packed
+ * self-attestation verified), hmac-secret assertions with and without the PIN (stable, and
+ * different with UV), signatures verified, a wrong PIN refused (PIN_INVALID) and counted (one
+ * retry fewer), the right PIN giving the retries back; PIN protocols 1 and 2, with and without
+ * pinUvAuthToken permissions. Exits 1 on any failure. scripts/plugin-harness.sh builds and runs
+ * it (scripts/test.sh runs that):
  *   cc -std=c11 -Wall -Wextra -ITests/VirtualAuthenticator/include \
  *      Tests/VirtualAuthenticator/virtual_authenticator.c Tests/plugin-harness/virtual_authenticator_check.c \
  *      -lfido2 -lcrypto -lpthread -o /tmp/va_check && /tmp/va_check
@@ -77,6 +79,20 @@ static int run(const char *pin, const char *protocols, const char *perms) {
         int r2 = -1; fido_dev_get_retry_count(dev, &r2);
         printf("  retries %d, wrong pin -> %s, retries %d\n", retries, fido_strerr(r), r2);
         fido_assert_free(&a);
+        if (retries < 2 || r != FIDO_ERR_PIN_INVALID || r2 != retries - 1) {
+            printf("FAIL a wrong PIN was not refused and counted (%s, retries %d -> %d)\n", fido_strerr(r), retries, r2);
+            return 1;
+        }
+        /* The right PIN then gives the retries back. */
+        a = fido_assert_new();
+        fido_assert_set_clientdata_hash(a, cdh, 32);
+        fido_assert_set_rp(a, "keybay.local");
+        fido_assert_allow_cred(a, fido_cred_id_ptr(cred), fido_cred_id_len(cred));
+        CHECK(fido_dev_get_assert(dev, a, pin));
+        fido_assert_free(&a);
+        int r3 = -1;
+        CHECK(fido_dev_get_retry_count(dev, &r3));
+        if (r3 != retries) { printf("FAIL the right PIN left %d retries, not %d\n", r3, retries); return 1; }
     }
     fido_cred_free(&cred);
     fido_dev_close(dev);
