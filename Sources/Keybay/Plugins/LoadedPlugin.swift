@@ -41,6 +41,9 @@ public final class LoadedPlugin: @unchecked Sendable {
             throw refuse("descriptor is \(structSize) bytes, expected at least \(Self.minimumDescriptorBytes)")
         }
         let copy = UnsafeMutablePointer<keybay_plugin>.allocate(capacity: 1)
+        // The copy is the loaded plugin's from the end of init on; a refusal frees it.
+        var kept = false
+        defer { if !kept { copy.deallocate() } }
         copy.initialize(to: keybay_plugin())
         UnsafeMutableRawPointer(copy).copyMemory(from: raw, byteCount: min(structSize, MemoryLayout<keybay_plugin>.size))
         let descriptor = UnsafePointer(copy)
@@ -67,6 +70,7 @@ public final class LoadedPlugin: @unchecked Sendable {
             throw refuse("unknown plugin kind \(d.kind)")
         }
         guard d.option_count <= 64, d.option_count == 0 || d.options != nil else { throw refuse("malformed option list") }
+        kept = true
         self.descriptor = descriptor
         self.path = path
         self.id = String(cString: idPointer)
@@ -83,6 +87,9 @@ public final class LoadedPlugin: @unchecked Sendable {
             return (String(cString: n), o.help.map { String(cString: $0) } ?? "")
         }
     }
+
+    /// A plugin refused after loading (its id or kind) is dropped: its descriptor copy goes with it.
+    deinit { descriptor.deallocate() }
 
     /// The descriptor's id must be the one its file name claims, and the kind the one asked for.
     func expect(id expected: String, kind: keybay_plugin_kind?) throws {
