@@ -8,7 +8,7 @@ enum EchoGuard {
     static func withEchoOff<R>(_ tty: Int32, _ body: () throws -> R) rethrows -> R {
         var saved = termios()
         guard tcgetattr(tty, &saved) == 0 else { return try body() }
-        echoGuardSaved = saved
+        echoGuardSaved.pointee = saved
         echoGuardDescriptor = tty
         let previous = echoGuardSignals.map { signal($0, echoGuardRestoreAndDie) }
         for (s, old) in zip(echoGuardSignals, previous) where unsafeBitCast(old, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self) {
@@ -28,13 +28,15 @@ enum EchoGuard {
 
 // Plain globals: the handler reads them, so they are set before it is installed.
 nonisolated(unsafe) private var echoGuardDescriptor: Int32 = -1
-nonisolated(unsafe) private var echoGuardSaved = termios()
+// The saved state lives in memory of termios' own size: a global `termios` var gets 57 bytes of
+// storage while a copy of the struct writes 60 (AddressSanitizer: global-buffer-overflow).
+nonisolated(unsafe) private let echoGuardSaved = UnsafeMutablePointer<termios>.allocate(capacity: 1)
 private let echoGuardSignals = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
 
 /// Async-signal-safe: tcsetattr, signal and raise only. The re-raised signal is blocked while
 /// the handler runs and delivered, with its default action, as it returns.
 private func echoGuardRestoreAndDie(_ sig: Int32) {
-    if echoGuardDescriptor >= 0 { tcsetattr(echoGuardDescriptor, TCSANOW, &echoGuardSaved) }
+    if echoGuardDescriptor >= 0 { tcsetattr(echoGuardDescriptor, TCSANOW, echoGuardSaved) }
     signal(sig, SIG_DFL)
     raise(sig)
 }
