@@ -3,23 +3,29 @@
 # so the ordinary build is untouched). Slow: several minutes each on 2 cores.
 #   scripts/sanitizers.sh            # both
 #   scripts/sanitizers.sh address    # one
+# Every process the tests start (the CLI, the crash-kill writer) reports to files under
+# .build/sanitize-<kind>-reports/ (log_path, passed on by Sandbox.environment), as does the
+# test runner itself: any file there fails the run, whatever the tests said.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kinds=("$@")
-# Toolchain-internal leaks only (see the file); anything in Keybay's code still fails.
-export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
 # Package.swift: no static Swift runtime, whose hidden symbols would hide the interceptors.
 export KEYBAY_SANITIZE=1
 [ ${#kinds[@]} -gt 0 ] || kinds=(address thread)
 status=0
 for k in "${kinds[@]}"; do
   echo "== swift test --sanitize=$k"
+  reports="$PWD/.build/sanitize-$k-reports"
+  rm -rf "$reports" && mkdir -p "$reports"
+  # Toolchain-internal leaks only (see the file); anything in Keybay's code still fails.
+  export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0:log_path=$reports/report"
+  export ASAN_OPTIONS="log_path=$reports/report" TSAN_OPTIONS="log_path=$reports/report"
   # Plugins built without a sanitizer, for hosts built without one (the example host cannot
   # load sanitized plugins) and, under ThreadSanitizer, for every host: a TSan-built plugin
   # needs runtime symbols that only a TSan-built host exports (TestSupport.swift).
   plugins="$PWD/.build/sanitize-plugins"
   for product in keybay-file-root keybay-passphrase keybay-fido2 keybaytest-counting keybaytest-fido2; do
-    env -u KEYBAY_SANITIZE swift build --build-path "$plugins" --product "$product" >/dev/null
+    env -u KEYBAY_SANITIZE -u ASAN_OPTIONS -u TSAN_OPTIONS -u LSAN_OPTIONS swift build --build-path "$plugins" --product "$product" >/dev/null
   done
   export KEYBAY_TEST_SANITIZER="$k" KEYBAY_TEST_HOST_PLUGIN_DIRECTORY="$plugins/debug"
   if [ "$k" = thread ]; then
@@ -29,10 +35,16 @@ for k in "${kinds[@]}"; do
   fi
   swift test --sanitize="$k" --build-path ".build/sanitize-$k" > ".build/sanitize-$k.log" 2>&1 || true
   grep -E "^(✔|✘) Test run|ERROR: [A-Za-z]*Sanitizer|WARNING: ThreadSanitizer|SUMMARY: [A-Za-z]*Sanitizer" ".build/sanitize-$k.log" || true
-  if grep -q "✔ Test run" ".build/sanitize-$k.log" && ! grep -qE "ERROR: [A-Za-z]*Sanitizer|WARNING: ThreadSanitizer" ".build/sanitize-$k.log"; then
+  reported=$(ls "$reports")
+  for f in $reported; do
+    echo "-- $reports/$f:"
+    { grep -E "ERROR: [A-Za-z]*Sanitizer|WARNING: ThreadSanitizer|SUMMARY: [A-Za-z]*Sanitizer|^ +#[0-9] " "$reports/$f" || true; } | head -12 || true
+  done
+  if grep -q "✔ Test run" ".build/sanitize-$k.log" && [ -z "$reported" ] \
+     && ! grep -qE "ERROR: [A-Za-z]*Sanitizer|WARNING: ThreadSanitizer" ".build/sanitize-$k.log"; then
     echo "sanitize=$k: clean"
   else
-    echo "sanitize=$k: FAILED (full log: .build/sanitize-$k.log)"; status=1
+    echo "sanitize=$k: FAILED (full log: .build/sanitize-$k.log; reports: $(echo "$reported" | grep -c . || true) in $reports)"; status=1
   fi
 done
 exit $status

@@ -14,33 +14,36 @@ import Testing
         let box = Sandbox()
         let fast = PassphraseTests.fast
         var outputs: [(String, RunResult)] = []
-        func cli(_ args: [String], passphrase: String? = nil, stdin: [UInt8]? = nil) throws {
+        /// Runs one command and checks its exit status (docs/cli.md's, for each command).
+        func cli(_ args: [String], passphrase: String? = nil, stdin: [UInt8]? = nil, exits expected: Int32,
+                 sourceLocation: SourceLocation = #_sourceLocation) throws {
             let r = stdin != nil ? try run(cliPath, args, environment: box.environment, stdin: stdin)
                                  : try PassphraseTests.cli(box, args, passphrase: passphrase)
+            #expect(r.status == expected && !r.signalled, "\(args.joined(separator: " ")) exited \(r.status): \(r.stderr)", sourceLocation: sourceLocation)
             outputs.append((args.joined(separator: " "), r))
         }
-        try cli(["init"])
-        try cli(["set", "from-arg", Self.value])
-        try cli(["set", "from-stdin", "--stdin"], stdin: Array(Self.value.utf8))
-        try cli(["enroll", "passphrase", "--label", "hygiene"] + fast, passphrase: Self.passphrase)
-        try cli(["enroll", "passphrase"] + fast, passphrase: Self.passphrase) // refused: a second passphrase
+        try cli(["init"], exits: 0)
+        try cli(["set", "from-arg", Self.value], exits: 0)
+        try cli(["set", "from-stdin", "--stdin"], stdin: Array(Self.value.utf8), exits: 0)
+        try cli(["enroll", "passphrase", "--label", "hygiene"] + fast, passphrase: Self.passphrase, exits: 0)
+        try cli(["enroll", "passphrase"] + fast, passphrase: Self.passphrase, exits: 2) // refused: a second passphrase
         for json in [[], ["--json"]] {
-            try cli(["status"] + json)
-            try cli(["list"] + json)
-            try cli(["plugins"] + json)
-            try cli(["keys"] + json, passphrase: Self.passphrase)
-            try cli(["get", "from-arg"] + json, passphrase: Self.wrong)
-            try cli(["get", "from-arg", "--no-input"] + json)
-            try cli(["get", "missing"] + json, passphrase: Self.passphrase)
-            try cli(["verify"] + json, passphrase: Self.passphrase)
-            try cli(["verify"] + json, passphrase: Self.wrong)
+            try cli(["status"] + json, exits: 0)
+            try cli(["list"] + json, exits: 0)
+            try cli(["plugins"] + json, exits: 0)
+            try cli(["keys"] + json, passphrase: Self.passphrase, exits: 0)
+            try cli(["get", "from-arg"] + json, passphrase: Self.wrong, exits: 1)
+            try cli(["get", "from-arg", "--no-input"] + json, exits: 4)
+            try cli(["get", "missing"] + json, passphrase: Self.passphrase, exits: 3)
+            try cli(["verify"] + json, passphrase: Self.passphrase, exits: 0)
+            try cli(["verify"] + json, passphrase: Self.wrong, exits: 1)
         }
-        try cli(["set", "bad key", Self.value])
-        try cli(["get", "from-arg"], passphrase: Self.passphrase)
+        try cli(["set", "bad key", Self.value], exits: 2)
+        try cli(["get", "from-arg"], passphrase: Self.passphrase, exits: 0)
         let id = try #require(try methodIDs(box).first, "list shows no method")
-        try cli(["remove", id], passphrase: Self.passphrase)
-        try cli(["rm", "from-arg"])
-        try cli(["reset", "--yes"])
+        try cli(["remove", id], passphrase: Self.passphrase, exits: 0)
+        try cli(["rm", "from-arg"], exits: 0)
+        try cli(["reset", "--yes"], exits: 0)
 
         for (command, r) in outputs {
             let out = String(decoding: r.stdout, as: UTF8.self)

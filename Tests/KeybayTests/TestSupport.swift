@@ -47,12 +47,28 @@ final class Sandbox: Sendable {
         var env = ["XDG_DATA_HOME": dataHome, "XDG_STATE_HOME": stateHome, "KEYBAY_APP_ID": app,
                    "PATH": "/usr/bin:/bin", "HOME": root, "SWIFT_BACKTRACE": "enable=no"]
         env["KEYBAY_PLUGIN_PATH"] = [sanitizerPluginDirectory, testPluginDirectory].compactMap { $0 }.joined(separator: ":")
+        // Under scripts/sanitizers.sh the children's reports go to the files the script checks
+        // (log_path), with the same suppressions: their stderr is captured or discarded.
+        for name in ["ASAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS", "UBSAN_OPTIONS"] {
+            if let value = ProcessInfo.processInfo.environment[name] { env[name] = value }
+        }
         return env
     }
 }
 
+/// The bytes of the file at `path` (following links), or nil if it cannot be read.
 func readBytes(_ path: String) -> [UInt8]? {
-    FileManager.default.contents(atPath: path).map { [UInt8]($0) }
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = read(fd, &chunk, chunk.count)
+        if n < 0 { if errno == EINTR { continue }; return nil }
+        if n == 0 { return bytes }
+        bytes += chunk[0..<n]
+    }
 }
 
 func writeBytes(_ path: String, _ bytes: [UInt8]) {
