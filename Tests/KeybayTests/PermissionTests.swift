@@ -38,59 +38,72 @@ import Testing
         try await looseModeIsRefused({ $0.storePath }, m)
     }
 
-    @Test func looseRootFileAndDirectoryAreRefused() async throws {
+    @Test(arguments: [0o640, 0o604, 0o666])
+    func looseRootFileIsRefused(_ m: Int) async throws {
+        try await looseModeIsRefused({ $0.rootPath }, m)
+    }
+
+    /// Both directories under the state home: `keybay` and `keybay/<app>`.
+    @Test(arguments: [0o750, 0o755])
+    func looseRootDirectoriesAreRefused(_ m: Int) async throws {
+        try await looseModeIsRefused({ $0.stateHome + "/keybay" }, m)
+        try await looseModeIsRefused({ $0.stateHome + "/keybay/" + $0.app }, m)
+    }
+
+    @Test func looseDataDirectoryIsRefused() async throws {
+        try await looseModeIsRefused({ $0.dataHome + "/keybay" }, 0o755)
+    }
+
+    /// `link` (a path in the store's or root's place) is moved away and replaced by a symbolic
+    /// link to it: the open is refused naming the path, and the link and what it points at are
+    /// left as they were.
+    private func symlinkIsRefused(_ link: (Sandbox) -> String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let box = try await Self.prepared()
-        chmod(box.rootPath, 0o644)
-        #expect(await Self.openError(box)?.code == .insecurePermissions)
-        chmod(box.rootPath, 0o600)
-        chmod(box.stateHome + "/keybay", 0o755)
-        #expect(await Self.openError(box)?.code == .insecurePermissions)
-        #expect(mode(box.stateHome + "/keybay") == 0o755)
+        let path = link(box)
+        let elsewhere = box.root + "/elsewhere"
+        #expect(rename(path, elsewhere) == 0 && symlink(elsewhere, path) == 0, sourceLocation: sourceLocation)
+        let before = readBytes(elsewhere) // nil for a directory
+        let e = await Self.openError(box)
+        #expect(e?.code == .insecurePermissions, "\(String(describing: e))", sourceLocation: sourceLocation)
+        #expect(e?.message.contains(path) == true && e?.message.contains("symbolic link") == true, "\(e?.message ?? "no error")", sourceLocation: sourceLocation)
+        var st = stat()
+        #expect(lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFLNK, "the link was removed", sourceLocation: sourceLocation)
+        #expect(exists(elsewhere) && readBytes(elsewhere) == before, "what it points at was changed", sourceLocation: sourceLocation)
     }
 
     @Test func symlinkedStoreFileIsRefused() async throws {
-        let box = try await Self.prepared()
-        let elsewhere = box.root + "/elsewhere.store"
-        rename(box.storePath, elsewhere)
-        symlink(elsewhere, box.storePath)
-        let e = await Self.openError(box)
-        #expect(e?.code == .insecurePermissions)
-        #expect(e?.message.contains("symbolic link") == true)
-        #expect(exists(elsewhere))
+        try await symlinkIsRefused { $0.storePath }
     }
 
     @Test func symlinkedStoreDirectoryIsRefused() async throws {
-        let box = try await Self.prepared()
-        let elsewhere = box.root + "/moved-dir"
-        rename(box.storeDirectory, elsewhere)
-        symlink(elsewhere, box.storeDirectory)
-        let e = await Self.openError(box)
-        #expect(e?.code == .insecurePermissions)
-        #expect(e?.message.contains(box.storeDirectory) == true)
+        try await symlinkIsRefused { $0.storeDirectory }
     }
 
     @Test func symlinkedRootFileIsRefused() async throws {
-        let box = try await Self.prepared()
-        let elsewhere = box.root + "/root.copy"
-        rename(box.rootPath, elsewhere)
-        symlink(elsewhere, box.rootPath)
-        #expect(await Self.openError(box)?.code == .insecurePermissions)
+        try await symlinkIsRefused { $0.rootPath }
     }
 
+    @Test func symlinkedRootDirectoryIsRefused() async throws {
+        try await symlinkIsRefused { $0.stateHome + "/keybay/" + $0.app }
+    }
+
+    /// Each of the store file, store directory, root file and root directory given to another
+    /// user: refused naming the path and the owner, and left with that owner and its mode.
     @Test(.enabled(if: geteuid() == 0, "changing a file's owner needs root"))
     func foreignOwnerIsRefused() async throws {
         let box = try await Self.prepared()
-        chown(box.storePath, 65534, 65534)
-        let e = await Self.openError(box)
-        #expect(e?.code == .insecurePermissions)
-        #expect(e?.message.contains("owned by uid 65534") == true)
-        chown(box.storePath, 0, 0)
-        chown(box.storeDirectory, 65534, 65534)
-        #expect(await Self.openError(box)?.code == .insecurePermissions)
-        chown(box.storeDirectory, 0, 0)
-        chown(box.rootPath, 65534, 65534)
-        #expect(await Self.openError(box)?.code == .insecurePermissions)
-        chown(box.rootPath, 0, 0)
+        for path in [box.storePath, box.storeDirectory, box.rootPath, box.stateHome + "/keybay/" + box.app] {
+            let m = mode(path)
+            #expect(chown(path, 65534, 65534) == 0)
+            let e = await Self.openError(box)
+            #expect(e?.code == .insecurePermissions, "\(path): \(String(describing: e))")
+            // The core names the uid; file-root (the root's side) says "another user".
+            #expect(e?.message.contains(path) == true && (e?.message.contains("owned by uid 65534") == true || e?.message.contains("owned by another user") == true),
+                    "\(path): \(e?.message ?? "no error")")
+            var st = stat()
+            #expect(lstat(path, &st) == 0 && st.st_uid == 65534 && mode(path) == m, "\(path) was changed")
+            chown(path, 0, 0)
+        }
         #expect(await Self.openError(box) == nil)
     }
 }
