@@ -42,7 +42,16 @@ import Testing
     /// hang guard, after which the ids show one thread did both.
     @Test func enoughWorkRunsOnTwoThreads() {
         let started = Atomic<Bool>(false)
-        let threads = Mutex<[Int: pthread_t]>([:])
+        // A pthread mutex, not Mutex: ThreadSanitizer intercepts the one, not the other (its
+        // futex-based implementation is not instrumented), and reported a race here.
+        final class Threads: @unchecked Sendable {
+            let lock = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+            var ids: [Int: pthread_t] = [:]
+            init() { pthread_mutex_init(lock, nil) }
+            deinit { pthread_mutex_destroy(lock); lock.deallocate() }
+            func withLock<R>(_ body: (inout [Int: pthread_t]) -> R) -> R { pthread_mutex_lock(lock); defer { pthread_mutex_unlock(lock) }; return body(&ids) }
+        }
+        let threads = Threads()
         ParallelWork.run(count: 2, bytes: ParallelWork.minimumBytes) { piece in
             threads.withLock { $0[piece] = pthread_self() }
             if piece == 1 { started.store(true, ordering: .releasing) }
