@@ -24,7 +24,7 @@ for k in "${kinds[@]}"; do
   # load sanitized plugins) and, under ThreadSanitizer, for every host: a TSan-built plugin
   # needs runtime symbols that only a TSan-built host exports (TestSupport.swift).
   plugins="$PWD/.build/sanitize-plugins"
-  for product in keybay-file-root keybay-passphrase keybay-fido2 keybaytest-counting keybaytest-fido2; do
+  for product in keybay-file-root keybay-passphrase keybay-fido2 keybay-recovery keybaytest-counting keybaytest-fido2 keybaytest-floor-crash; do
     env -u KEYBAY_SANITIZE -u ASAN_OPTIONS -u TSAN_OPTIONS -u LSAN_OPTIONS swift build --build-path "$plugins" --product "$product" >/dev/null
   done
   export KEYBAY_TEST_SANITIZER="$k" KEYBAY_TEST_HOST_PLUGIN_DIRECTORY="$plugins/debug"
