@@ -124,12 +124,15 @@ import Testing
 
     @Test func helpWhereverItStandsRunsNothingElse() throws {
         let box = Sandbox()
-        for args in [["--help"], ["-h"], ["help"], ["set", "k", "v", "--help"], ["set", "k", "v", "-h"], ["-h", "reset", "--yes"],
-                     ["enroll", "passphrase", "--help"]] {
+        for args in [["--help"], ["-h"], ["help"], ["set", "k", "v", "--help"], ["set", "k", "v", "-h"], ["-h", "reset", "--yes"]] {
             let r = try run(cliPath, args, environment: box.environment)
             #expect(r.status == 0 && r.out.contains("keybay-methods") && r.out.contains("reset --yes") && r.stderr.isEmpty, "\(args): \(r.status) \(r.stderr)")
             #expect(!exists(box.dataHome + "/keybay") && !exists(box.stateHome + "/keybay"), "\(args) touched the store")
         }
+        // `enroll PLUGIN --help` prints that plugin's options instead, and enrolls nothing.
+        let plugin = try box.cli("enroll", "passphrase", "--help")
+        #expect(plugin.status == 0 && plugin.out.contains("--opt memory-kib=") && plugin.stderr.isEmpty, "\(plugin.status) \(plugin.out) \(plugin.stderr)")
+        #expect(!exists(box.dataHome + "/keybay") && !exists(box.stateHome + "/keybay"), "enroll --help touched the store")
         let bare = try box.cli()
         #expect(bare.status == 2 && bare.out.contains("keybay-methods"))
     }
