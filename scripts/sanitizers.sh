@@ -24,7 +24,8 @@ for k in "${kinds[@]}"; do
   # load sanitized plugins) and, under ThreadSanitizer, for every host: a TSan-built plugin
   # needs runtime symbols that only a TSan-built host exports (TestSupport.swift).
   plugins="$PWD/.build/sanitize-plugins"
-  for product in keybay-file-root keybay-passphrase keybay-fido2 keybay-recovery keybaytest-counting keybaytest-fido2 keybaytest-floor-crash; do
+  # Every plugin product in Package.swift (first-party and test plugins), so a new one is not missed.
+  for product in $(grep -oE '\.library\(name: "keybay(test)?-[a-z0-9.-]+", type: \.dynamic' Package.swift | grep -oE 'keybay(test)?-[a-z0-9.-]+'); do
     env -u KEYBAY_SANITIZE -u ASAN_OPTIONS -u TSAN_OPTIONS -u LSAN_OPTIONS swift build --build-path "$plugins" --product "$product" >/dev/null
   done
   export KEYBAY_TEST_SANITIZER="$k" KEYBAY_TEST_HOST_PLUGIN_DIRECTORY="$plugins/debug"
