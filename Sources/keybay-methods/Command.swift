@@ -15,6 +15,8 @@ enum Command {
         var attempt = 0, vanished = 0
         while true {
             do {
+                // A retry enrolls again: only the secret its own enrollment shows is printed.
+                interaction.forgetShownSecret()
                 return try runOnce(a, interaction: interaction, standardInput: standardInput)
             } catch let e as KeybayError where attempt < 2 && (e.code == .keyChanged || (e.code == .authenticationRequired && a.method == nil)) {
                 attempt += 1
@@ -257,10 +259,10 @@ enum Command {
         let method = try session.auth.replace(id, options: a.options, label: a.label)
         if a.json {
             let object = JSON.render(.object([("changed", .string(id)), ("method", methodJSON(method)), ("methodId", .string(method.id))]))
-            Output.write(1, c.interaction.shownSecret.map { ShownSecretOutput.json(object, adding: $0) } ?? Array((object + "\n").utf8))
+            if let shown = c.interaction.shownSecret { ShownSecretOutput.printJSON(object, adding: shown) } else { Output.line(object) }
         } else {
             Output.line("changed \(method.plugin) method \(id) (\(method.label)): it is now \(method.id); the old secret no longer opens the store")
-            if let shown = c.interaction.shownSecret { Output.write(1, ShownSecretOutput.text(shown)) }
+            if let shown = c.interaction.shownSecret { ShownSecretOutput.printText(shown) }
         }
         return Exit.success
     }
@@ -271,10 +273,10 @@ enum Command {
             var fields: [(String, JSON.Value)] = [("id", .string(method.id)), ("plugin", .string(method.plugin)), ("label", .string(method.label))]
             if c.interaction.shownSecret != nil { fields.append(("methodId", .string(method.id))) }
             let object = JSON.render(.object(fields))
-            Output.write(1, c.interaction.shownSecret.map { ShownSecretOutput.json(object, adding: $0) } ?? Array((object + "\n").utf8))
+            if let shown = c.interaction.shownSecret { ShownSecretOutput.printJSON(object, adding: shown) } else { Output.line(object) }
         } else {
             Output.line("\(verb) \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method")
-            if let shown = c.interaction.shownSecret { Output.write(1, ShownSecretOutput.text(shown)) }
+            if let shown = c.interaction.shownSecret { ShownSecretOutput.printText(shown) }
         }
         return Exit.success
     }

@@ -9,19 +9,22 @@ enum Output {
     nonisolated(unsafe) static var standardOutputFailure: String?
 
     static func write(_ fd: Int32, _ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { buf in
-            var done = 0
-            while done < buf.count {
-                let n = Glibc.write(fd, buf.baseAddress! + done, buf.count - done)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 {
-                    if fd == 1, standardOutputFailure == nil {
-                        standardOutputFailure = n < 0 ? String(cString: strerror(errno)) : "nothing was written"
-                    }
-                    return
+        bytes.withUnsafeBytes { write(fd, raw: $0) }
+    }
+
+    /// Writes straight from `buf` (guarded memory, for a secret the user must see: no copy).
+    static func write(_ fd: Int32, raw buf: UnsafeRawBufferPointer) {
+        var done = 0
+        while done < buf.count {
+            let n = Glibc.write(fd, buf.baseAddress! + done, buf.count - done)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                if fd == 1, standardOutputFailure == nil {
+                    standardOutputFailure = n < 0 ? String(cString: strerror(errno)) : "nothing was written"
                 }
-                done += n
+                return
             }
+            done += n
         }
     }
 

@@ -2,7 +2,7 @@ import Glibc
 import Keybay
 
 /// Prints the secret a plugin showed during `enroll` or `change` (a recovery key), once the
-/// enrollment is stored, straight from guarded memory: no String holds it. Text output gives the
+/// enrollment is stored, straight from guarded memory: no String or array holds a copy. Text output gives the
 /// line to write down, and the plugin's drawing of it (a QR code) when standard output is a
 /// terminal; `--json` adds it to the method's object as `recoveryKey`.
 enum ShownSecretOutput {
@@ -15,7 +15,6 @@ enum ShownSecretOutput {
         }
     }
 
-    /// `object` (a rendered JSON object) with the secret as its last field.
     /// Refuses a secret that could not be printed as it is: checked when the plugin shows it, so
     /// a method whose secret the user would never see is not enrolled.
     static func check(_ secret: KeybayShownSecret) throws {
@@ -23,22 +22,24 @@ enum ShownSecretOutput {
         if let picture = secret.picture { try checkPlain(picture, newlines: true) }
     }
 
-    static func json(_ object: String, adding secret: KeybayShownSecret) -> [UInt8] {
-        var bytes = Array(object.utf8.dropLast()) + Array((",\"" + field(secret.kind) + "\":\"").utf8)
-        secret.text.withUnsafeBytes { bytes.append(contentsOf: $0) }
-        bytes += Array("\"}\n".utf8)
-        return bytes
+    /// Prints `object` (a rendered JSON object) with the secret as its last field.
+    static func printJSON(_ object: String, adding secret: KeybayShownSecret) {
+        Output.write(1, Array(object.utf8.dropLast()) + Array((",\"" + field(secret.kind) + "\":\"").utf8))
+        secret.text.withUnsafeBytes { Output.write(1, raw: $0) }
+        Output.write(1, Array("\"}\n".utf8))
     }
 
-    static func text(_ secret: KeybayShownSecret) -> [UInt8] {
-        var bytes = Array("\(secret.kind.displayName) (shown only this once; write it down and keep it apart from this computer):\n    ".utf8)
-        secret.text.withUnsafeBytes { bytes.append(contentsOf: $0) }
-        bytes.append(0x0a)
+    /// Prints the line to write down, and the picture when standard output is a terminal.
+    static func printText(_ secret: KeybayShownSecret) {
+        Output.write(1, Array("\(secret.kind.displayName) (shown only this once; write it down and keep it apart from this computer):\n    ".utf8))
+        secret.text.withUnsafeBytes { Output.write(1, raw: $0) }
+        Output.write(1, [0x0a])
         if let picture = secret.picture, isatty(1) == 1 {
-            picture.withUnsafeBytes { bytes.append(contentsOf: $0) }
-            if bytes.last != 0x0a { bytes.append(0x0a) }
+            picture.withUnsafeBytes { raw in
+                Output.write(1, raw: raw)
+                if raw.last != 0x0a { Output.write(1, [0x0a]) }
+            }
         }
-        return bytes
     }
 
     /// The plugin's text must be UTF-8 that cannot steer a terminal or break out of a JSON

@@ -69,6 +69,9 @@ final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
         return what + whose + ": "
     }
 
+    /// Drops (and so wipes: SecureBytes frees into sodium_free) what an earlier attempt showed.
+    func forgetShownSecret() { shownSecret = nil }
+
     func showSecret(_ secret: KeybayShownSecret) throws {
         guard shownSecret == nil else { throw KeybayError(.pluginFailed, "a plugin showed a second secret in one enrollment") }
         try ShownSecretOutput.check(secret)

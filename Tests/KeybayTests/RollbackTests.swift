@@ -108,6 +108,35 @@ struct RootUnderTest: Sendable {
         }
     }
 
+    /// A floor write that fails once the new generation is durable does not fail the command:
+    /// the change happened, and saying otherwise would lose a recovery key shown once. The
+    /// command warns, the key is printed and opens the store, and the next rotation raises the
+    /// floor past the epoch that was missed.
+    @Test func aFailedFloorWriteAfterTheStoreIsSavedIsAWarning() throws {
+        let box = Sandbox()
+        let wrapped = ["KEYBAY_ROOT": "test-floor-crash", "KEYBAY_TEST_WRAPPED_ROOT": pluginDirectory + "/libkeybay-file-root.so"]
+        let root = RootUnderTest(name: "file-root (floor fails)", environment: { $0.environment.merging(wrapped) { $1 } },
+                                 floor: RootUnderTest.fileRoot.floor)
+        #expect(try root.cli(box, ["set", "k", "v"]).status == 0)
+        #expect(try root.cli(box, ["enroll", "passphrase"] + PassphraseTests.fast, passphrase: Self.passphrase).status == 0)
+        let floor = try root.floor(box)
+        let enrolled = try root.cli(box, ["enroll", "recovery", "--json"], passphrase: Self.passphrase, extra: ["KEYBAY_TEST_FAIL_AT_FLOOR": "1"])
+        #expect(enrolled.status == 0 && enrolled.stderr.contains("warning") && enrolled.stderr.contains("rollback floor"), "\(enrolled.stderr)")
+        let key = try #require(enrolled.out.split(separator: "\"").drop { $0 != "recoveryKey" }.dropFirst(2).first.map(String.init))
+        let id = try #require(enrolled.out.split(separator: "\"").drop { $0 != "methodId" }.dropFirst(2).first.map(String.init))
+        #expect(try root.floor(box) == floor, "the floor did not move")
+        let keyFile = box.root + "/recovery-key"
+        writeBytes(keyFile, Array((key + "\n").utf8))
+        let opened = try run("/bin/sh", ["-c", "exec \"$0\" get k --no-input --method \(id) --recovery-key-fd 3 3<\(keyFile)", cliPath],
+                             environment: root.environment(box))
+        #expect(opened.status == 0 && opened.out == "v", "\(opened.stderr)")
+        // The next rotation (removing the recovery key, unlocked by the passphrase) raises the
+        // floor past the missed epoch.
+        let passphraseID = try #require(try methodIDs(box, environment: root.environment(box)).first)
+        #expect(try root.cli(box, ["remove", id, "--method", passphraseID], passphrase: Self.passphrase).status == 0)
+        #expect(try root.floor(box) == floor + 2)
+    }
+
     @Test func fileRootRefusesOlderCopies() throws { try Self.olderCopiesAreRefused(.fileRoot) }
     @Test func fileRootRecordWritesLeaveTheFloorAlone() throws {
         try Self.recordWritesLeaveTheFloorAlone(.fileRoot)

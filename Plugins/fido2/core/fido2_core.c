@@ -566,8 +566,10 @@ static int f2_valid_rp(const char *rp, size_t length) {
     return 1;
 }
 
-/* The relying party a credential gets when no rp= option is given: one per application, so two
- * applications' credentials are never for the same party. The application id
+/* The relying party a credential gets when no rp= option is given: the application's own, so
+ * two applications' credentials are for different parties (except ids that differ only in case
+ * or in '_' against '-', which map to one rp id; the credential itself is still per store). The
+ * application id
  * ([A-Za-z0-9][A-Za-z0-9._-]{0,119}) lowercased, '_' as '-', then ".keybay.local"; a host that
  * names no application (an older host, plugin-check) gets "keybay.local" itself. */
 static void f2_default_rp(const keybay_host *host, char out[KEYBAY_FIDO2_MAX_RP_BYTES + 1]) {

@@ -6,6 +6,8 @@ import CKeybayPlugin
 struct StoreLifecycle: Sendable {
     let configuration: KeybayConfiguration
     let keyring: Keyring
+    /// Who the root may ask, and who is warned of what did not fail the operation.
+    let interaction: any KeybayInteraction
 
     /// Loads the store's root plugin (only that one: method plugins load on demand): the root
     /// the store on disk names, or for a new store the configured one. `interaction` is who the
@@ -14,6 +16,7 @@ struct StoreLifecycle: Sendable {
     /// before roots could be chosen; nothing is ever opened that way.
     init(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive(), forReset: Bool = false) throws {
         self.configuration = configuration
+        self.interaction = interaction
         let stored: String?
         do {
             stored = try Self.storeRoot(configuration)
@@ -308,7 +311,14 @@ struct StoreLifecycle: Sendable {
         let keyring = keyring ?? self.keyring
         try file.replace(with: encoded.file)
         let generation = try verifyWritten(encoded, in: file, domain: keyring.domain) { try keyring.confirm(sealed, in: encoded.file, layout: $0) }
-        try keyring.raiseFloor(to: sealed)
+        do {
+            try keyring.raiseFloor(to: sealed)
+        } catch let e as KeybayError {
+            // The new generation is durable and verified: the change happened. Failing now would
+            // report it as not done (and lose a secret shown once, or skip removing a moved
+            // store's old root). The floor lags until the next rotation raises it past this epoch.
+            interaction.message("warning: the change of \(storePath) is saved, but its root could not record it as the rollback floor (\(e.message)); until the next change of its methods an older copy of the store would still open", level: .warning)
+        }
         return generation
     }
 

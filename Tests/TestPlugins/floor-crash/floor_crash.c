@@ -2,7 +2,9 @@
  * test-floor-crash — a root plugin for tests only (libkeybay-test-floor-crash.so). It serves
  * the root plugin named by KEYBAY_TEST_WRAPPED_ROOT (a library path) under its own id, and when
  * KEYBAY_TEST_KILL_AT_FLOOR is set it SIGKILLs its process as the rollback floor is about to
- * rise: exactly between a rotation's durable store write and its floor write.
+ * rise: exactly between a rotation's durable store write and its floor write. With
+ * KEYBAY_TEST_FAIL_AT_FLOOR set the floor write fails instead (IO), as a root that cannot be
+ * written at that moment would.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -18,6 +20,10 @@ static const keybay_plugin *wrapped;
 static keybay_status raise_floor(const keybay_host *host, const keybay_root_context *c,
                                  const uint8_t *state, size_t state_length, uint64_t epoch) {
     if (getenv("KEYBAY_TEST_KILL_AT_FLOOR")) raise(SIGKILL);
+    if (getenv("KEYBAY_TEST_FAIL_AT_FLOOR")) {
+        if (KEYBAY_HOST_HAS(host, set_error)) host->set_error(host->context, "test-floor-crash: the floor write fails on purpose");
+        return KEYBAY_ERR_IO;
+    }
     return wrapped->root_raise_floor(host, c, state, state_length, epoch);
 }
 
