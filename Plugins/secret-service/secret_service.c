@@ -7,9 +7,14 @@
  *   schema      "org.keybay.PlatformKey" (the xdg:schema attribute)
  *   attributes  keybay-application = <application id>
  *               keybay-storage-domain = <the storage domain, 64 lowercase hex digits>
+ *               keybay-state-home = <the root context's state_home, the absolute path as given>
  *   label       "Keybay platform key for <application id>"
  *   secret      root(32), and once the rollback floor was raised root(32) | floor:u64 BE (40 bytes);
  *               content type application/octet-stream
+ *
+ * The state home binds the item as file-root's path binds its key file: two state homes of one
+ * application (a Flatpak and a host install, a run with XDG_STATE_HOME set) are two roots, and
+ * every search names it, so nothing here ever reads, replaces or deletes another home's item.
  *
  * The key is read through a "plain" Secret Service session (see connect_service for why).
  *
@@ -48,6 +53,7 @@
 #define SCHEMA_NAME "org.keybay.PlatformKey"
 #define ATTRIBUTE_APP "keybay-application"
 #define ATTRIBUTE_DOMAIN "keybay-storage-domain"
+#define ATTRIBUTE_STATE_HOME "keybay-state-home"
 #define LABEL_PREFIX "Keybay platform key for "
 #define SERVICE_NAME "the Secret Service (org.freedesktop.secrets on the D-Bus session bus)"
 static const char provider_state_label[] = "keybay:v2:s1:provider-state:secret-service";
@@ -76,7 +82,7 @@ enum {
 static const ss_schema schema = {
     .name = SCHEMA_NAME,
     .flags = 0, /* SECRET_SCHEMA_NONE: the schema name is matched too */
-    .attributes = { { ATTRIBUTE_APP, 0 }, { ATTRIBUTE_DOMAIN, 0 }, { NULL, 0 } },
+    .attributes = { { ATTRIBUTE_APP, 0 }, { ATTRIBUTE_DOMAIN, 0 }, { ATTRIBUTE_STATE_HOME, 0 }, { NULL, 0 } },
 };
 
 #define SS_LIBRARY "libsecret-1.so.0"
@@ -258,19 +264,23 @@ typedef struct item_query {
     char application[128];
     char domain_hex[65];
     char label[160];
-    ss_object *attributes; /* GHashTable of the two attributes, pointing into the fields above */
+    const char *state_home; /* the context's, which outlives the query */
+    ss_object *attributes;  /* GHashTable of the three attributes, pointing into the fields above */
 } item_query;
 
 static keybay_status make_query(const keybay_host *host, const keybay_root_context *c, item_query *q) {
     memset(q, 0, sizeof *q);
     if (strlen(c->application_id) >= sizeof q->application) return fail(host, KEYBAY_ERR_INTERNAL, "application id too long");
     strcpy(q->application, c->application_id);
+    if (c->state_home == NULL || c->state_home[0] != '/') return fail(host, KEYBAY_ERR_INTERNAL, "the state home is not an absolute path");
+    q->state_home = c->state_home;
     sodium_bin2hex(q->domain_hex, sizeof q->domain_hex, c->storage_domain, 32);
     snprintf(q->label, sizeof q->label, LABEL_PREFIX "%s", c->application_id);
     q->attributes = SS(g_hash_table_new)(SS(g_str_hash), SS(g_str_equal));
     if (q->attributes == NULL) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
     SS(g_hash_table_insert)(q->attributes, (void *)ATTRIBUTE_APP, q->application);
     SS(g_hash_table_insert)(q->attributes, (void *)ATTRIBUTE_DOMAIN, q->domain_hex);
+    SS(g_hash_table_insert)(q->attributes, (void *)ATTRIBUTE_STATE_HOME, (void *)q->state_home);
     return KEYBAY_OK;
 }
 
@@ -284,8 +294,8 @@ static void free_items(ss_list *items) {
     if (items) SS(g_list_free)(items);
 }
 
-/* Every item of this application and storage domain, locked ones included (never unlocked
-   here), as item objects. */
+/* Every item of this application, storage domain and state home, locked ones included (never
+   unlocked here), as item objects. */
 static keybay_status search(const keybay_host *host, ss_object *service, const item_query *q, ss_list **items) {
     ss_error *error = NULL;
     *items = SS(secret_service_search_sync)(service, &schema, q->attributes, SEARCH_ALL, NULL, &error);
@@ -347,7 +357,7 @@ static keybay_status load_matching_root(const keybay_host *host, const keybay_ro
     if (!SS(secret_service_search_for_dbus_paths_sync)(service, &schema, q.attributes, NULL, &unlocked, &locked, &error))
         s = fail_error(host, KEYBAY_ERR_IO, "searching " SERVICE_NAME " failed", error);
     if (s == KEYBAY_OK && !(unlocked && unlocked[0]) && !(locked && locked[0]))
-        s = fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: the keyring item '%s' (" ATTRIBUTE_APP "=%s) is missing from " SERVICE_NAME, q.label, q.application);
+        s = fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: the keyring item '%s' (" ATTRIBUTE_APP "=%s, " ATTRIBUTE_STATE_HOME "=%s) is missing from " SERVICE_NAME, q.label, q.application, q.state_home);
     char what[256];
     snprintf(what, sizeof what, "the keyring holding '%s'", q.label);
     for (char **p = locked; s == KEYBAY_OK && p && *p; p++) s = unlock(host, service, *p, what);
@@ -579,7 +589,8 @@ static keybay_status root_protection(const keybay_host *host, const keybay_root_
     return copy_text(host, protection_note, sizeof protection_note - 1, text_out);
 }
 
-/* Deletes every item of this application and storage domain; none is success. */
+/* Deletes every item of this application, storage domain and state home (never another home's);
+   none is success. */
 static keybay_status root_reset(const keybay_host *host, const keybay_root_context *c) {
     ss_object *service;
     keybay_status s = connect_service(host, &service);

@@ -122,9 +122,14 @@ final class PrivateSecretService: @unchecked Sendable {
         try run("/usr/bin/secret-tool", arguments, environment: processEnvironment, stdin: stdin)
     }
 
-    /// The Keybay root items of application `app`.
+    /// The Keybay root items of application `app` (of every state home).
     func rootItems(app: String) throws -> [String] {
         try items(["keybay-application": app])
+    }
+
+    /// The Keybay root items of application `app` for one state home.
+    func rootItems(app: String, stateHome: String) throws -> [String] {
+        try items(["keybay-application": app, "keybay-state-home": stateHome])
     }
 
     // MARK: -

@@ -45,13 +45,19 @@ import Testing
         #expect((status["protection"] as? String)?.contains("while the keyring is locked") == true)
         #expect(!exists(f.box.rootPath), "no file-root key for a store on the keyring")
         #expect(try f.service.allItems().count == before + 1, "the collection holds one new item")
-        #expect(try f.service.rootItems(app: f.box.app).count == 1)
+        let items = try f.service.rootItems(app: f.box.app)
+        #expect(items.count == 1)
+        // The attributes are format.md §4.2's: the item is bound to this state home.
+        let item = try #require(items.first)
+        #expect(try f.service.attribute("keybay-state-home", of: item) == f.box.stateHome)
+        #expect(try f.service.attribute("keybay-storage-domain", of: item)?.count == 64)
+        #expect(try f.service.attribute("xdg:schema", of: item) == "org.keybay.PlatformKey")
         // The bootstrap names the root (its provider state is tagged), so no option is needed to open it.
         let bytes = try #require(readBytes(f.box.storePath))
         let state = Array(bytes[10..<(10 + Int(bytes[9]))])
         #expect(try RootTag.decode(state, context: "test").root == "secret-service")
         // The independent reader opens it from docs/format.md alone, given the item's secret.
-        let secret = try f.service.secretTool(["lookup", "keybay-application", f.box.app])
+        let secret = try f.service.secretTool(["lookup", "keybay-application", f.box.app, "keybay-state-home", f.box.stateHome])
         #expect(secret.stdout.count == 32, "\(secret.stderr)")
         let secretFile = f.box.root + "/root-secret"
         writeBytes(secretFile, secret.stdout)
@@ -74,6 +80,66 @@ import Testing
         #expect(refused.status == 1 && refused.stderr.contains("platform-key-invalidated"), "\(refused.stderr)")
         #expect(refused.out.isEmpty)
         #expect(try f.cli("get", "k", app: other).out == "two")
+    }
+
+    /// Two homes of one application on one bus (a Flatpak and a host install, or a run with
+    /// XDG_DATA_HOME and XDG_STATE_HOME set): two roots, as file-root's two key files would be.
+    /// Nothing done in one home (init, root move, reset) reads or removes the other's item.
+    @Test func twoStateHomesOfOneApplicationHaveTwoItemsThatNeverTouch() throws {
+        let f = try Fixture()
+        let other = Sandbox(app: f.box.app)
+        // KEYBAY_ROOT: status there looks for a secret-service root before the store exists.
+        let otherEnv = f.service.environment(other.environment).merging(["KEYBAY_ROOT": "secret-service"]) { $1 }
+        func inOther(_ arguments: String...) throws -> RunResult { try run(cliPath, arguments, environment: otherEnv) }
+        func otherState() throws -> String? {
+            let json = try JSONSerialization.jsonObject(with: Data(inOther("status", "--json").stdout)) as? [String: Any]
+            return json?["state"] as? String
+        }
+        func items(_ box: Sandbox) throws -> [String] { try f.service.rootItems(app: f.box.app, stateHome: box.stateHome) }
+
+        #expect(try f.cli("init", "--root", "secret-service").status == 0)
+        #expect(try f.cli("set", "k", "one").status == 0)
+        let firstItem = try items(f.box)
+        #expect(firstItem.count == 1)
+        #expect(try otherState() == "absent", "the other home has no store and no root")
+        let made = try inOther("init", "--root", "secret-service")
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(try inOther("set", "k", "two").status == 0)
+        #expect(try f.service.rootItems(app: f.box.app).count == 2, "two items, one per state home")
+        #expect(try items(other).count == 1 && items(other) != firstItem)
+        #expect(try f.cli("get", "k").out == "one")
+        #expect(try inOther("get", "k").out == "two")
+        #expect(try otherState() == "platform-only")
+
+        // root move in the other home, away and back: the first home's item stays.
+        let away = try inOther("root", "move", "file-root")
+        #expect(away.status == 0, "\(away.stderr)")
+        #expect(try items(other).isEmpty && exists(other.rootPath))
+        #expect(try items(f.box) == firstItem)
+        let back = try inOther("root", "move", "secret-service")
+        #expect(back.status == 0 && !back.stderr.contains("warning"), "\(back.stderr)")
+        #expect(try items(other).count == 1 && !exists(other.rootPath))
+        #expect(try items(f.box) == firstItem)
+        #expect(try f.cli("get", "k").out == "one")
+        #expect(try inOther("get", "k").out == "two")
+
+        // reset in the other home removes its own item only.
+        let reset = try inOther("reset", "--yes")
+        #expect(reset.status == 0, "\(reset.stderr)")
+        #expect(try items(other).isEmpty && !exists(other.storePath))
+        #expect(try items(f.box) == firstItem)
+        #expect(try f.status()["state"] as? String == "platform-only")
+        #expect(try f.cli("get", "k").out == "one")
+        // The first store run with the other state home: no item there, store-only (as with
+        // file-root, whose key file would be missing), and nothing is created or removed.
+        let moved = ["XDG_STATE_HOME": other.stateHome]
+        #expect(try f.cli("status", "--json", extra: moved).out.contains("\"store-only\""))
+        let elsewhere = try f.cli("get", "k", extra: moved)
+        #expect(elsewhere.status == 1 && elsewhere.stderr.contains("platform-key-invalidated"), "\(elsewhere.stderr)")
+        #expect(try items(other).isEmpty && items(f.box) == firstItem)
+        // And the other home starts over on its own item.
+        #expect(try inOther("init", "--root", "secret-service").status == 0)
+        #expect(try items(other).count == 1 && items(f.box) == firstItem)
     }
 
     @Test func aLockedKeyringIsInteractionAndChangesNothing() throws {
@@ -115,7 +181,8 @@ import Testing
         #expect(readBytes(f.box.storePath) == before)
         // A new item with the same schema and attributes (and another key) does not open it either.
         let planted = try f.service.secretTool(["store", "--label", "planted", "xdg:schema", "org.keybay.PlatformKey",
-                                                "keybay-application", f.box.app, "keybay-storage-domain", domain],
+                                                "keybay-application", f.box.app, "keybay-storage-domain", domain,
+                                                "keybay-state-home", f.box.stateHome],
                                                stdin: [UInt8](repeating: 0x41, count: 32))
         #expect(planted.status == 0, "\(planted.stderr)")
         #expect(try f.service.rootItems(app: f.box.app).count == 1)
