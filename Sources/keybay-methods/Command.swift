@@ -20,7 +20,7 @@ enum Command {
                 return try runOnce(a, interaction: interaction, standardInput: standardInput)
             } catch let e as KeybayError where attempt < 2 && (e.code == .keyChanged || (e.code == .authenticationRequired && a.method == nil)) {
                 attempt += 1
-            } catch let e as KeybayError where vanished < 10 && e.code == .storeNotFound && a.command == "set" && a.method == nil {
+            } catch let e as KeybayError where vanished < 50 && e.code == .storeNotFound && a.command == "set" && a.method == nil {
                 // Each retry opens (or creates) the store afresh; only a reset looping faster
                 // than we can write exhausts them.
                 vanished += 1
