@@ -303,6 +303,18 @@ static keybay_status search(const keybay_host *host, ss_object *service, const i
     return KEYBAY_OK;
 }
 
+/* Connects, builds this store's query and finds its items: the start of every operation on the
+   item. The caller frees `q` and `items` whatever the status (both are empty on an early failure). */
+static keybay_status find_items(const keybay_host *host, const keybay_root_context *c, ss_object **service,
+                                item_query *q, ss_list **items) {
+    *items = NULL;
+    memset(q, 0, sizeof *q);
+    keybay_status s = connect_service(host, service);
+    if (s == KEYBAY_OK) s = make_query(host, c, q);
+    if (s == KEYBAY_OK) s = search(host, *service, q, items);
+    return s;
+}
+
 /* A locked item or collection (its object path) is interaction: the host's confirm decides
    whether the Secret Service's own unlock prompt may run; a host that cannot ask passes
    INTERACTION_UNAVAILABLE on. Afterwards it must be unlocked, else CANCELLED (the prompt was
@@ -412,13 +424,10 @@ static keybay_status probe(const keybay_host *host) {
 
 static keybay_status root_exists(const keybay_host *host, const keybay_root_context *c, int *exists) {
     *exists = 0;
-    ss_object *service;
-    keybay_status s = connect_service(host, &service);
-    if (s != KEYBAY_OK) return s;
+    ss_object *service = NULL;
     item_query q;
-    if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
     ss_list *items = NULL;
-    s = search(host, service, &q, &items);
+    keybay_status s = find_items(host, c, &service, &q, &items);
     *exists = s == KEYBAY_OK && items != NULL;
     free_items(items);
     free_query(&q);
@@ -426,13 +435,10 @@ static keybay_status root_exists(const keybay_host *host, const keybay_root_cont
 }
 
 static keybay_status root_create(const keybay_host *host, const keybay_root_context *c, keybay_buffer *state_out) {
-    ss_object *service;
-    keybay_status s = connect_service(host, &service);
-    if (s != KEYBAY_OK) return s;
+    ss_object *service = NULL;
     item_query q;
-    if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
     ss_list *items = NULL;
-    s = search(host, service, &q, &items);
+    keybay_status s = find_items(host, c, &service, &q, &items);
     if (s == KEYBAY_OK && items != NULL)
         s = fail(host, KEYBAY_ERR_ROOT_EXISTS, "the keyring item '%s' already exists; refusing to replace it", q.label);
     free_items(items);
@@ -560,13 +566,10 @@ static keybay_status copy_text(const keybay_host *host, const char *text, size_t
 
 /* The item's object path (which names its collection) when it exists, else where it would be. */
 static keybay_status root_location(const keybay_host *host, const keybay_root_context *c, keybay_buffer *text_out) {
-    ss_object *service;
-    keybay_status s = connect_service(host, &service);
-    if (s != KEYBAY_OK) return s;
+    ss_object *service = NULL;
     item_query q;
-    if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
     ss_list *items = NULL;
-    s = search(host, service, &q, &items);
+    keybay_status s = find_items(host, c, &service, &q, &items);
     char text[1024];
     if (s == KEYBAY_OK) {
         const char *path = items ? SS(g_dbus_proxy_get_object_path)(items->data) : NULL;
@@ -592,13 +595,10 @@ static keybay_status root_protection(const keybay_host *host, const keybay_root_
 /* Deletes every item of this application, storage domain and state home (never another home's);
    none is success. */
 static keybay_status root_reset(const keybay_host *host, const keybay_root_context *c) {
-    ss_object *service;
-    keybay_status s = connect_service(host, &service);
-    if (s != KEYBAY_OK) return s;
+    ss_object *service = NULL;
     item_query q;
-    if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
     ss_list *items = NULL;
-    s = search(host, service, &q, &items);
+    keybay_status s = find_items(host, c, &service, &q, &items);
     for (ss_list *i = items; s == KEYBAY_OK && i; i = i->next) {
         if (SS(secret_item_get_locked)(i->data)) {
             char what[256];
