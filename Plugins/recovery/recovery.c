@@ -83,7 +83,7 @@ static void rk_secret_and_check(rk_secret *s, uint8_t check[RK_CHECK_BYTES]) {
     sodium_memzero(s->hash, sizeof s->hash);
 }
 
-/* raw (35 bytes) -> "XXXXXXXX-XXXXXXXX-…": 5 bits a character, most significant first. */
+/* raw (35 bytes) -> "ABCDEFGH-JKMNPQRS-…" (7 groups of 8): 5 bits a character, most significant first. */
 static void rk_encode(rk_secret *s) {
     size_t out = 0;
     for (size_t i = 0; i < RK_SYMBOLS; i++) {
