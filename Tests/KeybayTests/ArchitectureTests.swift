@@ -161,12 +161,16 @@ final class LogRecorder: KeybayInteraction, Sendable {
         return (config, method)
     }
 
+    /// Other suites' synchronous tests share the cooperative pool and may hold its threads for a
+    /// long time (minutes under a sanitizer): the answering task may have to wait for them, but
+    /// it gets a thread in the end unless the opens hold them all. The watchdog, which answers
+    /// only when the task never could, therefore waits five minutes.
     @Test func moreWaitingOpensThanCoresLeaveThePoolFreeForTheTaskThatAnswers() async throws {
         let box = Sandbox()
         let (config, method) = try Self.protectedStore(box, pin: "1234")
         let answer = HeldAnswer()
         Thread.detachNewThread {
-            for _ in 0..<60_000 where answer.releasedBy.load(ordering: .sequentiallyConsistent) == 0 { usleep(1000) }
+            for _ in 0..<300_000 where answer.releasedBy.load(ordering: .sequentiallyConsistent) == 0 { usleep(1000) }
             _ = answer.releasedBy.compareExchange(expected: 0, desired: 2, ordering: .sequentiallyConsistent)
         }
         let opens = ProcessInfo.processInfo.activeProcessorCount + 2
