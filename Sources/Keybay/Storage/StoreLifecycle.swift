@@ -8,6 +8,9 @@ struct StoreLifecycle: Sendable {
     let keyring: Keyring
     /// Who the root may ask, and who is warned of what did not fail the operation.
     let interaction: any KeybayInteraction
+    /// The store's directory as it was found when the root was looked up (nil when there was
+    /// none): reused, so an operation walks and checks the directories once.
+    private let existingFile: StoreFile?
 
     /// Loads the store's root plugin (only that one: method plugins load on demand): the root
     /// the store on disk names, or for a new store the configured one. `interaction` is who the
@@ -17,9 +20,10 @@ struct StoreLifecycle: Sendable {
     init(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive(), forReset: Bool = false) throws {
         self.configuration = configuration
         self.interaction = interaction
+        existingFile = try StoreFile.open(configuration, create: false)
         let stored: String?
         do {
-            stored = try Self.storeRoot(configuration)
+            stored = try existingFile.flatMap { try Self.storeRoot(of: $0, configuration) }
         } catch let e as KeybayError where forReset && (e.code == .malformed || e.code == .unsupported) {
             stored = nil
         }
@@ -38,10 +42,10 @@ struct StoreLifecycle: Sendable {
         return Keyring(root: root, domain: domain, context: configuration.storePath)
     }
 
-    /// The root the store on disk was created with, as its bootstrap names it (`RootTag`); nil
+    /// The root the store in `file` was created with, as its bootstrap names it (`RootTag`); nil
     /// when there is no store. A configuration that insists on another root is refused.
-    static func storeRoot(_ configuration: KeybayConfiguration) throws -> String? {
-        guard let file = try StoreFile.open(configuration, create: false), let id = try providerState(of: file, configuration) else { return nil }
+    static func storeRoot(of file: StoreFile, _ configuration: KeybayConfiguration) throws -> String? {
+        guard let id = try providerState(of: file, configuration) else { return nil }
         let root = try RootTag.root(of: id, context: configuration.storePath)
         let asked = configuration.rootPlugin
         if configuration.requireRootPlugin && asked != KeybayConfiguration.automaticRoot && asked != root {
@@ -70,6 +74,13 @@ struct StoreLifecycle: Sendable {
             return "secret-service"
         }
         return RootTag.fileRoot
+    }
+
+    /// The store's directory: the one found when this lifecycle began, else opened now (and
+    /// created when `create`); nil if it is missing.
+    private func storeFile(create: Bool) throws -> StoreFile? {
+        if let existingFile { return existingFile }
+        return try StoreFile.open(configuration, create: create)
     }
 
     var root: any RootProvider { keyring.root }
@@ -105,7 +116,7 @@ struct StoreLifecycle: Sendable {
         var state: KeybayStatus.State = rootExists ? .rootOnly : .absent
         var methods: [MethodEnvelope.Public] = []
         // Only the bootstrap and the sealed package are needed: read no more than they can take.
-        if let file = try StoreFile.open(configuration, create: false),
+        if let file = try storeFile(create: false),
            let header = try file.readPrefix(Bootstrap.maxBytes + StoreSuite.methods.maxSealedPackageBytes) {
             var reader = ByteReader(header, context: storePath)
             let bootstrap = try Bootstrap.decode(&reader)
@@ -138,7 +149,7 @@ struct StoreLifecycle: Sendable {
     /// next writer.
     func open(create: Bool, unlock: Unlock) throws -> (StoreFile, Generation) {
         let create = create && !unlock.needsExistingStore
-        guard let file = try StoreFile.open(configuration, create: create) else { throw try missingStore(unlock) }
+        guard let file = try storeFile(create: create) else { throw try missingStore(unlock) }
         var unlocked: Generation?
         if unlock.mayRunCeremony, let read = try file.read() {
             do {
@@ -167,7 +178,7 @@ struct StoreLifecycle: Sendable {
     /// `init`: creates a store only when there is nothing at all, platform-only or protected from
     /// its first write by `enrollment` (whose ceremony the caller ran before anything was created).
     func initialize(enrollment: Enrollment? = nil) throws -> (StoreFile, Generation) {
-        let file = try StoreFile.open(configuration, create: true)!
+        let file = try storeFile(create: true)!
         let generation = try file.withLock(.exclusive) { () throws -> Generation in
             if try file.hasLiveFile() {
                 throw KeybayError(.alreadyInitialized, "a store already exists at \(storePath); refusing to initialise over it")
@@ -186,7 +197,7 @@ struct StoreLifecycle: Sendable {
     /// locked keyring whose item cannot be deleted), and then nothing is removed; a failure
     /// after it leaves a store without its root, which `reset` clears when run again.
     func reset() throws {
-        let file = try StoreFile.open(configuration, create: false)
+        let file = try storeFile(create: false)
         _ = try root.exists()
         guard let file else { return try root.reset() }
         try file.repairLockMode()
