@@ -207,30 +207,24 @@ enum Command {
         try a.expect(["PLUGIN"])
         let plugin = a.positionals[0]
         // Invalid input is refused before anything is read or created.
-        guard KeybayPluginSearch.isValidPluginID(plugin) else {
-            throw KeybayError(.invalidArgument, "invalid plugin id '\(plugin.prefix(80))': use [a-z0-9][a-z0-9._-]{0,63}")
-        }
-        if let label = a.label, !KeybayMethod.isValidLabel(label) {
-            throw KeybayError(.invalidArgument, "invalid label: use 1–64 bytes of text without control characters or bidirectional overrides")
-        }
+        try KeybayPluginSearch.validatePluginID(plugin)
+        if let label = a.label { try KeybayMethod.validateLabel(label) }
         let session: KeybaySession
         do {
             session = try unlock(a, c.interaction, createIfAbsent: false)
         } catch let e as KeybayError where e.code == .storeNotFound && a.method == nil {
             let created = try KeybayStore.initialize(configuration(a), enrolling: plugin, options: a.options, label: a.label, interaction: c.interaction)
             defer { created.close() }
-            return try enrolled(c, try created.auth.list()[0], verb: "created the store with")
+            return enrolled(c, try created.auth.list()[0], verb: "created the store with")
         }
         defer { session.close() }
-        return try enrolled(c, try session.auth.add(plugin: plugin, options: a.options, label: a.label), verb: "enrolled")
+        return enrolled(c, try session.auth.add(plugin: plugin, options: a.options, label: a.label), verb: "enrolled")
     }
 
     /// `enroll PLUGIN --help`: the enroll usage and the options that plugin declares (loading it,
     /// without a probe).
     static func enrollHelp(_ a: Arguments, plugin id: String) throws -> Int32 {
-        guard KeybayPluginSearch.isValidPluginID(id) else {
-            throw KeybayError(.invalidArgument, "invalid plugin id '\(id.prefix(80))': use [a-z0-9][a-z0-9._-]{0,63}")
-        }
+        try KeybayPluginSearch.validatePluginID(id)
         let plugin = try KeybayPlugins.load(id, search: search(a))
         guard plugin.kind == "method" else {
             throw KeybayError(.invalidArgument, "\(id) at \(plugin.path) is a \(plugin.kind ?? "refused") plugin, not an unlock method")
@@ -249,34 +243,34 @@ enum Command {
         let a = c.a
         try a.expect(["METHOD-ID"])
         let id = a.positionals[0]
-        if let label = a.label, !KeybayMethod.isValidLabel(label) {
-            throw KeybayError(.invalidArgument, "invalid label: use 1–64 bytes of text without control characters or bidirectional overrides")
-        }
+        if let label = a.label { try KeybayMethod.validateLabel(label) }
         var withMethod = a
         if a.method == nil { withMethod.method = id }
         let session = try unlock(withMethod, c.interaction, createIfAbsent: false, requireMethod: true)
         defer { session.close() }
         let method = try session.auth.replace(id, options: a.options, label: a.label)
-        if a.json {
-            let object = JSON.render(.object([("changed", .string(id)), ("method", methodJSON(method)), ("methodId", .string(method.id))]))
-            if let shown = c.interaction.shownSecret { ShownSecretOutput.printJSON(object, adding: shown) } else { Output.line(object) }
-        } else {
-            Output.line("changed \(method.plugin) method \(id) (\(method.label)): it is now \(method.id); the old secret no longer opens the store")
-            if let shown = c.interaction.shownSecret { ShownSecretOutput.printText(shown) }
-        }
-        return Exit.success
+        return printStored(c, json: [("changed", .string(id)), ("method", methodJSON(method)), ("methodId", .string(method.id))],
+                           text: "changed \(method.plugin) method \(id) (\(method.label)): it is now \(method.id); the old secret no longer opens the store")
     }
 
-    /// What `enroll` prints once the method is stored, the secret a plugin showed included.
-    private static func enrolled(_ c: Context, _ method: KeybayMethod, verb: String) throws -> Int32 {
+    /// What `enroll` prints once the method is stored.
+    private static func enrolled(_ c: Context, _ method: KeybayMethod, verb: String) -> Int32 {
+        var fields: [(String, JSON.Value)] = [("id", .string(method.id)), ("plugin", .string(method.plugin)), ("label", .string(method.label))]
+        if c.interaction.shownSecret != nil { fields.append(("methodId", .string(method.id))) }
+        return printStored(c, json: fields,
+                           text: "\(verb) \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method")
+    }
+
+    /// The result of a stored enrollment (`enroll`, `change`): the JSON object or the text line,
+    /// with the secret the plugin showed (a recovery key), if any, printed once.
+    private static func printStored(_ c: Context, json fields: [(String, JSON.Value)], text: String) -> Int32 {
+        let shown = c.interaction.shownSecret
         if c.a.json {
-            var fields: [(String, JSON.Value)] = [("id", .string(method.id)), ("plugin", .string(method.plugin)), ("label", .string(method.label))]
-            if c.interaction.shownSecret != nil { fields.append(("methodId", .string(method.id))) }
             let object = JSON.render(.object(fields))
-            if let shown = c.interaction.shownSecret { ShownSecretOutput.printJSON(object, adding: shown) } else { Output.line(object) }
+            if let shown { ShownSecretOutput.printJSON(object, adding: shown) } else { Output.line(object) }
         } else {
-            Output.line("\(verb) \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method")
-            if let shown = c.interaction.shownSecret { ShownSecretOutput.printText(shown) }
+            Output.line(text)
+            if let shown { ShownSecretOutput.printText(shown) }
         }
         return Exit.success
     }

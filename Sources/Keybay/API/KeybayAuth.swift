@@ -78,9 +78,7 @@ public struct KeybayAuth: Sendable {
     /// any ceremony.
     static func checkedPlugin(_ pluginID: String, label: String?, options: [(String, String)],
                               configuration: KeybayConfiguration) throws -> LoadedPlugin {
-        if let label, !KeybayMethod.isValidLabel(label) {
-            throw KeybayError(.invalidArgument, "invalid label: use 1–64 bytes of text without control characters or bidirectional overrides")
-        }
+        if let label { try KeybayMethod.validateLabel(label) }
         var names = Set<String>()
         for (name, _) in options where !names.insert(name).inserted {
             throw KeybayError(.invalidArgument, "option \(name) given twice")

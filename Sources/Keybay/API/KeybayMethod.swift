@@ -10,6 +10,13 @@ public struct KeybayMethod: Sendable, Equatable {
     /// C1) or bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069).
     public static func isValidLabel(_ label: String) -> Bool { MethodNames.isValidNewLabel(label) }
 
+    /// Refuses a label an enrollment may not give as invalid input (exit 2 in the CLI).
+    public static func validateLabel(_ label: String) throws {
+        guard isValidLabel(label) else {
+            throw KeybayError(.invalidArgument, "invalid label: use 1–64 bytes of text without control characters or bidirectional overrides")
+        }
+    }
+
     init(_ method: MethodEnvelope.Public) {
         id = hexString(method.methodId)
         plugin = method.pluginId

@@ -106,7 +106,7 @@ struct Keyring: Sendable {
         do {
             try root.raiseFloor(to: sealed.keys.epoch, providerState: sealed.bootstrap.providerState)
         } catch let e as KeybayError {
-            throw KeybayError(e.code, "the change to \(context) is saved, but the platform root did not record it as the rollback floor (an older copy of the store would still open): \(e.message)")
+            throw KeybayError(e.code, "the change to \(context) is saved, but the platform root did not record it as the rollback floor (\(e.message)); until the next change of its methods an older copy of the store would still open")
         }
     }
 

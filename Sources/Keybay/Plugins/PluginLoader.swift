@@ -14,9 +14,7 @@ enum PluginLoader {
     /// directory holding `libkeybay-<id>.so` decides (a refused file is an error, not a reason
     /// to look further).
     static func load(id: String, kind: keybay_plugin_kind?, search: KeybayPluginSearch) throws -> LoadedPlugin {
-        guard KeybayPluginSearch.isValidPluginID(id) else {
-            throw KeybayError(.invalidArgument, "invalid plugin id '\(id.prefix(80))': use [a-z0-9][a-z0-9._-]{0,63}")
-        }
+        try KeybayPluginSearch.validatePluginID(id)
         let name = KeybayPluginSearch.fileName(for: id)
         let directories = try search.orderedDirectories()
         for directory in directories {

@@ -70,6 +70,13 @@ public struct KeybayPluginSearch: Sendable, Equatable {
     /// Plugin ids: `[a-z0-9][a-z0-9._-]{0,63}`, checked before an id becomes a file name.
     public static func isValidPluginID(_ id: String) -> Bool { MethodNames.isValidPluginID(id) }
 
+    /// Refuses an invalid plugin id as invalid input (exit 2 in the CLI), before it is used.
+    public static func validatePluginID(_ id: String) throws {
+        guard isValidPluginID(id) else {
+            throw KeybayError(.invalidArgument, "invalid plugin id '\(id.prefix(80))': use [a-z0-9][a-z0-9._-]{0,63}")
+        }
+    }
+
     public static func fileName(for id: String) -> String { "libkeybay-\(id).so" }
 
     /// The id in a `libkeybay-<id>.so` file name (not yet checked with isValidPluginID), or nil.

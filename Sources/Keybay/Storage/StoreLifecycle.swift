@@ -328,7 +328,7 @@ struct StoreLifecycle: Sendable {
             // The new generation is durable and verified: the change happened. Failing now would
             // report it as not done (and lose a secret shown once, or skip removing a moved
             // store's old root). The floor lags until the next rotation raises it past this epoch.
-            interaction.message("warning: the change of \(storePath) is saved, but its root could not record it as the rollback floor (\(e.message)); until the next change of its methods an older copy of the store would still open", level: .warning)
+            interaction.message("warning: " + e.message, level: .warning)
         }
         return generation
     }
