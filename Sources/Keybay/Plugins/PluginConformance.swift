@@ -115,26 +115,9 @@ public enum KeybayPluginCheck {
         var gaveErrorLine: Bool { errorLines.withLock { !$0.isEmpty } }
     }
 
-    static func code(_ body: () throws -> Void) -> KeybayError.Code? {
-        do { try body(); return nil } catch let e as KeybayError { return e.code } catch { return .pluginFailed }
-    }
-
     /// What a call came back with, for a FAIL detail: "OK" or the error with its code.
     static func outcome(_ body: () throws -> Void) -> (code: KeybayError.Code?, text: String) {
         do { try body(); return (nil, "OK") } catch let e as KeybayError { return (e.code, e.description) } catch { return (.pluginFailed, "\(error)") }
-    }
-
-    /// The `ABI status` names the documentation uses, for the codes the checks expect.
-    static func statusName(_ code: KeybayError.Code?) -> String {
-        switch code {
-        case nil: "OK"
-        case .malformed?: "MALFORMED_PARAMS"
-        case .invalidArgument?: "INVALID_OPTION"
-        case .interactionRequired?: "INTERACTION_UNAVAILABLE"
-        case .methodUnavailable?: "NOT_AVAILABLE"
-        case .wrongSecret?: "WRONG_SECRET"
-        case let other?: other.rawValue
-        }
     }
 
     private static func rootChecks(_ plugin: LoadedPlugin, _ results: inout Results) {
