@@ -68,7 +68,7 @@ let package = Package(
         // First-party plugins (C11). file-root: the TPM-less platform root. passphrase: Argon2id
         // via libargon2, the only piece that links it.
         // The private files of the first-party roots (<state_home>/keybay/<app>/), linked into each.
-        .target(name: "CKeybayRootFiles", dependencies: ["CKeybayPlugin"], path: "Sources/CKeybayRootFiles"),
+        .target(name: "CKeybayRootFiles", dependencies: ["CKeybayPlugin", "CSodium"], path: "Sources/CKeybayRootFiles"),
         .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/file-root", publicHeadersPath: ".",
                 linkerSettings: cPluginLinking),
         // tpm2: the root sealed by this machine's TPM. It includes tpm2-tss's headers for types only
@@ -91,7 +91,7 @@ let package = Package(
                 linkerSettings: cPluginLinking),
         // secret-service: the desktop keyring as platform root. It declares the few libsecret and
         // GLib types it uses and links neither: it opens libsecret-1.so.0 on first use.
-        .target(name: "KeybaySecretService", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/secret-service",
+        .target(name: "KeybaySecretService", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/secret-service",
                 publicHeadersPath: ".", linkerSettings: cPluginLinking),
 
         // The Swift kit for plugin authors, and a test plugin written with it.

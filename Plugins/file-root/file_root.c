@@ -36,6 +36,7 @@ static const char provider_state_label[] = "keybay:v2:s1:provider-state:file-roo
 
 #define fail keybay_rf_fail
 #define fail_errno keybay_rf_fail_errno
+#define buffer_alloc keybay_rf_buffer_alloc
 
 static int root_file_path(const keybay_root_context *c, char *out, size_t size) {
     return keybay_rf_path(c, FILE_NAME, out, size);
@@ -87,17 +88,6 @@ static keybay_status load_matching_root(const keybay_host *host, const keybay_ro
     return KEYBAY_OK;
 }
 
-/* All buffers come from sodium_malloc, so free_buffer wipes them whatever they hold. */
-static int buffer_alloc(keybay_buffer *b, size_t length) {
-    b->data = sodium_malloc(length ? length : 1);
-    b->length = length;
-    return b->data != NULL;
-}
-
-static void free_buffer(keybay_buffer *b) {
-    if (b && b->data) { sodium_free(b->data); b->data = NULL; b->length = 0; }
-}
-
 static keybay_status root_exists(const keybay_host *host, const keybay_root_context *c, int *exists) {
     return keybay_rf_exists(host, c, FILE_NAME, exists);
 }
@@ -113,7 +103,7 @@ static keybay_status root_create(const keybay_host *host, const keybay_root_cont
     /* Create-only: the root appears complete or not at all and is never overwritten. */
     keybay_status s = keybay_rf_create(host, c, FILE_NAME, file, ROOT_FILE_BYTES);
     if (s == KEYBAY_OK) provider_state(file + 6, c->storage_domain, state_out->data);
-    else free_buffer(state_out);
+    else keybay_rf_free_buffer(state_out);
     sodium_free(file);
     return s;
 }
@@ -168,7 +158,7 @@ static keybay_status root_open_with_floor(const keybay_host *host, const keybay_
                                                         aad, aad_length, sealed, root);
     sodium_free(root);
     if (rc != 0) {
-        free_buffer(plaintext_out);
+        keybay_rf_free_buffer(plaintext_out);
         return fail(host, KEYBAY_ERR_INTEGRITY, "the store's key package failed authentication with the platform root %s (the store file was modified)", path);
     }
     return KEYBAY_OK;
@@ -245,7 +235,7 @@ static const keybay_plugin descriptor = {
     .flags = 0,
     .options = NULL,
     .option_count = 0,
-    .free_buffer = free_buffer,
+    .free_buffer = keybay_rf_free_buffer,
     .root_exists = root_exists,
     .root_create = root_create,
     .root_seal = root_seal,

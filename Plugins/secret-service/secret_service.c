@@ -36,7 +36,6 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +45,10 @@
 
 #include "keybay_plugin.h"
 #include "keybay_plugin_host.h"
+#include "keybay_root_files.h"
+
+#define fail keybay_rf_fail
+#define buffer_alloc keybay_rf_buffer_alloc
 
 #define ROOT_BYTES 32
 #define FLOOR_BYTES 8
@@ -167,16 +170,6 @@ static void ss_load(void) {
 }
 
 /* ---- errors ---- */
-
-static keybay_status fail(const keybay_host *host, keybay_status status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static keybay_status fail(const keybay_host *host, keybay_status status, const char *fmt, ...) {
-    va_list args;
-    va_start(args, fmt);
-    keybay_host_verror(host, fmt, args);
-    va_end(args);
-    return status;
-}
 
 /* A GError's message (freed here) in a failure line. */
 static keybay_status fail_error(const keybay_host *host, keybay_status status, const char *what, ss_error *error) {
@@ -407,16 +400,6 @@ static keybay_status load_matching_root(const keybay_host *host, const keybay_ro
     return KEYBAY_OK;
 }
 
-static int buffer_alloc(keybay_buffer *b, size_t length) {
-    b->data = sodium_malloc(length ? length : 1);
-    b->length = length;
-    return b->data != NULL;
-}
-
-static void free_buffer(keybay_buffer *b) {
-    if (b && b->data) { sodium_free(b->data); b->data = NULL; b->length = 0; }
-}
-
 static keybay_status probe(const keybay_host *host) {
     ss_object *service;
     return connect_service(host, &service);
@@ -463,7 +446,7 @@ static keybay_status root_create(const keybay_host *host, const keybay_root_cont
         else SS(g_object_unref)(item);
     }
     if (s == KEYBAY_OK) provider_state(root, c->storage_domain, state_out->data);
-    else free_buffer(state_out);
+    else keybay_rf_free_buffer(state_out);
     if (root) sodium_free(root);
     if (collection) SS(g_object_unref)(collection);
     free_query(&q);
@@ -513,7 +496,7 @@ static keybay_status root_open_with_floor(const keybay_host *host, const keybay_
                                                         aad, aad_length, sealed, root);
     sodium_free(root);
     if (rc != 0) {
-        free_buffer(plaintext_out);
+        keybay_rf_free_buffer(plaintext_out);
         return fail(host, KEYBAY_ERR_INTEGRITY, "the store's key package failed authentication with the keyring's platform key (the store file was modified)");
     }
     return KEYBAY_OK;
@@ -624,7 +607,7 @@ static const keybay_plugin descriptor = {
     .flags = 0,
     .options = NULL,
     .option_count = 0,
-    .free_buffer = free_buffer,
+    .free_buffer = keybay_rf_free_buffer,
     .probe = probe,
     .root_exists = root_exists,
     .root_create = root_create,

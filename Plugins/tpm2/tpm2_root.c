@@ -41,6 +41,7 @@
 #include "keybay_root_files.h"
 
 #define fail keybay_rf_fail
+#define buffer_alloc keybay_rf_buffer_alloc
 
 #define ROOT_KEY_BYTES 32
 #define FILE_NAME "tpm2-root.sealed"
@@ -487,18 +488,6 @@ static keybay_status read_floor(const keybay_host *host, tpm *t, const root_file
     return s;
 }
 
-/* ---------------------------------------------------------------- buffers */
-
-static int buffer_alloc(keybay_buffer *b, size_t length) {
-    b->data = sodium_malloc(length ? length : 1);
-    b->length = length;
-    return b->data != NULL;
-}
-
-static void free_buffer(keybay_buffer *b) {
-    if (b && b->data) { sodium_free(b->data); b->data = NULL; b->length = 0; }
-}
-
 /* ---------------------------------------------------------------- root operations */
 
 static keybay_status root_exists(const keybay_host *host, const keybay_root_context *c, int *exists) {
@@ -696,7 +685,7 @@ static keybay_status root_open_with_floor(const keybay_host *host, const keybay_
         unsigned long long written = 0;
         if (crypto_aead_xchacha20poly1305_ietf_decrypt(plaintext_out->data, &written, NULL, sealed + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES,
                                                        sealed_length - crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, aad, aad_length, sealed, key) != 0) {
-            free_buffer(plaintext_out);
+            keybay_rf_free_buffer(plaintext_out);
             s = fail(host, KEYBAY_ERR_INTEGRITY, "the store's key package failed authentication with the tpm2 root (the store file was modified)");
         }
     }
@@ -812,7 +801,7 @@ static const keybay_plugin descriptor = {
     .flags = KEYBAY_FLAG_NEEDS_DEVICE,
     .options = option_specs,
     .option_count = sizeof option_specs / sizeof option_specs[0],
-    .free_buffer = free_buffer,
+    .free_buffer = keybay_rf_free_buffer,
     .root_exists = root_exists,
     .root_create = root_create,
     .root_seal = root_seal,

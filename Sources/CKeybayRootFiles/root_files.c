@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "keybay_plugin_host.h"
 #include "keybay_root_files.h"
 
@@ -20,6 +22,16 @@ keybay_status keybay_rf_fail(const keybay_host *host, keybay_status status, cons
     keybay_host_verror(host, fmt, args);
     va_end(args);
     return status;
+}
+
+int keybay_rf_buffer_alloc(keybay_buffer *b, size_t length) {
+    b->data = sodium_malloc(length ? length : 1);
+    b->length = length;
+    return b->data != NULL;
+}
+
+void keybay_rf_free_buffer(keybay_buffer *b) {
+    if (b && b->data) { sodium_free(b->data); b->data = NULL; b->length = 0; }
 }
 
 keybay_status keybay_rf_fail_errno(const keybay_host *host, const char *what, const char *path) {

@@ -1,5 +1,6 @@
 /*
- * keybay_root_files.h — the private files of first-party root plugins (file-root, tpm2), under
+ * keybay_root_files.h — what first-party root plugins share: failure lines, guarded buffers
+ * (file-root, tpm2, secret-service), and their private files (file-root, tpm2) under
  * <state_home>/keybay/<app>/: directories 0700 and files 0600, owned by the effective user,
  * opened without following links; anything else is refused, never repaired. Every failure has
  * called set_error with the path. Not installed, not part of the ABI.
@@ -20,6 +21,12 @@
 /* Sets the host's error line and returns `status`. */
 keybay_status keybay_rf_fail(const keybay_host *host, keybay_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A buffer handed to the host, from sodium_malloc (length 0 still gets one byte), so that
+   keybay_rf_free_buffer wipes it whatever it holds; 0 when out of memory. */
+int keybay_rf_buffer_alloc(keybay_buffer *b, size_t length);
+/* The plugin's free_buffer: wipes and frees, leaves data NULL and length 0. */
+void keybay_rf_free_buffer(keybay_buffer *b);
+
 /* errno as INSECURE (EACCES, EPERM) or IO, with "what path: reason". */
 keybay_status keybay_rf_fail_errno(const keybay_host *host, const char *what, const char *path);
 
