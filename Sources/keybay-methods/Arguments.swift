@@ -38,6 +38,9 @@ struct Arguments {
         "plugin-check": ["--opt", "--wrong-opt"], "root": ["--opt"],
     ]
 
+    /// The value options that belong to commands (the rest are global), from the table above.
+    static let commandValueOptions = Set(commandOptions.values.joined()).intersection(valueOptions)
+
     /// Parses arguments given as bytes. An option, its value, the command or a positional that
     /// is not UTF-8 is refused (exit 2), except a positional a command takes as bytes (`set`'s
     /// VALUE), which is kept as given.
@@ -90,7 +93,7 @@ struct Arguments {
                     i += 1
                 }
                 try take(name, value)
-                if ["--label", "--opt", "--wrong-opt"].contains(name) { commandOptionsSeen.insert(name) }
+                if Self.commandValueOptions.contains(name) { commandOptionsSeen.insert(name) }
             } else if inlineValue == nil, Self.flagOptions.contains(name) {
                 switch name {
                 case "--json": json = true
