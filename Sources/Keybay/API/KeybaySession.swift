@@ -114,10 +114,7 @@ public final class KeybaySession: Sendable {
     @discardableResult
     public func moveRoot(to rootPlugin: String, options: [String: String] = [:]) throws -> String? {
         defer { close() }
-        let generation = try current.withLock { generation -> Generation in
-            guard let g = generation else { throw KeybayError(.closed, "the session for \(lifecycle.storePath) is closed") }
-            return g
-        }
+        let generation = try current.withLock { try open($0) }
         return try lifecycle.moveRoot(file, previous: generation, to: rootPlugin, options: options, interaction: interaction)
     }
 
@@ -140,7 +137,7 @@ public final class KeybaySession: Sendable {
     /// The live generation (re-read if another process replaced the file).
     func freshSnapshot() throws -> StoreSnapshot {
         try current.withLock { generation in
-            guard let g = generation else { throw KeybayError(.closed, "the session for \(lifecycle.storePath) is closed") }
+            let g = try open(generation)
             if file.identity() != g.identity {
                 generation = try lifecycle.reload(file, reusing: g.snapshot)
             }
@@ -162,10 +159,16 @@ public final class KeybaySession: Sendable {
         try replaceGeneration { try lifecycle.commit(file, previous: $0, change: change) }
     }
 
+    /// The session's generation, unless the session is closed.
+    private func open(_ generation: Generation?) throws -> Generation {
+        guard let generation else { throw KeybayError(.closed, "the session for \(lifecycle.storePath) is closed") }
+        return generation
+    }
+
     /// Runs a write on the open generation and keeps the one it produces.
     private func replaceGeneration(_ body: (Generation) throws -> Generation) throws {
         try current.withLock { generation in
-            guard let g = generation else { throw KeybayError(.closed, "the session for \(lifecycle.storePath) is closed") }
+            let g = try open(generation)
             generation = try body(g)
         }
     }
