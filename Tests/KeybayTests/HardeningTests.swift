@@ -127,7 +127,7 @@ import Testing
         let box = Sandbox()
         #expect(try box.cli("set", "k", "v").status == 0)
         let r = try Self.shell(box, """
-            exec 9<"\(box.lockPath)"; flock -s 9
+            exec 9<"\(box.lockPath)"; flock -n -s 9 || exit 9
             timeout 20 "$0" get k && timeout 20 "$0" keys
             """)
         #expect(r.status == 0 && r.out == "vk\n", "\(r.status) \(r.stderr)")

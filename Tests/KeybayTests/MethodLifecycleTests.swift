@@ -133,15 +133,16 @@ import Testing
 
     /// Killed at random moments, `change` leaves the old passphrase or the new one opening the
     /// store, never neither, with the record and the count of methods as they were.
-    /// `KEYBAY_CRASH_RUNS` sets three times the count (default 20 runs).
+    /// `KEYBAY_CRASH_RUNS` sets three times the count (default 20 runs). The kill window adapts
+    /// as in ProcessTests (shorter after a completed change, longer after a kill), so both kinds
+    /// of run happen.
     @Test func killedChangesLeaveTheOldOrTheNewSecret() throws {
         let runs = ProcessInfo.processInfo.environment["KEYBAY_CRASH_RUNS"].flatMap(Int.init).map { max(4, $0 / 3) } ?? 20
         let box = Sandbox()
         var id = try Self.passphraseStore(box, passphrase: "p0")
         var current = "p0"
         var rng = SystemRandomNumberGenerator()
-        var completed = 0
-        let clock = ContinuousClock()
+        var completed = 0, killed = 0
         var window: UInt32 = 0
         for i in 1...runs {
             let next = "p\(i)"
@@ -151,27 +152,30 @@ import Testing
                 return file
             }
             let script = "exec \"$0\" change \(id) --no-input --passphrase-fd 3 --new-passphrase-fd 4 \(fastPassphraseFlags.joined(separator: " ")) 3<\(files[0]) 4<\(files[1])"
-            let start = clock.now
+            let start = ContinuousClock.now
             let pid = spawnChild("/bin/sh", ["-c", script, cliPath], environment: box.environment, stdinPath: "/dev/null")
+            let outcome: (succeeded: Bool, signalled: Bool)
             if window == 0 {
                 // The first run is never killed: it measures how long a change takes here.
-                #expect(waitChild(pid).succeeded)
-                let took = clock.now - start
+                outcome = waitChild(pid)
+                #expect(outcome.succeeded)
+                let took = ContinuousClock.now - start
                 window = UInt32(took.components.seconds * 1_000_000 + took.components.attoseconds / 1_000_000_000_000) * 2
             } else {
                 usleep(UInt32.random(in: 0...window, using: &rng))
                 kill(pid, SIGKILL)
+                outcome = waitChild(pid)
             }
-            let outcome = waitChild(pid)
+            if outcome.succeeded { completed += 1; window -= window / 16 } else { killed += 1; window += window / 8 }
             let withOld = try Self.get(box, passphrase: current), withNew = try Self.get(box, passphrase: next)
             #expect((withOld.status == 0) != (withNew.status == 0), "run \(i): exactly one of the old and the new passphrase must open (old \(withOld.status), new \(withNew.status))")
             #expect([withOld, withNew].contains { $0.out == "v" }, "run \(i): the record is intact")
             let methods = try KeybayStore.status(box.configuration()).methods
             #expect(methods.count == 1, "run \(i): \(methods.count) methods")
             if withNew.status == 0 { current = next; id = methods[0].id }
-            if outcome.succeeded { completed += 1 }
         }
-        print("change crash-kill: \(runs) runs, \(completed) completed, \(runs - completed) killed; window \(window) µs")
+        print("change crash-kill: \(runs) runs, \(completed) completed, \(killed) killed; window \(window) µs")
+        #expect(runs < 20 || (completed > 0 && killed > 0), "\(completed) completed, \(killed) killed: one branch never ran")
     }
 
     // MARK: a store made with its first method

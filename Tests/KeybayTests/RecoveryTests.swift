@@ -150,7 +150,10 @@ import Testing
         let runs = [try box.cli("status"), try box.cli("status", "--json"), try box.cli("list"), try box.cli("list", "--json"),
                     try box.cli("plugins"), try Self.cli(box, ["verify", id], key: key), try Self.cli(box, ["verify", id, "--json"], key: key),
                     try Self.get(box, key: key), try Self.get(box, key: String(typo)), try Self.cli(box, ["keys"], key: key)]
-        #expect(runs[5].status == 0, "verify: \(runs[5].stderr)")
+        // Every run did what it was asked (an empty output would hide nothing), the typo's get fails.
+        let expected: [Int32] = [0, 0, 0, 0, 0, 0, 0, 0, 1, 0]
+        #expect(runs.map(\.status) == expected, "\(runs.map(\.stderr))")
+        #expect(runs[7].out == "v" && runs[8].stderr.contains("typo"))
         for r in runs {
             for needle in [key, bare, String(bare.prefix(8)) + String(bare.dropFirst(8).prefix(8)), String(key.split(separator: "-")[1])] {
                 #expect(!r.out.contains(needle) && !r.stderr.contains(needle), "\(r.out)\(r.stderr)")

@@ -122,13 +122,11 @@ struct RootUnderTest: Sendable {
         let floor = try root.floor(box)
         let enrolled = try root.cli(box, ["enroll", "recovery", "--json"], passphrase: Self.passphrase, extra: ["KEYBAY_TEST_FAIL_AT_FLOOR": "1"])
         #expect(enrolled.status == 0 && enrolled.stderr.contains("warning") && enrolled.stderr.contains("rollback floor"), "\(enrolled.stderr)")
-        let key = try #require(enrolled.out.split(separator: "\"").drop { $0 != "recoveryKey" }.dropFirst(2).first.map(String.init))
-        let id = try #require(enrolled.out.split(separator: "\"").drop { $0 != "methodId" }.dropFirst(2).first.map(String.init))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(enrolled.stdout)) as? [String: Any], "\(enrolled.out)")
+        let key = try #require(object["recoveryKey"] as? String), id = try #require(object["methodId"] as? String)
         #expect(try root.floor(box) == floor, "the floor did not move")
-        let keyFile = box.root + "/recovery-key"
-        writeBytes(keyFile, Array((key + "\n").utf8))
-        let opened = try run("/bin/sh", ["-c", "exec \"$0\" get k --no-input --method \(id) --recovery-key-fd 3 3<\(keyFile)", cliPath],
-                             environment: root.environment(box))
+        let opened = try box.cli(["get", "k", "--no-input", "--method", id], secret: key, option: "--recovery-key-fd",
+                                 environment: root.environment(box))
         #expect(opened.status == 0 && opened.out == "v", "\(opened.stderr)")
         // The next rotation (removing the recovery key, unlocked by the passphrase) raises the
         // floor past the missed epoch.

@@ -62,6 +62,14 @@ final class SoftwareTPM: @unchecked Sendable {
         try run("/usr/bin/" + tool, arguments, environment: ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": tcti, "TSS2_LOG": "all+none"])
     }
 
+    /// The handles of `kind` (`handles-transient`, `handles-nv-index`) the TPM lists; a failed
+    /// `tpm2_getcap` throws (its empty output would read as "none").
+    func handles(_ kind: String) throws -> [String] {
+        let r = try tools("tpm2_getcap", kind)
+        guard r.status == 0 else { throw KeybayTestFailure("tpm2_getcap \(kind): \(r.stderr)") }
+        return r.out.split(separator: "\n").map(String.init)
+    }
+
     /// The 8-byte value of NV counter `index`.
     func counter(_ index: UInt32) throws -> UInt64 {
         let handle = "0x" + String(index, radix: 16)
