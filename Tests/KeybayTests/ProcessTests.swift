@@ -58,11 +58,7 @@ import Testing
             if let environment { return try dump(box, environment: environment) }
             return try await Self.contents(box)
         }
-        func lastMethod() throws -> String {
-            guard environment != nil else { return try KeybayStore.status(box.configuration()).methods.last!.id }
-            let listed = try run(cliPath, ["list", "--json"], environment: env)
-            return try #require(try (JSONSerialization.jsonObject(with: Data(listed.stdout)) as? [[String: Any]])?.last?["id"] as? String)
-        }
+        func lastMethod() throws -> String { try #require(try methodIDs(box, environment: env).last) }
         #expect(try run(cliPath, ["set", "base", "present"], environment: env).status == 0)
         var model = try await contents()
         var killedMidWay = 0, killedInStartUp = 0, completed = 0, stagingLeft = 0, byOperation: [String: Int] = [:]
