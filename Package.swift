@@ -38,6 +38,8 @@ let package = Package(
         // directory of their own and name it (TestSupport.swift, testPluginDirectory).
         // test-counting: a method plugin that counts its calls.
         .library(name: "keybaytest-counting", type: .dynamic, targets: ["KeybayTestCounting"]),
+        // test-ceremony: a method plugin that waits, for the async-ceremony tests alone.
+        .library(name: "keybaytest-ceremony", type: .dynamic, targets: ["KeybayTestCeremony"]),
         // test-fido2: the fido2 method on an in-process virtual CTAP2 authenticator.
         .library(name: "keybaytest-fido2", type: .dynamic, targets: ["KeybayTestFido2"]),
         // test-floor-crash: a root that wraps another and can die just before the rollback floor rises.
@@ -97,6 +99,7 @@ let package = Package(
         // The Swift kit for plugin authors, and a test plugin written with it.
         .target(name: "KeybayPluginKit", dependencies: ["CKeybayPlugin"]),
         .target(name: "KeybayTestCounting", dependencies: ["KeybayPluginKit", "CSodium"], path: "Tests/TestPlugins/counting"),
+        .target(name: "KeybayTestCeremony", dependencies: ["KeybayPluginKit", "CSodium"], path: "Tests/TestPlugins/ceremony"),
         // One API write per process, for the crash-kill harness.
         .executableTarget(name: "keybay-test-writer", dependencies: ["Keybay"], path: "Tests/TestTools/writer"),
         // A virtual CTAP2 authenticator reached through libfido2's io/transport hooks, and the

@@ -135,11 +135,16 @@ final class LogRecorder: KeybayInteraction, Sendable {
 
 /// The async entry points run ceremonies on threads of their own: a plugin waiting for the user
 /// holds no cooperative thread, and cancelling the task ends the wait.
-@Suite struct AsyncCeremonyTests {
+///
+/// A waiting ceremony holds its plugin's call lock until a task on the cooperative pool answers
+/// or cancels it. These tests therefore use `test-ceremony`, which no other test loads (a
+/// synchronous test of another suite waiting for the same lock would hold a cooperative thread,
+/// and two of them all of a 2-core machine's), and run one at a time.
+@Suite(.serialized) struct AsyncCeremonyTests {
     /// Answers "1234" once released; counts who is waiting. Released by a task, or (only if no
-    /// task could run) by a watchdog thread after 60 s. (The plugin is called by one thread at a
-    /// time, so the other opens wait for it meanwhile: on their own threads, or, if the async
-    /// forms ran ceremonies inline, on the cooperative threads the answering task needs.)
+    /// task could run) by a watchdog thread. (The plugin is called by one thread at a time, so
+    /// the other opens wait for it meanwhile: on their own threads, or, if the async forms ran
+    /// ceremonies inline, on the cooperative threads the answering task needs.)
     final class HeldAnswer: KeybayInteraction, Sendable {
         let waiting = Atomic<Int>(0)
         /// 0: held; 1: released by a task; 2: released by the watchdog.
@@ -156,7 +161,7 @@ final class LogRecorder: KeybayInteraction, Sendable {
         let config = try box.configuration()
         let session = try KeybayStore.open(config, interaction: ScriptedInteraction([pin, pin]))
         try session.set("k", string: "v")
-        let method = try session.auth.add(plugin: "test-counting")
+        let method = try session.auth.add(plugin: "test-ceremony")
         session.close()
         return (config, method)
     }
@@ -194,7 +199,7 @@ final class LogRecorder: KeybayInteraction, Sendable {
         #expect(values.compactMap { $0 } == Array(repeating: "v", count: opens))
     }
 
-    /// Gives "wait-for-cancel" (the counting plugin then polls is_cancelled) and notes that it was asked.
+    /// Gives "wait-for-cancel" (the plugin then polls is_cancelled) and notes that it was asked.
     final class WaitForCancel: KeybayInteraction, Sendable {
         let asked = Atomic<Bool>(false)
         func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
@@ -211,7 +216,7 @@ final class LogRecorder: KeybayInteraction, Sendable {
         let before = readBytes(box.storePath)
         let interaction = WaitForCancel()
         let task = Task { try await KeybayStore.open(config, method: method.id, interaction: interaction) }
-        for _ in 0..<30_000 where !interaction.asked.load(ordering: .sequentiallyConsistent) { try await Task.sleep(nanoseconds: 1_000_000) }
+        for _ in 0..<300_000 where !interaction.asked.load(ordering: .sequentiallyConsistent) { try await Task.sleep(nanoseconds: 1_000_000) }
         let asked = interaction.asked.load(ordering: .sequentiallyConsistent)
         #expect(asked, "the plugin never asked for the PIN")
         task.cancel()

@@ -127,7 +127,7 @@ let sanitizerPluginDirectory: String? = ProcessInfo.processInfo.environment["KEY
 /// Where the plugins the tests load come from.
 let pluginDirectory = sanitizerPluginDirectory ?? buildDirectory
 
-/// The test plugins (test-counting, test-fido2, test-floor-crash) are built as libkeybaytest-<name>.so, a name no
+/// The test plugins (test-counting, test-ceremony, test-fido2, test-floor-crash) are built as libkeybaytest-<name>.so, a name no
 /// plugin search matches, so the CLI in the build directory, which searches its own directory,
 /// does not list them. Tests find them here, copied under their plugin file names
 /// (libkeybay-test-<name>.so), and name this directory: KEYBAY_PLUGIN_PATH for child processes
@@ -135,7 +135,7 @@ let pluginDirectory = sanitizerPluginDirectory ?? buildDirectory
 let testPluginDirectory: String = {
     let directory = buildDirectory + "/keybay-test-plugins"
     mkdir(directory, 0o700)
-    for name in ["counting", "fido2", "floor-crash"] {
+    for name in ["counting", "ceremony", "fido2", "floor-crash"] {
         // Builds from before the rename left the test plugins in the build directory itself.
         unlink(buildDirectory + "/libkeybay-test-\(name).so")
         let built = (sanitizerPluginDirectory ?? buildDirectory) + "/libkeybaytest-\(name).so"

@@ -7,8 +7,6 @@ import KeybayPluginKit
 /// method plugin. Its secret: M = HMAC-SHA256(key: params.salt, message: the PIN the host gives).
 /// Params: `"TCNT" | salt(16)`. Option `fail=unavailable` makes probe report the method unusable.
 /// It remembers the application id the host gave (`keybay_test_counting_applications`).
-/// Unlocking with the PIN `wait-for-cancel` waits (up to 60 s, polling the host's is_cancelled
-/// as a touch or a KDF would) and ends CANCELLED when the host cancels, TIMED_OUT otherwise.
 nonisolated(unsafe) var callCounts: [Int32] = [0, 0, 0, 0] // probe, enroll, unwrap, describe
 
 @_cdecl("keybay_test_counting_calls")
@@ -61,13 +59,6 @@ struct CountingPlugin: KeybayMethodPlugin {
         let pin = sodium_malloc(256)!
         defer { sodium_free(pin) }
         let n = try host.askSecret(KEYBAY_SECRET_PIN, prompt: "test PIN", new: new, into: UnsafeMutableRawBufferPointer(start: pin, count: 256))
-        if !new, Array(UnsafeRawBufferPointer(start: pin, count: n)) == Array("wait-for-cancel".utf8) {
-            for _ in 0..<60_000 {
-                if host.isCancelled { throw PluginFailure(KEYBAY_ERR_CANCELLED, "cancelled while waiting") }
-                usleep(1000)
-            }
-            throw PluginFailure(KEYBAY_ERR_TIMED_OUT, "nobody cancelled the wait")
-        }
         var state = crypto_auth_hmacsha256_state()
         _ = crypto_auth_hmacsha256_init(&state, salt, salt.count)
         _ = crypto_auth_hmacsha256_update(&state, pin.assumingMemoryBound(to: UInt8.self), UInt64(n))
