@@ -534,33 +534,7 @@ static keybay_status pp_derive(const keybay_host *host, const char *what, const 
     return KEYBAY_OK;
 }
 
-static pp_secret *pp_secret_new(const keybay_host *host) {
-    if (sodium_init() < 0) {
-        keybay_host_error(host, "passphrase: libsodium could not be initialised");
-        return NULL;
-    }
-    pp_secret *secret = sodium_malloc(sizeof *secret);
-    if (secret == NULL) keybay_host_error(host, "passphrase: could not allocate guarded memory");
-    return secret;
-}
-
-static void pp_secret_free(pp_secret *secret) {
-    if (secret == NULL) return;
-    sodium_memzero(secret, sizeof *secret);
-    sodium_free(secret);
-}
-
 /* ---- operations ---- */
-
-static void pp_free_buffer(keybay_buffer *buffer) {
-    if (buffer == NULL) return;
-    if (buffer->data != NULL) {
-        sodium_memzero(buffer->data, buffer->length);
-        free(buffer->data);
-    }
-    buffer->data = NULL;
-    buffer->length = 0;
-}
 
 static keybay_status pp_probe(const keybay_host *host) {
     (void)host; /* libargon2 is linked in: nothing can be missing */
@@ -570,16 +544,10 @@ static keybay_status pp_probe(const keybay_host *host) {
 static keybay_status pp_enroll(const keybay_host *host, const keybay_option *options,
                                size_t option_count, keybay_buffer *params_out,
                                uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {
-    if (params_out != NULL) {
-        params_out->data = NULL;
-        params_out->length = 0;
-    }
-    if (host == NULL || params_out == NULL || secret_out == NULL) {
-        keybay_host_error(host, "passphrase: enroll called without host, params or secret buffer");
-        return KEYBAY_ERR_INTERNAL;
-    }
+    keybay_status status = keybay_method_enroll_begin(host, "passphrase", params_out, secret_out);
+    if (status != KEYBAY_OK) return status;
     pp_options o;
-    keybay_status status = pp_parse_options(host, options, option_count, &o);
+    status = pp_parse_options(host, options, option_count, &o);
     if (status != KEYBAY_OK) return status;
 
     uint8_t *encoded = malloc(PP_PARAMS_BYTES);
@@ -587,7 +555,7 @@ static keybay_status pp_enroll(const keybay_host *host, const keybay_option *opt
         keybay_host_error(host, "passphrase: out of memory");
         return KEYBAY_ERR_INTERNAL;
     }
-    pp_secret *secret = pp_secret_new(host);
+    pp_secret *secret = keybay_method_secret_new(host, "passphrase", sizeof(pp_secret));
     if (secret == NULL) {
         free(encoded);
         return KEYBAY_ERR_INTERNAL;
@@ -667,22 +635,20 @@ static keybay_status pp_enroll(const keybay_host *host, const keybay_option *opt
 
 done:
     free(encoded);
-    pp_secret_free(secret);
+    keybay_method_secret_free(secret, sizeof *secret);
     return status;
 }
 
 /* Unwrap and verify: derive M from the passphrase the user types. */
 static keybay_status pp_unwrap(const keybay_host *host, const uint8_t *params, size_t params_length,
                                uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {
-    if (host == NULL || secret_out == NULL) {
-        keybay_host_error(host, "passphrase: unwrap called without host or secret buffer");
-        return KEYBAY_ERR_INTERNAL;
-    }
+    keybay_status status = keybay_method_unwrap_begin(host, "passphrase", secret_out);
+    if (status != KEYBAY_OK) return status;
     pp_params pp;
-    keybay_status status = pp_decode(host, params, params_length, &pp);
+    status = pp_decode(host, params, params_length, &pp);
     if (status != KEYBAY_OK) return status;
 
-    pp_secret *secret = pp_secret_new(host);
+    pp_secret *secret = keybay_method_secret_new(host, "passphrase", sizeof(pp_secret));
     if (secret == NULL) return KEYBAY_ERR_INTERNAL;
     size_t length = 0;
     status = pp_ask_passphrase(host, 0, "Passphrase", secret, &length);
@@ -692,29 +658,23 @@ static keybay_status pp_unwrap(const keybay_host *host, const uint8_t *params, s
     memcpy(secret_out, secret->output, KEYBAY_METHOD_SECRET_BYTES);
 
 done:
-    pp_secret_free(secret);
+    keybay_method_secret_free(secret, sizeof *secret);
     return status;
 }
 
 static keybay_status pp_describe(const keybay_host *host, const uint8_t *params, size_t params_length,
                                  keybay_buffer *text_out) {
-    if (text_out == NULL) return KEYBAY_ERR_INTERNAL;
-    text_out->data = NULL;
-    text_out->length = 0;
+    keybay_status status = keybay_method_describe_begin(text_out);
+    if (status != KEYBAY_OK) return status;
     pp_params pp;
-    keybay_status status = pp_decode(host, params, params_length, &pp);
+    status = pp_decode(host, params, params_length, &pp);
     if (status != KEYBAY_OK) return status;
     char mem[32], line[96];
     pp_format_memory(mem, sizeof mem, pp.memory_kib);
     int n = snprintf(line, sizeof line, "Argon2id v1.3, %s, t=%" PRIu32 ", p=%" PRIu32, mem,
                      pp.iterations, pp.lanes);
     if (n < 0 || (size_t)n >= sizeof line) return KEYBAY_ERR_INTERNAL;
-    uint8_t *data = malloc((size_t)n + 1); /* NUL-terminated for convenience; not counted */
-    if (data == NULL) return KEYBAY_ERR_INTERNAL;
-    memcpy(data, line, (size_t)n + 1);
-    text_out->data = data;
-    text_out->length = (size_t)n;
-    return KEYBAY_OK;
+    return keybay_method_text(line, (size_t)n, text_out);
 }
 
 /* ---- descriptor ---- */
@@ -739,7 +699,7 @@ static const keybay_plugin pp_plugin = {
     .flags = KEYBAY_FLAG_INTERACTIVE | KEYBAY_FLAG_ONE_PER_STORE | KEYBAY_FLAG_CALIBRATES,
     .options = pp_option_specs,
     .option_count = sizeof pp_option_specs / sizeof pp_option_specs[0],
-    .free_buffer = pp_free_buffer,
+    .free_buffer = keybay_method_free_buffer,
     .probe = pp_probe,
     .enroll = pp_enroll,
     .unwrap = pp_unwrap,

@@ -151,22 +151,6 @@ static keybay_status rk_decode(const keybay_host *host, rk_secret *s, size_t len
     return KEYBAY_OK;
 }
 
-static rk_secret *rk_secret_new(const keybay_host *host) {
-    if (sodium_init() < 0) {
-        keybay_host_error(host, "recovery: libsodium could not be initialised");
-        return NULL;
-    }
-    rk_secret *s = sodium_malloc(sizeof *s);
-    if (s == NULL) keybay_host_error(host, "recovery: could not allocate guarded memory");
-    return s;
-}
-
-static void rk_secret_free(rk_secret *s) {
-    if (s == NULL) return;
-    sodium_memzero(s, sizeof *s);
-    sodium_free(s);
-}
-
 /* ---- the QR code: libqrencode, opened on first use ---- */
 
 /* The few declarations of <qrencode.h> the plugin needs (libqrencode 4's ABI), so that building
@@ -288,16 +272,6 @@ static keybay_status rk_decode_params(const keybay_host *host, const uint8_t *pa
 
 /* ---- operations ---- */
 
-static void rk_free_buffer(keybay_buffer *buffer) {
-    if (buffer == NULL) return;
-    if (buffer->data != NULL) {
-        sodium_memzero(buffer->data, buffer->length);
-        free(buffer->data);
-    }
-    buffer->data = NULL;
-    buffer->length = 0;
-}
-
 static keybay_status rk_probe(const keybay_host *host) {
     (void)host; /* libsodium is all it needs; the QR code is optional */
     return KEYBAY_OK;
@@ -305,14 +279,8 @@ static keybay_status rk_probe(const keybay_host *host) {
 
 static keybay_status rk_enroll(const keybay_host *host, const keybay_option *options, size_t option_count,
                                keybay_buffer *params_out, uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {
-    if (params_out != NULL) {
-        params_out->data = NULL;
-        params_out->length = 0;
-    }
-    if (host == NULL || params_out == NULL || secret_out == NULL) {
-        keybay_host_error(host, "recovery: enroll called without host, params or secret buffer");
-        return KEYBAY_ERR_INTERNAL;
-    }
+    keybay_status status = keybay_method_enroll_begin(host, "recovery", params_out, secret_out);
+    if (status != KEYBAY_OK) return status;
     if (option_count > 0) {
         const char *name = options != NULL && options[0].name != NULL ? options[0].name : "";
         keybay_host_error(host, "recovery: unknown option '%.64s' (the recovery plugin takes no options)", name);
@@ -327,7 +295,7 @@ static keybay_status rk_enroll(const keybay_host *host, const keybay_option *opt
         keybay_host_error(host, "recovery: out of memory");
         return KEYBAY_ERR_INTERNAL;
     }
-    rk_secret *s = rk_secret_new(host);
+    rk_secret *s = keybay_method_secret_new(host, "recovery", sizeof(rk_secret));
     if (s == NULL) {
         free(encoded);
         return KEYBAY_ERR_INTERNAL;
@@ -340,7 +308,7 @@ static keybay_status rk_enroll(const keybay_host *host, const keybay_option *opt
 
     size_t picture_size = 0;
     char *picture = rk_picture(host, s->text, &picture_size);
-    keybay_status status = host->show_secret(host->context, KEYBAY_SECRET_RECOVERY_KEY, s->text, picture);
+    status = host->show_secret(host->context, KEYBAY_SECRET_RECOVERY_KEY, s->text, picture);
     rk_picture_free(picture, picture_size);
     if (status == KEYBAY_OK) {
         memcpy(secret_out, s->secret, KEYBAY_METHOD_SECRET_BYTES);
@@ -349,25 +317,23 @@ static keybay_status rk_enroll(const keybay_host *host, const keybay_option *opt
         encoded = NULL;
     }
     free(encoded);
-    rk_secret_free(s);
+    keybay_method_secret_free(s, sizeof *s);
     return status;
 }
 
 /* Unwrap and verify: M from the key the user types. */
 static keybay_status rk_unwrap(const keybay_host *host, const uint8_t *params, size_t params_length,
                                uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {
-    if (host == NULL || secret_out == NULL) {
-        keybay_host_error(host, "recovery: unwrap called without host or secret buffer");
-        return KEYBAY_ERR_INTERNAL;
-    }
+    keybay_status status = keybay_method_unwrap_begin(host, "recovery", secret_out);
+    if (status != KEYBAY_OK) return status;
     uint8_t stored[RK_CHECK_BYTES], check[RK_CHECK_BYTES];
-    keybay_status status = rk_decode_params(host, params, params_length, stored);
+    status = rk_decode_params(host, params, params_length, stored);
     if (status != KEYBAY_OK) return status;
     if (!KEYBAY_HOST_HAS(host, ask_secret)) {
         keybay_host_error(host, "recovery: the host offers no way to ask for the recovery key");
         return KEYBAY_ERR_INTERACTION_UNAVAILABLE;
     }
-    rk_secret *s = rk_secret_new(host);
+    rk_secret *s = keybay_method_secret_new(host, "recovery", sizeof(rk_secret));
     if (s == NULL) return KEYBAY_ERR_INTERNAL;
     size_t length = 0;
     status = host->ask_secret(host->context, KEYBAY_SECRET_RECOVERY_KEY, 0, "Recovery key", -1, s->input, sizeof s->input,
@@ -395,25 +361,19 @@ static keybay_status rk_unwrap(const keybay_host *host, const uint8_t *params, s
 
 done:
     sodium_memzero(check, sizeof check);
-    rk_secret_free(s);
+    keybay_method_secret_free(s, sizeof *s);
     return status;
 }
 
 static keybay_status rk_describe(const keybay_host *host, const uint8_t *params, size_t params_length,
                                  keybay_buffer *text_out) {
-    if (text_out == NULL) return KEYBAY_ERR_INTERNAL;
-    text_out->data = NULL;
-    text_out->length = 0;
+    keybay_status status = keybay_method_describe_begin(text_out);
+    if (status != KEYBAY_OK) return status;
     uint8_t check[RK_CHECK_BYTES];
-    keybay_status status = rk_decode_params(host, params, params_length, check);
+    status = rk_decode_params(host, params, params_length, check);
     if (status != KEYBAY_OK) return status;
     static const char line[] = "recovery key (256-bit)";
-    uint8_t *data = malloc(sizeof line); /* NUL-terminated for convenience; not counted */
-    if (data == NULL) return KEYBAY_ERR_INTERNAL;
-    memcpy(data, line, sizeof line);
-    text_out->data = data;
-    text_out->length = sizeof line - 1u;
-    return KEYBAY_OK;
+    return keybay_method_text(line, sizeof line - 1u, text_out);
 }
 
 /* ---- descriptor ---- */
@@ -430,7 +390,7 @@ static const keybay_plugin rk_plugin = {
     .flags = KEYBAY_FLAG_INTERACTIVE,
     .options = NULL,
     .option_count = 0,
-    .free_buffer = rk_free_buffer,
+    .free_buffer = keybay_method_free_buffer,
     .probe = rk_probe,
     .enroll = rk_enroll,
     .unwrap = rk_unwrap,

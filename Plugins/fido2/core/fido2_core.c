@@ -732,15 +732,7 @@ static keybay_status f2_parse_options(const keybay_host *host, const keybay_opti
 
 /* ---------------------------------------------------------------- operations */
 
-void keybay_fido2_free_buffer(keybay_buffer *buffer) {
-    if (buffer == NULL) return;
-    if (buffer->data != NULL) {
-        sodium_memzero(buffer->data, buffer->length);
-        free(buffer->data);
-    }
-    buffer->data = NULL;
-    buffer->length = 0;
-}
+void keybay_fido2_free_buffer(keybay_buffer *buffer) { keybay_method_free_buffer(buffer); }
 
 keybay_status keybay_fido2_probe(const keybay_host *host) {
     keybay_status status = f2_init(host);
@@ -759,19 +751,6 @@ keybay_status keybay_fido2_probe(const keybay_host *host) {
     keybay_host_error(host, list.count == 0 ? "no FIDO2 security key is plugged in"
                                    : "no FIDO2 security key is plugged in (only U2F-only or unusable devices)");
     return KEYBAY_ERR_NOT_AVAILABLE;
-}
-
-static f2_secret *f2_secret_new(const keybay_host *host) {
-    f2_secret *s = sodium_malloc(sizeof *s);
-    if (s == NULL) keybay_host_error(host, "fido2: could not allocate guarded memory");
-    else sodium_memzero(s, sizeof *s);
-    return s;
-}
-
-static void f2_secret_free(f2_secret *s) {
-    if (s == NULL) return;
-    sodium_memzero(s, sizeof *s);
-    sodium_free(s);
 }
 
 /* Picks the enrollment device: the one named, or the only one present. */
@@ -843,16 +822,10 @@ static keybay_status f2_make_credential(const keybay_host *host, fido_dev_t *dev
 
 keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *options, size_t option_count,
                                   keybay_buffer *params_out, uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {
-    if (params_out != NULL) {
-        params_out->data = NULL;
-        params_out->length = 0;
-    }
-    if (host == NULL || params_out == NULL || secret_out == NULL) {
-        keybay_host_error(host, "fido2: enroll called without host, params or secret buffer");
-        return KEYBAY_ERR_INTERNAL;
-    }
+    keybay_status status = keybay_method_enroll_begin(host, "fido2", params_out, secret_out);
+    if (status != KEYBAY_OK) return status;
     f2_options o;
-    keybay_status status = f2_parse_options(host, options, option_count, &o);
+    status = f2_parse_options(host, options, option_count, &o);
     if (status != KEYBAY_OK) return status;
     if ((status = f2_init(host)) != KEYBAY_OK) return status;
     char path[KEYBAY_FIDO2_PATH_MAX];
@@ -890,7 +863,7 @@ keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *
                         (uv ? KEYBAY_FIDO2_MODE_UV : 0));
     strcpy(p.rp, o.rp);
 
-    if ((secret = f2_secret_new(host)) == NULL) {
+    if ((secret = keybay_method_secret_new(host, "fido2", sizeof(f2_secret))) == NULL) {
         status = KEYBAY_ERR_INTERNAL;
         goto done;
     }
@@ -937,7 +910,7 @@ keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *
     status = KEYBAY_OK;
 done:
     F2(fido_cred_free)(&cred);
-    f2_secret_free(secret);
+    keybay_method_secret_free(secret, sizeof *secret);
     f2_close(&dev);
     return status;
 }
@@ -993,12 +966,10 @@ static keybay_status f2_find_device(const keybay_host *host, const f2_params *p,
 
 keybay_status keybay_fido2_unwrap(const keybay_host *host, const uint8_t *params, size_t params_length,
                                   uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {
-    if (host == NULL || secret_out == NULL) {
-        keybay_host_error(host, "fido2: unwrap called without host or secret buffer");
-        return KEYBAY_ERR_INTERNAL;
-    }
+    keybay_status status = keybay_method_unwrap_begin(host, "fido2", secret_out);
+    if (status != KEYBAY_OK) return status;
     f2_params p;
-    keybay_status status = f2_decode(host, params, params_length, &p);
+    status = f2_decode(host, params, params_length, &p);
     if (status != KEYBAY_OK) return status;
     if ((status = f2_init(host)) != KEYBAY_OK) return status;
     if (keybay_host_cancelled(host)) {
@@ -1022,7 +993,7 @@ keybay_status keybay_fido2_unwrap(const keybay_host *host, const uint8_t *params
         status = KEYBAY_ERR_UNSUPPORTED;
         goto done;
     }
-    if ((secret = f2_secret_new(host)) == NULL) {
+    if ((secret = keybay_method_secret_new(host, "fido2", sizeof(f2_secret))) == NULL) {
         status = KEYBAY_ERR_INTERNAL;
         goto done;
     }
@@ -1030,29 +1001,23 @@ keybay_status keybay_fido2_unwrap(const keybay_host *host, const uint8_t *params
     status = f2_assert(host, dev, path, &p, secret->pin, "unlock", "Touch your security key to unlock", secret->output[0]);
     if (status == KEYBAY_OK) memcpy(secret_out, secret->output[0], KEYBAY_METHOD_SECRET_BYTES);
 done:
-    f2_secret_free(secret);
+    keybay_method_secret_free(secret, sizeof *secret);
     f2_close(&dev);
     return status;
 }
 
 keybay_status keybay_fido2_describe(const keybay_host *host, const uint8_t *params, size_t params_length,
                                     keybay_buffer *text_out) {
-    if (text_out == NULL) return KEYBAY_ERR_INTERNAL;
-    text_out->data = NULL;
-    text_out->length = 0;
+    keybay_status status = keybay_method_describe_begin(text_out);
+    if (status != KEYBAY_OK) return status;
     f2_params p;
-    keybay_status status = f2_decode(host, params, params_length, &p);
+    status = f2_decode(host, params, params_length, &p);
     if (status != KEYBAY_OK) return status;
     char line[400];
     int n = snprintf(line, sizeof line, "FIDO2 hmac-secret, rp %s, %s, credential %02x%02x%02x%02x…", p.rp,
                      f2_mode_text(p.modes), p.cred_id[0], p.cred_id[1], p.cred_id[2], p.cred_id[3]);
     if (n < 0 || (size_t)n >= sizeof line) return KEYBAY_ERR_INTERNAL;
-    uint8_t *data = malloc((size_t)n + 1);
-    if (data == NULL) return KEYBAY_ERR_INTERNAL;
-    memcpy(data, line, (size_t)n + 1);
-    text_out->data = data;
-    text_out->length = (size_t)n;
-    return KEYBAY_OK;
+    return keybay_method_text(line, (size_t)n, text_out);
 }
 
 const keybay_option_spec keybay_fido2_option_specs[KEYBAY_FIDO2_OPTION_COUNT] = {
