@@ -46,6 +46,41 @@ import Testing
         #expect(readBytes(box.storePath) == before)
     }
 
+    /// A root whose location and protection note fail, leaving a pointer in the out-buffer that
+    /// its free_buffer would die on: the host neither reads nor frees an out-buffer after a
+    /// failure (docs/plugins.md), so `status` says the location is unknown and goes on.
+    @Test func anOutBufferLeftByAFailedRootCallIsNeverFreed() throws {
+        let box = Sandbox()
+        let dir = box.root + "/hostile-root"
+        let failing = "t->data = (uint8_t *)&poison; t->length = 1; if (h && h->set_error) h->set_error(h->context, \"no location today\"); return KEYBAY_ERR_IO;"
+        try PluginLoaderTests.build("""
+            #include <stdlib.h>
+            #include <string.h>
+            #include "keybay_plugin.h"
+            static uint8_t poison;
+            static void fb(keybay_buffer *b) { if (b->data == &poison) abort(); free(b->data); b->data = 0; b->length = 0; }
+            static keybay_status exists(const keybay_host *h, const keybay_root_context *c, int *e) { *e = 0; return KEYBAY_OK; }
+            static keybay_status create(const keybay_host *h, const keybay_root_context *c, keybay_buffer *s) { return KEYBAY_ERR_UNSUPPORTED; }
+            static keybay_status seal(const keybay_host *h, const keybay_root_context *c, const uint8_t *s, size_t sn, const uint8_t *p,
+                                      size_t pn, const uint8_t *a, size_t an, keybay_buffer *o) { return KEYBAY_ERR_UNSUPPORTED; }
+            static keybay_status open_(const keybay_host *h, const keybay_root_context *c, const uint8_t *s, size_t sn, const uint8_t *p,
+                                       size_t pn, const uint8_t *a, size_t an, keybay_buffer *o) { return KEYBAY_ERR_UNSUPPORTED; }
+            static keybay_status reset(const keybay_host *h, const keybay_root_context *c) { return KEYBAY_OK; }
+            static keybay_status location(const keybay_host *h, const keybay_root_context *c, keybay_buffer *t) { \(failing) }
+            static keybay_status protection(const keybay_host *h, const keybay_root_context *c, keybay_buffer *t) { \(failing) }
+            static const keybay_plugin d = { .abi_version = KEYBAY_PLUGIN_ABI_VERSION, .struct_size = sizeof(keybay_plugin),
+                .id = "hostile-root", .name = "t", .version = "1", .kind = KEYBAY_KIND_ROOT, .free_buffer = fb,
+                .root_exists = exists, .root_create = create, .root_seal = seal, .root_open = open_, .root_reset = reset,
+                .root_location_with_host = location, .root_protection = protection };
+            const keybay_plugin *keybay_plugin_entry_v1(void) { return &d; }
+            """, fileID: "hostile-root", in: dir)
+        var env = box.environment
+        env["KEYBAY_ROOT"] = "hostile-root"
+        let r = try run(cliPath, ["status", "--plugin-dir", dir], environment: env)
+        #expect(!r.signalled && r.status == 0, "status \(r.status), signalled \(r.signalled): \(r.stderr)")
+        #expect(r.out.contains("no location today"), "\(r.out)")
+    }
+
     @Test func anOversizedDescriptionIsRejected() async throws {
         let box = Sandbox()
         let dir = box.root + "/hostile-describe"

@@ -194,8 +194,9 @@ extension KeybayPluginCheck {
         /// empty: data NULL, length 0.
         private func freeBufferCheck(_ name: String, _ params: [UInt8], _ results: inout Results) {
             var text = keybay_buffer()
-            try? plugin.call(NonInteractive(), "could not describe its parameters") { d, h in LoadedPlugin.describe(d, h, params, &text) }
-            guard text.data != nil else {
+            let described = (try? plugin.call(NonInteractive(), "could not describe its parameters") { d, h in LoadedPlugin.describe(d, h, params, &text) }) != nil
+            // After a failure the out-buffer is the plugin's: never freed by the host.
+            guard described, text.data != nil else {
                 return results.add(name, .skip, "describe handed out no buffer to free")
             }
             plugin.discard(&text)

@@ -36,18 +36,15 @@ struct PluginRoot: RootProvider {
         }
     }
 
-    /// One line of text from the plugin; nil when it does not offer it (UNSUPPORTED).
+    /// One line of text from the plugin; nil when it does not offer it (UNSUPPORTED). After a
+    /// failure the out-buffer is neither read nor freed: the plugin has freed what it made.
     private func line(_ what: String, _ body: (UnsafePointer<keybay_plugin>, UnsafePointer<keybay_host>, UnsafePointer<keybay_root_context>,
                                                  UnsafeMutablePointer<keybay_buffer>) -> keybay_status) throws -> String? {
         var text = keybay_buffer()
         do {
             try call(what) { d, h, c in body(d, h, c, &text) }
         } catch let e as KeybayError where e.code == .unsupported {
-            plugin.discard(&text)
             return nil
-        } catch {
-            plugin.discard(&text)
-            throw error
         }
         return String(decoding: try plugin.take(&text, limit: 4096, what: what), as: UTF8.self)
     }
