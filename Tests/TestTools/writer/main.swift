@@ -1,7 +1,8 @@
 // keybay-test-writer: one write through the library API, for the crash-kill harness (which
 // SIGKILLs it at random moments). Exit 0 means the write was acknowledged (it returned). It
 // writes "w" to standard output once the store is open, just before the write.
-//   keybay-test-writer APP set KEY < value | rm KEY | clear | enroll | remove METHOD-ID | dump
+//   keybay-test-writer APP set KEY < value | rm KEY | clear | enroll | remove METHOD-ID
+//                      | move-root ROOT | dump
 // And a reader for ConcurrencyTests, which checks whole generations:
 //   keybay-test-writer APP read-generations K STOP-FILE
 // Protected stores are unlocked with their first method and the test PIN "1" (test-counting).
@@ -74,6 +75,7 @@ do {
     case "clear": try session.clearAll()
     case "enroll": try session.auth.add(plugin: "test-counting")
     case "remove": try session.auth.remove(args[2])
+    case "move-root": try session.moveRoot(to: args[2])
     case "dump":
         var lines = "methods \(status.methods.count)\n"
         for key in try session.keys() {
