@@ -20,6 +20,9 @@ enum Command {
                 return try runOnce(a, interaction: interaction, standardInput: standardInput)
             } catch let e as KeybayError where attempt < 2 && (e.code == .keyChanged || (e.code == .authenticationRequired && a.method == nil)) {
                 attempt += 1
+                // Said, because on a terminal the retry asks for the secret again.
+                interaction.message("keybay-methods: " + (e.code == .keyChanged ? "another process changed the store's unlock methods"
+                                                                               : "the store became protected") + " meanwhile; trying again", level: .info)
             } catch let e as KeybayError where vanished < 50 && e.code == .storeNotFound && a.command == "set" && a.method == nil {
                 // Each retry opens (or creates) the store afresh; only a reset looping faster
                 // than we can write exhausts them.

@@ -33,6 +33,69 @@ import Testing
         try cli(box, ["get", "k", "--no-input"], secrets: ["--passphrase-fd": passphrase])
     }
 
+    // MARK: retries
+
+    /// A command whose write finds the store key changed by another process unlocks and enrolls
+    /// again, and prints only the secret its own, stored enrollment showed. `gated-show` shows
+    /// "FIRST" (then "SECOND" on its next enrollment) and waits for a gate file; while the first
+    /// enrollment waits, another process removes a method, so its write is refused and the
+    /// command runs once more.
+    @Test func aRetriedEnrollmentPrintsOnlyTheSecretOfTheOneStored() throws {
+        let box = Sandbox()
+        let dir = box.root + "/gated"
+        try PluginLoaderTests.build("""
+            #include <stdio.h>
+            #include <stdlib.h>
+            #include <string.h>
+            #include <unistd.h>
+            #include "keybay_plugin.h"
+            static int enrollments;
+            static void fb(keybay_buffer *b) { free(b->data); b->data = 0; b->length = 0; }
+            static keybay_status probe(const keybay_host *h) { return KEYBAY_OK; }
+            static keybay_status enroll(const keybay_host *h, const keybay_option *o, size_t n, keybay_buffer *p, uint8_t s[32]) {
+                if (n != 1 || strcmp(o[0].name, "gate") != 0) return KEYBAY_ERR_INVALID_OPTION;
+                keybay_status status = h->show_secret(h->context, KEYBAY_SECRET_RECOVERY_KEY, ++enrollments == 1 ? "FIRST" : "SECOND", 0);
+                if (status != KEYBAY_OK) return status;
+                char waiting[4200];
+                snprintf(waiting, sizeof waiting, "%s.waiting", o[0].value);
+                fclose(fopen(waiting, "w"));
+                for (int i = 0; i < 600000 && access(o[0].value, F_OK) != 0; i++) usleep(1000);
+                p->data = calloc(1, 1); p->length = 1; memset(s, 7, 32); return KEYBAY_OK;
+            }
+            static keybay_status unwrap(const keybay_host *h, const uint8_t *p, size_t n, uint8_t s[32]) { memset(s, 7, 32); return KEYBAY_OK; }
+            static keybay_status describe(const uint8_t *p, size_t n, keybay_buffer *t) { return KEYBAY_ERR_UNSUPPORTED; }
+            static const keybay_plugin d = { .abi_version = KEYBAY_PLUGIN_ABI_VERSION, .struct_size = sizeof(keybay_plugin),
+                .id = "gated-show", .name = "t", .version = "1", .kind = KEYBAY_KIND_METHOD, .free_buffer = fb, .probe = probe,
+                .enroll = enroll, .unwrap = unwrap, .describe = describe };
+            const keybay_plugin *keybay_plugin_entry_v1(void) { return &d; }
+            """, fileID: "gated-show", in: dir)
+        var env = box.environment
+        env["KEYBAY_PLUGIN_PATH"] = (env["KEYBAY_PLUGIN_PATH"] ?? "") + ":" + dir
+        #expect(try box.cli("set", "k", "v").status == 0)
+        for _ in 0..<2 { #expect(try box.cli(["enroll", "test-counting"], secret: "1", option: "--pin-fd", environment: env).status == 0) }
+        let methods = try methodIDs(box)
+        #expect(methods.count == 2)
+
+        let gate = box.root + "/gate"
+        writeBytes(box.root + "/pin", Array("1\n".utf8))
+        let enrolling = spawnChild("/bin/sh", ["-c", "exec \"$0\" \"$@\" 3<\"$HOME/pin\" >\"$HOME/out\" 2>\"$HOME/err\"", cliPath,
+                                              "enroll", "gated-show", "--json", "--opt", "gate=" + gate, "--method", methods[0], "--pin-fd", "3"],
+                                   environment: env, stdinPath: "/dev/null")
+        for _ in 0..<60_000 where !exists(gate + ".waiting") { usleep(1000) }
+        #expect(exists(gate + ".waiting"), "the first enrollment never began")
+        let removed = try box.cli(["remove", methods[1], "--method", methods[0]], secret: "1", option: "--pin-fd", environment: env)
+        #expect(removed.status == 0, "\(removed.stderr)")
+        writeBytes(gate, [])
+        let outcome = waitChild(enrolling)
+        let out = String(decoding: readBytes(box.root + "/out") ?? [], as: UTF8.self)
+        let err = String(decoding: readBytes(box.root + "/err") ?? [], as: UTF8.self)
+        #expect(outcome.succeeded, "\(err)")
+        #expect(err.contains("another process changed the store's unlock methods meanwhile; trying again"), "\(err)")
+        #expect(out.hasSuffix(",\"recoveryKey\":\"SECOND\"}\n") && !out.contains("FIRST"), "\(out)")
+        let now = try methodIDs(box, environment: env)
+        #expect(now.count == 2 && now[0] == methods[0] && !now.contains(methods[1]), "\(now)")
+    }
+
     // MARK: change
 
     /// `change`: the old passphrase then fails as a wrong secret, the new one opens, the store
