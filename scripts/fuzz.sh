@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # libFuzzer runs over the strict decoders: the store file, the suite-2 methods package, the
-# passphrase and fido2 plugins' parameters (through the real loader) and the file-root plugin's
-# root file (through its own entry point).
+# passphrase and fido2 plugins' parameters (through the real loader), the file-root plugin's
+# root file (through its own entry point) and the tpm2 plugin's root file (its decoder compiled
+# into the target: through the entry point every input would need a TPM).
 #
 #   scripts/fuzz.sh                 # 15 s per target (what CI runs, through scripts/test.sh)
 #   scripts/fuzz.sh 600             # 10 minutes per target
@@ -19,7 +20,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-${KEYBAY_FUZZ_SECONDS:-15}}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(store methods-package passphrase-params fido2-params file-root)
+[ ${#targets[@]} -gt 0 ] || targets=(store methods-package passphrase-params fido2-params file-root tpm2-file)
 
 export KEYBAY_FUZZ=1
 # The fuzzers are built apart from the ordinary build (other flags, another manifest).
@@ -29,6 +30,11 @@ for t in "${targets[@]}"; do
       mkdir -p .build/fuzz
       clang -std=c11 -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address -fuse-ld=lld -I Sources/CKeybayPlugin/include \
         Fuzz/file-root/fuzz_root_file.c -o .build/fuzz/keybay-fuzz-file-root -lsodium -ldl ;;
+    tpm2-file) # C: the plugin's source is compiled in; tss2 is opened with dlopen, as the plugin does.
+      mkdir -p .build/fuzz
+      clang -std=c11 -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address -fuse-ld=lld -I Sources/CKeybayPlugin/include \
+        -I Sources/CKeybayRootFiles/include Fuzz/tpm2-file/fuzz_tpm2_file.c Sources/CKeybayRootFiles/root_files.c \
+        -o .build/fuzz/keybay-fuzz-tpm2-file -lsodium -ldl ;;
     *) swift build -c release --build-path .build/fuzz --product "keybay-fuzz-$t" \
          --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address >/dev/null ;;
   esac
@@ -51,7 +57,7 @@ for t in "${targets[@]}"; do
   scratch=$(mktemp -d)
   log=$(mktemp)
   binary=.build/fuzz/release/keybay-fuzz-$t
-  [ "$t" != file-root ] || binary=.build/fuzz/keybay-fuzz-file-root
+  case "$t" in file-root|tpm2-file) binary=.build/fuzz/keybay-fuzz-$t ;; esac
   set +e
   "$binary" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
     -artifact_prefix="$artifacts/$t-" "$scratch" "Fuzz/$t/corpus" >"$log" 2>&1

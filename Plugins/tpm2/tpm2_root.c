@@ -336,6 +336,8 @@ static keybay_status decode_file(const keybay_host *host, const char *path, root
     memset(&f->private, 0, sizeof f->private);
     if (at != n || lengths[0] > sizeof f->nv_name.name || (f->nv_index & ~(NV_SPAN - 1)) != NV_FIRST || (f->pcrs >> 24) != 0 ||
         T(Tss2_MU_TPM2B_PUBLIC_Unmarshal)(parts[1], lengths[1], &off_pub, &f->public) != TSS2_RC_SUCCESS || off_pub != lengths[1] ||
+        /* tss2 does not hold the public area to its own size field, and takes an empty one: we do not */
+        lengths[1] <= 2 || get_be(parts[1], 2) != lengths[1] - 2 || lengths[2] <= 2 ||
         T(Tss2_MU_TPM2B_PRIVATE_Unmarshal)(parts[2], lengths[2], &off_priv, &f->private) != TSS2_RC_SUCCESS || off_priv != lengths[2])
         return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is malformed", path);
     f->nv_name.size = (UINT16)lengths[0];
