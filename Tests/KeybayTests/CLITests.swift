@@ -96,6 +96,18 @@ import Testing
         #expect(try box.cli("status", "--json").out.contains("\"state\":\"platform-only\""))
     }
 
+    /// Options a root does not take are refused (exit 2) before anything is made: no store, no
+    /// root, not even the store's directory or its lock file.
+    @Test func rootOptionsRefusedCreateNothing() throws {
+        let box = Sandbox()
+        for opt in ["pcrs=7", "nonsense=1"] {
+            let r = try box.cli("init", "--opt", opt)
+            #expect(r.status == 2 && r.stderr.contains("file-root takes no options"), "\(opt): \(r.stderr)")
+        }
+        #expect(!exists(box.dataHome + "/keybay") && !exists(box.stateHome + "/keybay"), "a refused init left directories")
+        #expect(try box.cli("init").status == 0)
+    }
+
     @Test func readCommandsOnNothingCreateNothing() throws {
         let box = Sandbox()
         for args in [["get", "k"], ["keys"], ["rm", "k"]] {

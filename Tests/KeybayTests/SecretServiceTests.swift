@@ -211,7 +211,7 @@ import Testing
         let fresh = "com.example.fresh"
         let made = try f.cli("init", "--root", "secret-service", app: fresh, extra: noBus)
         #expect(made.status == 1 && made.stderr.contains("root-unavailable") && made.stderr.contains("Secret Service"), "\(made.stderr)")
-        #expect(!exists(f.box.dataHome + "/keybay/\(fresh)/keybay.v2.store"))
+        #expect(!exists(f.box.dataHome + "/keybay/\(fresh)"), "not even the store's directory or its lock")
         #expect(!exists(f.box.stateHome + "/keybay/\(fresh)"))
         // auto decides once, at creation: file-root when no Secret Service answers ...
         #expect(try f.cli("init", "--root", "auto", app: fresh, extra: noBus).status == 0)

@@ -55,14 +55,29 @@ struct PluginRoot: RootProvider {
         return exists != 0
     }
 
+    func checkCreatable(options: [String: String]) throws {
+        try checkOptionNames(options)
+        _ = try exists()
+    }
+
+    /// Options the root does not name among its own (the plugin checks the values when it creates).
+    private func checkOptionNames(_ options: [String: String]) throws {
+        guard !options.isEmpty else { return }
+        guard plugin.descriptor.pointee.root_create_with_options != nil else {
+            throw KeybayError(.invalidArgument, "the root \(id) takes no options (given: \(options.keys.sorted().joined(separator: ", ")))")
+        }
+        let taken = plugin.options.map(\.name)
+        if let unknown = options.keys.sorted().first(where: { !taken.contains($0) }) {
+            throw KeybayError(.invalidArgument, "the root \(id) has no option '\(unknown)' (it takes \(taken.joined(separator: ", ")))")
+        }
+    }
+
     func create(options: [String: String]) throws -> [UInt8] {
         var state = keybay_buffer()
         if options.isEmpty {
             try call("could not create its root") { d, h, c in d.pointee.root_create(h, c, &state) }
         } else {
-            guard plugin.descriptor.pointee.root_create_with_options != nil else {
-                throw KeybayError(.invalidArgument, "the root \(id) takes no options (given: \(options.keys.sorted().joined(separator: ", ")))")
-            }
+            try checkOptionNames(options)
             try plugin.withOptions(options.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }) { list, count in
                 try call("could not create its root") { d, h, c in d.pointee.root_create_with_options(h, c, list, count, &state) }
             }

@@ -11,6 +11,9 @@ protocol RootProvider: Sendable {
     var protection: String? { get }
 
     func exists() throws -> Bool
+    /// Refuses, before anything of a new store is made, what `create(options:)` would refuse
+    /// without trying (options the root does not take) and a root that cannot be reached.
+    func checkCreatable(options: [String: String]) throws
     /// Creates the root with the creation options (`init --opt`); never overwrites. Returns the
     /// provider state (≤ 64 bytes) for the bootstrap.
     func create(options: [String: String]) throws -> [UInt8]
@@ -27,4 +30,8 @@ protocol RootProvider: Sendable {
     var keepsFloor: Bool { get }
     /// Removes the root; idempotent.
     func reset() throws
+}
+
+extension RootProvider {
+    func checkCreatable(options: [String: String]) throws { _ = try exists() }
 }

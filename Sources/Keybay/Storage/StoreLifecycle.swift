@@ -83,6 +83,15 @@ struct StoreLifecycle: Sendable {
         return try StoreFile.open(configuration, create: create)
     }
 
+    /// The store file for a write that may create the store. Its directories and lock file are
+    /// made only once the root a new store would get can be reached and takes the creation
+    /// options: a store whose root cannot be created leaves nothing on disk.
+    private func storeFileCreating() throws -> StoreFile {
+        if let file = try storeFile(create: false) { return file }
+        try root.checkCreatable(options: configuration.rootOptions)
+        return try storeFile(create: true)!
+    }
+
     var root: any RootProvider { keyring.root }
     var storePath: String { configuration.storePath }
 
@@ -149,7 +158,7 @@ struct StoreLifecycle: Sendable {
     /// next writer.
     func open(create: Bool, unlock: Unlock) throws -> (StoreFile, Generation) {
         let create = create && !unlock.needsExistingStore
-        guard let file = try storeFile(create: create) else { throw try missingStore(unlock) }
+        guard let file = try create ? storeFileCreating() : storeFile(create: false) else { throw try missingStore(unlock) }
         var unlocked: Generation?
         if unlock.mayRunCeremony, let read = try file.read() {
             do {
@@ -178,7 +187,7 @@ struct StoreLifecycle: Sendable {
     /// `init`: creates a store only when there is nothing at all, platform-only or protected from
     /// its first write by `enrollment` (whose ceremony the caller ran before anything was created).
     func initialize(enrollment: Enrollment? = nil) throws -> (StoreFile, Generation) {
-        let file = try storeFile(create: true)!
+        let file = try storeFileCreating()
         let generation = try file.withLock(.exclusive) { () throws -> Generation in
             if try file.hasLiveFile() {
                 throw KeybayError(.alreadyInitialized, "a store already exists at \(storePath); refusing to initialise over it")
