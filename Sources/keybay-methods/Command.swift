@@ -218,10 +218,10 @@ enum Command {
         } catch let e as KeybayError where e.code == .storeNotFound && a.method == nil {
             let created = try KeybayStore.initialize(configuration(a), enrolling: plugin, options: a.options, label: a.label, interaction: c.interaction)
             defer { created.close() }
-            return enrolled(c, try created.auth.list()[0], verb: "created the store with")
+            return try enrolled(c, created, try created.auth.list()[0], verb: "created the store with")
         }
         defer { session.close() }
-        return enrolled(c, try session.auth.add(plugin: plugin, options: a.options, label: a.label), verb: "enrolled")
+        return try enrolled(c, session, try session.auth.add(plugin: plugin, options: a.options, label: a.label), verb: "enrolled")
     }
 
     /// `enroll PLUGIN --help`: the enroll usage and the options that plugin declares (loading it,
@@ -252,21 +252,24 @@ enum Command {
         let session = try unlock(withMethod, c.interaction, createIfAbsent: false, requireMethod: true)
         defer { session.close() }
         let method = try session.auth.replace(id, options: a.options, label: a.label)
-        return printStored(c, json: [("changed", .string(id)), ("method", methodJSON(method)), ("methodId", .string(method.id))],
-                           text: "changed \(method.plugin) method \(id) (\(method.label)): it is now \(method.id); the old secret no longer opens the store")
+        return try printStored(c, session, method, json: [("changed", .string(id)), ("method", methodJSON(method)), ("methodId", .string(method.id))],
+                               text: "changed \(method.plugin) method \(id) (\(method.label)): it is now \(method.id); the old secret no longer opens the store")
     }
 
     /// What `enroll` prints once the method is stored.
-    private static func enrolled(_ c: Context, _ method: KeybayMethod, verb: String) -> Int32 {
+    private static func enrolled(_ c: Context, _ session: KeybaySession, _ method: KeybayMethod, verb: String) throws -> Int32 {
         var fields: [(String, JSON.Value)] = [("id", .string(method.id)), ("plugin", .string(method.plugin)), ("label", .string(method.label))]
         if c.interaction.shownSecret != nil { fields.append(("methodId", .string(method.id))) }
-        return printStored(c, json: fields,
-                           text: "\(verb) \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method")
+        return try printStored(c, session, method, json: fields,
+                               text: "\(verb) \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method")
     }
 
     /// The result of a stored enrollment (`enroll`, `change`): the JSON object or the text line,
-    /// with the secret the plugin showed (a recovery key), if any, printed once.
-    private static func printStored(_ c: Context, json fields: [(String, JSON.Value)], text: String) -> Int32 {
+    /// with the secret the plugin showed (a recovery key), if any, printed once. A secret that
+    /// could not be printed was never seen, so the method it opens is removed again rather than
+    /// left as a way in that nobody has (the error says what protects the store then).
+    private static func printStored(_ c: Context, _ session: KeybaySession, _ method: KeybayMethod,
+                                    json fields: [(String, JSON.Value)], text: String) throws -> Int32 {
         let shown = c.interaction.shownSecret
         if c.a.json {
             let object = JSON.render(.object(fields))
@@ -275,7 +278,14 @@ enum Command {
             Output.line(text)
             if let shown { ShownSecretOutput.printText(shown) }
         }
-        return Exit.success
+        guard let shown else { return Exit.success }
+        Output.closeStandardOutput()
+        guard let failure = Output.standardOutputFailure else { return Exit.success }
+        try session.auth.remove(method.id)
+        let left = try session.auth.list()
+        throw KeybayError(.io, "cannot write standard output: \(failure); the \(shown.kind.displayName) was never shown, so its "
+                          + "\(method.plugin) method \(method.id) was removed again ("
+                          + (left.isEmpty ? "the store is platform-only" : "\(left.count) method(s) left") + ")")
     }
 
     static func removeMethod(_ c: Context) throws -> Int32 {

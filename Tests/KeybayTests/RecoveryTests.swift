@@ -117,6 +117,33 @@ import Testing
         #expect(fresh.status == 0 && fresh.out == "v", "\(fresh.stderr)")
     }
 
+    /// A key that cannot be printed (standard output is /dev/full) was never seen: `enroll` and
+    /// `change` then fail with `io` and remove the method they stored, so no way into the store
+    /// is left that nobody has; the store stays readable and says what protects it.
+    @Test func aKeyThatCannotBePrintedLeavesNoMethodBehind() throws {
+        let box = Sandbox()
+        #expect(try box.cli("set", "k", "v").status == 0)
+        for json in [[], ["--json"]] {
+            let r = try run("/bin/sh", ["-c", "exec \"$0\" \"$@\" >/dev/full", cliPath, "enroll", "recovery"] + json, environment: box.environment)
+            #expect(r.status == 1 && r.stderr.contains("[io]") && r.stderr.contains("was removed again (the store is platform-only)"), "\(r.stderr)")
+            #expect(try methodIDs(box).isEmpty && box.cli("get", "k").out == "v")
+        }
+        // change: the new key is removed again; the passphrase still protects the store.
+        let passphrase = try MethodLifecycleTests.cli(box, ["enroll", "passphrase", "--json"] + fastPassphraseFlags, secrets: ["--passphrase-fd": "pw"])
+        #expect(passphrase.status == 0, "\(passphrase.stderr)")
+        let enrolled = try MethodLifecycleTests.cli(box, ["enroll", "recovery", "--json"], secrets: ["--passphrase-fd": "pw"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(enrolled.stdout)) as? [String: Any], "\(enrolled.stderr)")
+        let id = try #require(object["methodId"] as? String), key = try #require(object["recoveryKey"] as? String)
+        let file = box.root + "/key"
+        writeBytes(file, Array((key + "\n").utf8))
+        let changed = try run("/bin/sh", ["-c", "exec \"$0\" \"$@\" 3<\"\(file)\" >/dev/full", cliPath, "change", id, "--recovery-key-fd", "3"],
+                              environment: box.environment)
+        #expect(changed.status == 1 && changed.stderr.contains("was removed again (1 method(s) left)"), "\(changed.stderr)")
+        let methods = try methodIDs(box)
+        #expect(methods.count == 1 && !methods.contains(id), "\(methods)")
+        #expect(try MethodLifecycleTests.get(box, passphrase: "pw").out == "v")
+    }
+
     /// Text output: the key line always; the QR code only on a terminal, and that drawing read
     /// back by a QR decoder (zbar) is the key.
     @Test func theQRCodeIsDrawnOnlyOnATerminalAndReadsAsTheKey() throws {
