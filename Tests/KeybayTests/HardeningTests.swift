@@ -179,6 +179,12 @@ import Testing
         #expect(try box.cli("get", "k").out == "v")
         let set = try box.cli("set", "k", "w")
         #expect(set.status == 1 && set.stderr.contains(box.stagingPath), "a writer names the stage entry: \(set.stderr)")
+        // One that is not empty stops reset before anything is removed.
+        writeBytes(box.stagingPath + "/x", [1])
+        let stopped = try box.cli("reset", "--yes")
+        #expect(stopped.status == 1 && stopped.stderr.contains("remove it by hand"), "\(stopped.stderr)")
+        #expect(try exists(box.storePath) && exists(box.rootPath) && box.cli("get", "k").out == "v", "reset removed something first")
+        unlink(box.stagingPath + "/x")
         #expect(try box.cli("reset", "--yes").status == 0 && !exists(box.stagingPath))
 
         let rootStage = box.stateHome + "/keybay/" + box.app + "/file-root.key.stage"

@@ -254,7 +254,13 @@ final class PrivateDirectory: @unchecked Sendable {
     func removeIfPresent(_ name: String, orEmptyDirectory: Bool = false) throws {
         if unlinkat(fd, name, 0) == 0 || errno == ENOENT { return }
         guard orEmptyDirectory, errno == EISDIR else { throw Self.posixError("cannot remove", pathOf(name)) }
-        if unlinkat(fd, name, AT_REMOVEDIR) == 0 { return }
+        try removeIfEmptyDirectory(name)
+    }
+
+    /// Removes `name` if it is an empty directory; leaves anything else (nothing, a file) alone;
+    /// a directory that is not empty is named for the user to remove.
+    func removeIfEmptyDirectory(_ name: String) throws {
+        if unlinkat(fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT || errno == ENOTDIR { return }
         guard errno == ENOTEMPTY || errno == EEXIST else { throw Self.posixError("cannot remove", pathOf(name)) }
         throw KeybayError(.io, "\(pathOf(name)) is a directory that is not empty (Keybay never makes one there); remove it by hand")
     }

@@ -211,6 +211,7 @@ struct StoreLifecycle: Sendable {
         guard let file else { return try root.reset() }
         try file.repairLockMode()
         try file.withLock(.exclusive) {
+            try file.clearStagingDirectory()
             try root.reset()
             try file.removeStore()
         }
