@@ -13,6 +13,12 @@ signal(SIGXFSZ, SIG_IGN)
 var unblocked = sigset_t()
 sigemptyset(&unblocked)
 sigprocmask(SIG_SETMASK, &unblocked, nil)
+// A standard descriptor the parent closed is taken by /dev/null opened the wrong way round: no
+// file of the store is ever opened as 0, 1 or 2 (output meant for the user would go into it, and
+// closing standard output would close it), and a write to a closed stdout still fails (`io`).
+for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 {
+    _ = open("/dev/null", (fd == 0 ? O_WRONLY : O_RDONLY) | O_CLOEXEC)
+}
 
 enum Exit {
     static let success: Int32 = 0

@@ -117,15 +117,17 @@ import Testing
         #expect(fresh.status == 0 && fresh.out == "v", "\(fresh.stderr)")
     }
 
-    /// A key that cannot be printed (standard output is /dev/full) was never seen: `enroll` and
-    /// `change` then fail with `io` and remove the method they stored, so no way into the store
-    /// is left that nobody has; the store stays readable and says what protects it.
+    /// A key that cannot be printed (standard output is /dev/full, or closed) was never seen:
+    /// `enroll` and `change` then fail with `io` and remove the method they stored, so no way
+    /// into the store is left that nobody has; the store stays readable and says what protects it.
+    /// (With standard output closed, the store's own files must not take its descriptor.)
     @Test func aKeyThatCannotBePrintedLeavesNoMethodBehind() throws {
         let box = Sandbox()
         #expect(try box.cli("set", "k", "v").status == 0)
-        for json in [[], ["--json"]] {
-            let r = try run("/bin/sh", ["-c", "exec \"$0\" \"$@\" >/dev/full", cliPath, "enroll", "recovery"] + json, environment: box.environment)
-            #expect(r.status == 1 && r.stderr.contains("[io]") && r.stderr.contains("was removed again (the store is platform-only)"), "\(r.stderr)")
+        for (redirect, json) in [(">/dev/full", []), (">/dev/full", ["--json"]), (">&-", []), (">&-", ["--json"])] {
+            let r = try run("/bin/sh", ["-c", "exec \"$0\" \"$@\" \(redirect)", cliPath, "enroll", "recovery"] + json, environment: box.environment)
+            #expect(r.status == 1 && r.stderr.contains("[io]") && r.stderr.contains("was removed again (the store is platform-only)"),
+                    "\(redirect) \(json): \(r.stderr)")
             #expect(try methodIDs(box).isEmpty && box.cli("get", "k").out == "v")
         }
         // change: the new key is removed again; the passphrase still protects the store.
