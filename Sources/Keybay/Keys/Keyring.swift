@@ -96,7 +96,7 @@ struct Keyring: Sendable {
     /// a removed method or be platform-only again, so it is refused before any method runs.
     private func refuseRollback(epoch: UInt64, floor: UInt64) throws {
         guard epoch < floor else { return }
-        throw KeybayError(.rolledBack, "\(context) is older than its platform root remembers (its key package is epoch \(epoch); \(root.id) at \(root.location) recorded epoch \(floor) at the last change of the unlock methods): an older copy of the store was put back. Put back the newest copy of the store, or restore this copy's root together with it; otherwise start over with reset")
+        throw KeybayError(.rolledBack, "\(context) is older than its platform root remembers (its key package is epoch \(epoch); \(root.id) at \(root.location) recorded epoch \(floor) at the last change of the unlock methods): an older copy of the store was put back. Put back the newest copy of the store, or restore this copy's root together with it where the root keeps its floor in something that can be restored (a file, a keyring item; a TPM's counter cannot); otherwise start over with reset")
     }
 
     /// Records `sealed`'s epoch as the root's rollback floor. Called once a rotation's store is
