@@ -339,6 +339,15 @@ import Testing
         try RollbackTests.aKillBetweenStoreAndFloorLeavesAStoreThatOpens(Self.rollbackRoot(f), library: "libkeybay-secret-service.so", in: f.box)
     }
 
+    /// Crash kills of enroll and remove on the keyring (the store write, then the item's floor),
+    /// as ProcessTests and Tpm2Tests run them. Short by default; KEYBAY_CRASH_RUNS sets the count.
+    @Test func killedRotationsNeverTearTheStore() async throws {
+        let f = try Fixture()
+        let runs = ProcessInfo.processInfo.environment["KEYBAY_CRASH_RUNS"].flatMap(Int.init) ?? 24
+        try await ProcessTests.killWriters(f.box, runs: runs, environment: Self.rollbackRoot(f).environment(f.box), rotationsOnly: true)
+        #expect(try f.status()["rootPlugin"] as? String == "secret-service")
+    }
+
     /// A move raises the new root's floor to the move's epoch, as any rotation does.
     @Test func aMoveRaisesTheNewRootsFloor() throws {
         let f = try Fixture()
