@@ -155,6 +155,22 @@ extension RootUnderTest {
         #expect(reset.status == 0 && !exists(Self.rootPath(box)) && !exists(box.storePath), "\(reset.stderr)")
     }
 
+    /// `root move` onto tpm2 and back: the move is a rotation, so the counter rises to its epoch
+    /// (2, after the store's first); moving off removes the sealed object and undefines the counter.
+    @Test func aMoveOntoTheTPMRaisesItsCounterAndAMoveOffRemovesIt() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox()
+        let env = box.environment.merging(["KEYBAY_TPM2_TCTI": tpm.tcti]) { $1 }
+        #expect(try run(cliPath, ["set", "k", "v"], environment: env).status == 0)
+        let onto = try run(cliPath, ["root", "move", "tpm2"], environment: env)
+        #expect(onto.status == 0, "\(onto.stderr)")
+        #expect(try RootUnderTest.tpm2(tpm).floor(box) == 2 && !exists(box.rootPath))
+        #expect(try tpm.handles("handles-nv-index").count == 1)
+        let off = try run(cliPath, ["root", "move", "file-root"], environment: env)
+        #expect(off.status == 0, "\(off.stderr)")
+        #expect(try tpm.handles("handles-nv-index").isEmpty && !exists(Self.rootPath(box)))
+        #expect(try RootUnderTest.fileRoot.floor(box) == 3 && run(cliPath, ["get", "k"], environment: env).out == "v")
+    }
+
     /// Crash kills of enroll and remove on tpm2 (the store write, then the counter's increment).
     /// Short by default; KEYBAY_CRASH_RUNS sets the count for the long run.
     @Test func killedRotationsNeverTearTheStore() async throws {
