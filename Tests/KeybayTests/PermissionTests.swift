@@ -87,12 +87,20 @@ import Testing
         try await symlinkIsRefused { $0.stateHome + "/keybay/" + $0.app }
     }
 
-    /// Each of the store file, store directory, root file and root directory given to another
-    /// user: refused naming the path and the owner, and left with that owner and its mode.
+    /// The `keybay` directories under the data and state homes, which hold every app's.
+    @Test func symlinkedKeybayDirectoriesAreRefused() async throws {
+        try await symlinkIsRefused { $0.dataHome + "/keybay" }
+        try await symlinkIsRefused { $0.stateHome + "/keybay" }
+    }
+
+    /// Each of the store file, the store directory and the data home's `keybay`, the root file,
+    /// the root directory and the state home's `keybay` given to another user: refused naming the
+    /// path and the owner, and left with that owner and its mode.
     @Test(.enabled(if: geteuid() == 0, "changing a file's owner needs root"))
     func foreignOwnerIsRefused() async throws {
         let box = try await Self.prepared()
-        for path in [box.storePath, box.storeDirectory, box.rootPath, box.stateHome + "/keybay/" + box.app] {
+        for path in [box.storePath, box.storeDirectory, box.dataHome + "/keybay", box.rootPath, box.stateHome + "/keybay/" + box.app,
+                     box.stateHome + "/keybay"] {
             let m = mode(path)
             #expect(chown(path, 65534, 65534) == 0)
             let e = await Self.openError(box)
