@@ -9,16 +9,18 @@ import Testing
     static let passphrase = "PASSPHRASE-0c5e1f"
     static let value = "VALUE-77a9d2"
     static let wrong = "WRONGPASS-3b8e40"
+    static let changed = "CHANGEDPASS-5a17e2"
 
     @Test func noCommandPrintsASecret() throws {
         let box = Sandbox()
         let fast = PassphraseTests.fast
         var outputs: [(String, RunResult)] = []
         /// Runs one command and checks its exit status (docs/cli.md's, for each command).
-        func cli(_ args: [String], passphrase: String? = nil, stdin: [UInt8]? = nil, exits expected: Int32,
+        func cli(_ args: [String], passphrase: String? = nil, newPassphrase: String? = nil, stdin: [UInt8]? = nil, exits expected: Int32,
                  sourceLocation: SourceLocation = #_sourceLocation) throws {
             let r = stdin != nil ? try run(cliPath, args, environment: box.environment, stdin: stdin)
-                                 : try PassphraseTests.cli(box, args, passphrase: passphrase)
+                : try newPassphrase.map { try MethodLifecycleTests.cli(box, args, secrets: ["--passphrase-fd": passphrase ?? "", "--new-passphrase-fd": $0]) }
+                    ?? PassphraseTests.cli(box, args, passphrase: passphrase)
             #expect(r.status == expected && !r.signalled, "\(args.joined(separator: " ")) exited \(r.status): \(r.stderr)", sourceLocation: sourceLocation)
             outputs.append((args.joined(separator: " "), r))
         }
@@ -39,9 +41,15 @@ import Testing
             try cli(["verify"] + json, passphrase: Self.wrong, exits: 1)
         }
         try cli(["set", "bad key", Self.value], exits: 2)
-        try cli(["get", "from-arg"], passphrase: Self.passphrase, exits: 0)
+        let first = try #require(try methodIDs(box).first, "list shows no method")
+        for json in [[], ["--json"]] {
+            try cli(["change", try #require(try methodIDs(box).first)] + json, passphrase: Self.wrong, newPassphrase: Self.changed, exits: 1)
+        }
+        try cli(["change", first] + fast, passphrase: Self.passphrase, newPassphrase: Self.changed, exits: 0)
+        try cli(["verify"], passphrase: Self.changed, exits: 0)
+        try cli(["get", "from-arg"], passphrase: Self.changed, exits: 0)
         let id = try #require(try methodIDs(box).first, "list shows no method")
-        try cli(["remove", id], passphrase: Self.passphrase, exits: 0)
+        try cli(["remove", id], passphrase: Self.changed, exits: 0)
         try cli(["rm", "from-arg"], exits: 0)
         try cli(["reset", "--yes"], exits: 0)
 
@@ -49,6 +57,7 @@ import Testing
             let out = String(decoding: r.stdout, as: UTF8.self)
             #expect(!r.stderr.contains(Self.passphrase) && !out.contains(Self.passphrase), "\(command) printed the passphrase")
             #expect(!r.stderr.contains(Self.wrong) && !out.contains(Self.wrong), "\(command) printed a wrong passphrase")
+            #expect(!r.stderr.contains(Self.changed) && !out.contains(Self.changed), "\(command) printed the new passphrase")
             #expect(!r.stderr.contains(Self.value), "\(command) printed a value on stderr")
             if !command.hasPrefix("get from-arg") || r.status != 0 {
                 #expect(!out.contains(Self.value), "\(command) printed a value")
