@@ -214,8 +214,10 @@ import Testing
         let current = try session.freshSnapshot()
         try session.rotate(expecting: current) { $0 + [enrollment.method(storeId: current.keys.storeId)] }
         session.close()
-        for args in [["list"], ["status"], ["list", "--json"], ["status", "--json"]] {
-            let r = try box.cli(args, secret: nil, option: nil)
+        // The prompt that names the label, on a terminal (what the CLI wrote up to the prompt).
+        let prompt = try run("/usr/bin/python3", [packageDirectory + "/Tests/pty/prompt_text.py", cliPath, "get", "k"], environment: box.environment)
+        #expect(prompt.out.contains("test PIN for \(box.app) (a\\u{9b}b\\u{202e}c): "), "\(prompt.out)")
+        for (args, r) in try [(["get (prompt)"], prompt)] + [["list"], ["status"], ["list", "--json"], ["status", "--json"]].map({ ($0, try box.cli($0, secret: nil, option: nil)) }) {
             let bytes = r.stdout + Array(r.stderr.utf8)
             let raw = bytes.indices.contains { i in
                 (bytes[i] == 0xc2 && i + 1 < bytes.count && bytes[i + 1] == 0x9b) || (bytes[i] == 0xe2 && i + 2 < bytes.count && bytes[i + 1] == 0x80 && bytes[i + 2] == 0xae)
