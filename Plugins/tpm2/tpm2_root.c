@@ -162,20 +162,24 @@ static void describe_tcti(char *out, size_t size) {
     else snprintf(out, size, "the TPM at " DEFAULT_DEVICE " (tss2's default TCTI)");
 }
 
-/* Why the default device cannot be used: missing, or no permission (it is usually root:tss 0660). */
+/* Why a device cannot be used: missing, or no permission (/dev/tpmrm0 is usually root:tss 0660).
+   The device is tss2's default one, or the one a "device:PATH" TCTI names. */
 static keybay_status unreachable(const keybay_host *host, const tpm *t, TSS2_RC rc) {
     const char *conf = getenv("KEYBAY_TPM2_TCTI");
     const char *reason = rc ? T(Tss2_RC_Decode)(rc) : "no TCTI";
-    if (!conf || !*conf) {
+    const char *device = NULL;
+    if (!conf || !*conf) device = DEFAULT_DEVICE;
+    else if (strncmp(conf, "device:", 7) == 0) device = conf[7] ? conf + 7 : DEFAULT_DEVICE;
+    if (device) {
         struct stat st;
-        if (stat(DEFAULT_DEVICE, &st) != 0)
+        if (stat(device, &st) != 0)
             return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no TPM: %s does not exist (no TPM 2.0 here, or its driver is not loaded; "
-                        "set KEYBAY_TPM2_TCTI to reach another one) (%s)", DEFAULT_DEVICE, reason);
-        if (access(DEFAULT_DEVICE, R_OK | W_OK) != 0) {
+                        "set KEYBAY_TPM2_TCTI to reach another one) (%s)", device, reason);
+        if (access(device, R_OK | W_OK) != 0) {
             struct group *g = getgrgid(st.st_gid);
             return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no permission to use the TPM: %s is mode %04o, group %s, and this user may not "
-                        "read and write it; add the user to group %s (usually tss) and log in again",
-                        DEFAULT_DEVICE, (unsigned)(st.st_mode & 07777), g ? g->gr_name : "?", g ? g->gr_name : "of the device");
+                        "read and write it; add the user to group %s and log in again",
+                        device, (unsigned)(st.st_mode & 07777), g ? g->gr_name : "?", g ? g->gr_name : "of the device");
         }
     }
     return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot reach %s: %s", t->where, reason);

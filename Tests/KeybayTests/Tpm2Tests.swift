@@ -155,6 +155,25 @@ extension RootUnderTest {
         #expect(reset.status == 0 && !exists(Self.rootPath(box)) && !exists(box.storePath), "\(reset.stderr)")
     }
 
+    /// A TPM device this user may not use (`/dev/tpmrm0` is usually root:tss 0660; here a
+    /// `device:` TCTI naming such a file, and the CLI run as another user): `root-unavailable`
+    /// naming the device, its mode and its group, and what to do.
+    @Test(.enabled(if: geteuid() == 0, "running the CLI as another user needs root"))
+    func aDeviceThisUserMayNotUseNamesItsGroup() throws {
+        let box = Sandbox()
+        let group = getgrnam("tss").map { ($0.pointee.gr_gid, "tss") } ?? (0, "root")
+        let device = box.root + "/tpmrm0"
+        writeBytes(device, [])
+        #expect(chown(device, 0, group.0) == 0 && chmod(device, 0o660) == 0 && chown(box.root, 65534, 65534) == 0)
+        var env = box.environment
+        env["KEYBAY_TPM2_TCTI"] = "device:" + device
+        env["KEYBAY_PLUGIN_PATH"] = sanitizerPluginDirectory // the test plugins' directory is root's own
+        let r = try run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", cliPath, "init", "--root", "tpm2"], environment: env)
+        #expect(r.status == 1 && r.stderr.contains("[root-unavailable]")
+                && r.stderr.contains("no permission to use the TPM: \(device) is mode 0660, group \(group.1)")
+                && r.stderr.contains("add the user to group \(group.1)"), "\(r.status): \(r.stderr)")
+    }
+
     /// `root move` onto tpm2 and back: the move is a rotation, so the counter rises to its epoch
     /// (2, after the store's first); moving off removes the sealed object and undefines the counter.
     @Test func aMoveOntoTheTPMRaisesItsCounterAndAMoveOffRemovesIt() throws {
