@@ -9,6 +9,10 @@ scripts/setup.sh
 swift build --build-tests
 # The C harnesses (Tests/plugin-harness) against this build.
 scripts/plugin-harness.sh
+# The main job's walkthrough, on this build (its transcript only when it fails).
+KEYBAY_WALKTHROUGH_BIN=.build/debug/keybay-methods scripts/walkthrough.sh > .build/walkthrough.log 2>&1 \
+  || { cat .build/walkthrough.log; exit 1; }
+tail -1 .build/walkthrough.log
 # A short libFuzzer run over every decoder (KEYBAY_FUZZ_SECONDS per target; 0 skips it).
 if [ "${KEYBAY_FUZZ_SECONDS:-15}" != 0 ]; then scripts/fuzz.sh "${KEYBAY_FUZZ_SECONDS:-15}"; fi
 swift test --skip-build

@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds the CLI and walks through it against a
 # throwaway store in a temporary XDG directory (nothing under your real home is touched).
+# KEYBAY_WALKTHROUGH_BIN=path/to/keybay-methods walks through a CLI already built (scripts/test.sh
+# does, with the debug build), without setup or build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-swift build -c release   # the CLI and its plugins
-bin="$PWD/.build/release/keybay-methods"
+if [ -n "${KEYBAY_WALKTHROUGH_BIN:-}" ]; then
+  bin=$(realpath "$KEYBAY_WALKTHROUGH_BIN")
+else
+  scripts/setup.sh
+  swift build -c release   # the CLI and its plugins
+  bin="$PWD/.build/release/keybay-methods"
+fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
