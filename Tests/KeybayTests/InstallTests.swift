@@ -62,10 +62,10 @@ import Testing
         }
     }
 
-    /// The links (and, with `paths`, the relative file paths in code spans) of a Markdown file
-    /// that lead nowhere. A path is a code span of slash-separated names ending in a source or
-    /// document file (`examples/c-plugin/pin.c`); an upper-case first component is a placeholder
-    /// (`PREFIX/include/keybay`), not a path.
+    /// The links (and, with `paths`, the relative file paths and bare source file names in code
+    /// spans) of a Markdown file that lead nowhere. A path is a code span of slash-separated names
+    /// ending in a source or document file (`examples/c-plugin/pin.c`); an upper-case first
+    /// component is a placeholder (`PREFIX/include/keybay`), not a path.
     static func unresolvedReferences(in file: String, paths: Bool) -> [String] {
         guard let text = readBytes(file).map({ String(decoding: $0, as: UTF8.self) }) else { return ["cannot read \(file)"] }
         let directory = (file as NSString).deletingLastPathComponent
@@ -88,6 +88,12 @@ import Testing
                 guard extensions.contains((last as NSString).pathExtension) || last == "Makefile",
                       components[0].uppercased() != components[0] || components[0].contains(".") else { continue }
                 if !exists(directory + "/" + span) { problems.append("path \(span): no \(directory)/\(span)") }
+            }
+            // A bare source file name (`pin.c`) names a file the reader can open: one of that name
+            // in the tree the guide is in.
+            let files = Set(((try? FileManager.default.subpathsOfDirectory(atPath: directory)) ?? []).map { ($0 as NSString).lastPathComponent })
+            for name in matches(#"`([A-Za-z0-9_-]+\.[ch])`"#) where !files.contains(name) {
+                problems.append("file \(name): none in \(directory)")
             }
         }
         return problems
