@@ -252,6 +252,8 @@ import Testing
             (["enroll", "passphrase", "--opt", "bogus=1"], ["--passphrase-fd": "pw"], 2),
             (["enroll", "test-counting", "--opt", "unknown=1"], ["--pin-fd": "1"], 2),
             (["enroll", "no-such-plugin"], [:], 1),
+            // An empty secret: the host cancels the ceremony (and reports the empty input).
+            (["enroll", "test-counting"], ["--pin-fd": ""], 2),
         ]
         for attempt in attempts {
             let r = try Self.cli(box, attempt.args, secrets: attempt.secrets)
