@@ -118,6 +118,20 @@ import Testing
         #expect(r.out.contains("\"changed\":\"\(old)\"") && r.out.contains("\"methodId\":\"\(after.methods[0].id)\""), "\(r.out)")
     }
 
+    /// `change` takes only the options given: the old method's one pass (`iterations=1`) is not
+    /// carried over, so the new passphrase's passes are calibrated (to 200 ms here, far more
+    /// than one pass over 8 MiB).
+    @Test func changeTakesOnlyTheOptionsGiven() throws {
+        let box = Sandbox()
+        let old = try Self.passphraseStore(box, passphrase: "old secret")
+        #expect(try box.cli("list", "--describe").out.contains("t=1,"))
+        let r = try Self.cli(box, ["change", old, "--opt", "memory-kib=8192", "--opt", "lanes=1", "--opt", "target-ms=200"],
+                             secrets: ["--passphrase-fd": "old secret", "--new-passphrase-fd": "new secret"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let described = try box.cli("list", "--describe").out
+        #expect(described.contains("8 MiB") && described.contains("p=1") && !described.contains("t=1,"), "\(described)")
+    }
+
     /// One rotation: the epoch rises by exactly one, and a store being changed never lists both
     /// credentials nor none.
     @Test func changeIsOneRotation() throws {
