@@ -1,4 +1,5 @@
 import Glibc
+import Keybay
 
 /// Raw, unbuffered output: the CLI writes little, and values must reach stdout byte for byte.
 /// A write to standard output that fails or falls short (a full disk, a closed descriptor, a
@@ -41,9 +42,10 @@ enum Output {
     static func error(_ text: String) { write(2, Array(displayable("keybay-methods: " + text + "\n").utf8)) }
 
     /// Text as it may reach a terminal: control characters other than newline and tab (C0, DEL,
-    /// C1) and the bidirectional overrides and isolates are shown as `\u{XX}`, so no stored text
-    /// (a label, a plugin's message) can move the cursor, recolour the screen or reorder the
-    /// line it is on, whatever version of Keybay wrote it.
+    /// C1), the bidirectional marks, overrides and isolates and the line and paragraph
+    /// separators are shown as `\u{XX}`, so no stored text (a label, a plugin's message) can move
+    /// the cursor, recolour the screen, reorder or break the line it is on, whatever version of
+    /// Keybay wrote it.
     static func displayable(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: isUnsafeOnTerminal) else { return text }
         var out = ""
@@ -54,11 +56,7 @@ enum Output {
     }
 
     static func isUnsafeOnTerminal(_ u: Unicode.Scalar) -> Bool {
-        switch u.value {
-        case 0x0a, 0x09: false
-        case 0x00..<0x20, 0x7f...0x9f, 0x202a...0x202e, 0x2066...0x2069: true
-        default: false
-        }
+        u != "\n" && u != "\t" && KeybayMethod.misleadsWhenShown(u)
     }
 }
 

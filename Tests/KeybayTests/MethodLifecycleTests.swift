@@ -323,7 +323,8 @@ import Testing
 
     /// C0 and C1 controls and the bidirectional overrides and isolates are refused at enrollment
     /// (exit 2, store untouched); other text, symbols included, is a label.
-    @Test(arguments: ["a\u{85}b", "a\u{9b}b", "a\u{202e}b", "a\u{202a}b", "a\u{2066}b", "a\u{2069}b", "a\tb", "a\u{7f}b"])
+    @Test(arguments: ["a\u{85}b", "a\u{9b}b", "a\u{202e}b", "a\u{202a}b", "a\u{2066}b", "a\u{2069}b", "a\tb", "a\u{7f}b",
+                      "a\u{61c}b", "a\u{200e}b", "a\u{200f}b", "a\u{2028}b", "a\u{2029}b"])
     func deceptiveLabelsAreRefused(_ label: String) throws {
         let box = Sandbox()
         #expect(try box.cli("set", "k", "v").status == 0)

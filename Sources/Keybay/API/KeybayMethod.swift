@@ -7,8 +7,13 @@ public struct KeybayMethod: Sendable, Equatable {
     public let label: String
 
     /// Labels an enrollment may give: 1–64 bytes of UTF-8 without control characters (C0, DEL,
-    /// C1) or bidirectional overrides and isolates (U+202A–U+202E, U+2066–U+2069).
+    /// C1), bidirectional marks, overrides and isolates (U+061C, U+200E–U+200F, U+202A–U+202E,
+    /// U+2066–U+2069) or line and paragraph separators (U+2028–U+2029).
     public static func isValidLabel(_ label: String) -> Bool { MethodNames.isValidNewLabel(label) }
+
+    /// Whether `scalar` is one of the characters a label may not hold, which a program showing
+    /// stored text should escape (a label written by an older version may hold them).
+    public static func misleadsWhenShown(_ scalar: Unicode.Scalar) -> Bool { MethodNames.misleadsWhenShown(scalar) }
 
     /// Refuses a label an enrollment may not give as invalid input (exit 2 in the CLI).
     public static func validateLabel(_ label: String) throws {
