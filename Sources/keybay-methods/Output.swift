@@ -30,10 +30,14 @@ enum Output {
     }
 
     /// Closes standard output, so a failure the kernel reports only then (a full NFS disk) is seen.
+    /// Descriptor 1 is then held by /dev/null opened for reading: a file opened later never takes
+    /// it, and a late write to standard output fails instead of landing in that file.
     static func closeStandardOutput() {
         if close(1) != 0, errno != EBADF, standardOutputFailure == nil {
             standardOutputFailure = String(cString: strerror(errno))
         }
+        let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        if null > 1 { dup2(null, 1); close(null) }
     }
 
     /// Text output (never a record's value, which `get` writes as raw bytes).
