@@ -177,9 +177,16 @@ static keybay_status unreachable(const keybay_host *host, const tpm *t, TSS2_RC 
                         "set KEYBAY_TPM2_TCTI to reach another one) (%s)", device, reason);
         if (access(device, R_OK | W_OK) != 0) {
             struct group *g = getgrgid(st.st_gid);
+            const char *name = g ? g->gr_name : "?";
+            /* Joining the device's group helps only where that group may read and write it, and
+               never for root's group. */
+            if (st.st_gid != 0 && (st.st_mode & 060) == 060)
+                return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no permission to use the TPM: %s is mode %04o, group %s, and this user may "
+                            "not read and write it; add the user to group %s and log in again",
+                            device, (unsigned)(st.st_mode & 07777), name, name);
             return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no permission to use the TPM: %s is mode %04o, group %s, and this user may not "
-                        "read and write it; add the user to group %s and log in again",
-                        device, (unsigned)(st.st_mode & 07777), g ? g->gr_name : "?", g ? g->gr_name : "of the device");
+                        "read and write it; the administrator can give it to a group such as tss with mode 0660 (a udev rule)",
+                        device, (unsigned)(st.st_mode & 07777), name);
         }
     }
     return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot reach %s: %s", t->where, reason);

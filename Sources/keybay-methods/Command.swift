@@ -218,10 +218,26 @@ enum Command {
         } catch let e as KeybayError where e.code == .storeNotFound && a.method == nil {
             let created = try KeybayStore.initialize(configuration(a), enrolling: plugin, options: a.options, label: a.label, interaction: c.interaction)
             defer { created.close() }
-            return try enrolled(c, created, try created.auth.list()[0], verb: "created the store with")
+            let method = try created.auth.list()[0]
+            do {
+                try printEnrolled(c, method, verb: "created the store with")
+            } catch let e as KeybayError {
+                // The store did not exist before this enrollment: it goes, as a failed ceremony leaves nothing.
+                created.close()
+                do {
+                    try KeybayStore.reset(configuration(a))
+                } catch let r as KeybayError {
+                    throw KeybayError(e.code, e.message + "; removing the store it created failed too (\(r.message)): reset --yes removes it")
+                }
+                throw KeybayError(e.code, e.message + "; the store it created was removed again")
+            }
+            return Exit.success
         }
         defer { session.close() }
-        return try enrolled(c, session, try session.auth.add(plugin: plugin, options: a.options, label: a.label), verb: "enrolled")
+        try session.auth.add(plugin: plugin, options: a.options, label: a.label) { method in
+            try printEnrolled(c, method, verb: "enrolled")
+        }
+        return Exit.success
     }
 
     /// `enroll PLUGIN --help`: the enroll usage and the options that plugin declares (loading it,
@@ -251,25 +267,29 @@ enum Command {
         if a.method == nil { withMethod.method = id }
         let session = try unlock(withMethod, c.interaction, createIfAbsent: false, requireMethod: true)
         defer { session.close() }
-        let method = try session.auth.replace(id, options: a.options, label: a.label)
-        return try printStored(c, session, method, json: [("changed", .string(id)), ("method", methodJSON(method)), ("methodId", .string(method.id))],
-                               text: "changed \(method.plugin) method \(id) (\(method.label)): it is now \(method.id); the old secret no longer opens the store")
+        try session.auth.replace(id, options: a.options, label: a.label) { method in
+            try printStored(c, json: [("changed", .string(id)), ("method", methodJSON(method)), ("methodId", .string(method.id))],
+                            text: "changed \(method.plugin) method \(id) (\(method.label)): it is now \(method.id); the old secret no longer opens the store",
+                            undone: "the change was taken back: method \(id) opens the store as before")
+        }
+        return Exit.success
     }
 
     /// What `enroll` prints once the method is stored.
-    private static func enrolled(_ c: Context, _ session: KeybaySession, _ method: KeybayMethod, verb: String) throws -> Int32 {
+    private static func printEnrolled(_ c: Context, _ method: KeybayMethod, verb: String) throws {
         var fields: [(String, JSON.Value)] = [("id", .string(method.id)), ("plugin", .string(method.plugin)), ("label", .string(method.label))]
         if c.interaction.shownSecret != nil { fields.append(("methodId", .string(method.id))) }
-        return try printStored(c, session, method, json: fields,
-                               text: "\(verb) \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method")
+        try printStored(c, json: fields,
+                        text: "\(verb) \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method",
+                        undone: "the \(method.plugin) method \(method.id) was removed again")
     }
 
     /// The result of a stored enrollment (`enroll`, `change`): the JSON object or the text line,
-    /// with the secret the plugin showed (a recovery key), if any, printed once. A secret that
-    /// could not be printed was never seen, so the method it opens is removed again rather than
-    /// left as a way in that nobody has (the error says what protects the store then).
-    private static func printStored(_ c: Context, _ session: KeybaySession, _ method: KeybayMethod,
-                                    json fields: [(String, JSON.Value)], text: String) throws -> Int32 {
+    /// with the secret the plugin showed (a recovery key), if any, printed once. When that secret
+    /// may not have reached standard output (a failed or short write, a failing close), this
+    /// throws, and the caller takes the enrollment back (`undone` says how): a secret nobody may
+    /// have is never left as a way in.
+    private static func printStored(_ c: Context, json fields: [(String, JSON.Value)], text: String, undone: String) throws {
         let shown = c.interaction.shownSecret
         if c.a.json {
             let object = JSON.render(.object(fields))
@@ -278,14 +298,10 @@ enum Command {
             Output.line(text)
             if let shown { ShownSecretOutput.printText(shown) }
         }
-        guard let shown else { return Exit.success }
+        guard let shown else { return }
         Output.closeStandardOutput()
-        guard let failure = Output.standardOutputFailure else { return Exit.success }
-        try session.auth.remove(method.id)
-        let left = try session.auth.list()
-        throw KeybayError(.io, "cannot write standard output: \(failure); the \(shown.kind.displayName) was never shown, so its "
-                          + "\(method.plugin) method \(method.id) was removed again ("
-                          + (left.isEmpty ? "the store is platform-only" : "\(left.count) method(s) left") + ")")
+        guard let failure = Output.standardOutputFailure else { return }
+        throw KeybayError(.io, "cannot write standard output: \(failure); the \(shown.kind.displayName) may not have been shown in full, so \(undone)")
     }
 
     static func removeMethod(_ c: Context) throws -> Int32 {

@@ -30,14 +30,19 @@ enum Output {
     }
 
     /// Closes standard output, so a failure the kernel reports only then (a full NFS disk) is seen.
-    /// Descriptor 1 is then held by /dev/null opened for reading: a file opened later never takes
-    /// it, and a late write to standard output fails instead of landing in that file.
+    /// Descriptor 1 is never free meanwhile (another thread, GDBus's, may open files): a copy of
+    /// it is taken, /dev/null opened for reading is put in its place (a file opened later never
+    /// takes it, and a late write fails instead of landing there), and the copy is closed.
     static func closeStandardOutput() {
-        if close(1) != 0, errno != EBADF, standardOutputFailure == nil {
+        let copy = fcntl(1, F_DUPFD_CLOEXEC, 3)
+        let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        if null >= 0 {
+            dup2(null, 1)
+            close(null)
+        }
+        if copy >= 0, close(copy) != 0, errno != EBADF, standardOutputFailure == nil {
             standardOutputFailure = String(cString: strerror(errno))
         }
-        let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
-        if null > 1 { dup2(null, 1); close(null) }
     }
 
     /// Text output (never a record's value, which `get` writes as raw bytes).

@@ -17,7 +17,11 @@ sigprocmask(SIG_SETMASK, &unblocked, nil)
 // file of the store is ever opened as 0, 1 or 2 (output meant for the user would go into it, and
 // closing standard output would close it), and a write to a closed stdout still fails (`io`).
 for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 {
-    _ = open("/dev/null", (fd == 0 ? O_WRONLY : O_RDONLY) | O_CLOEXEC)
+    guard open("/dev/null", (fd == 0 ? O_WRONLY : O_RDONLY) | O_CLOEXEC) == fd else {
+        let text = Array("keybay-methods: descriptor \(fd) is closed and /dev/null cannot take its place [io]\n".utf8)
+        _ = write(2, text, text.count)
+        exit(1)
+    }
 }
 
 enum Exit {

@@ -99,7 +99,7 @@ import Testing
                 after.methods -= 1
             }
             var report: [Int32] = [0, 0]
-            #expect(pipe(&report) == 0)
+            #expect(closeOnExecPipe(&report))
             let pid = spawnChild(writer, [box.app] + arguments, environment: env, stdinPath: valuePath, stdout: report[1])
             close(report[1])
             var began: UInt8 = 0

@@ -117,33 +117,41 @@ import Testing
         #expect(fresh.status == 0 && fresh.out == "v", "\(fresh.stderr)")
     }
 
-    /// A key that cannot be printed (standard output is /dev/full, or closed) was never seen:
-    /// `enroll` and `change` then fail with `io` and remove the method they stored, so no way
-    /// into the store is left that nobody has; the store stays readable and says what protects it.
-    /// (With standard output closed, the store's own files must not take its descriptor.)
+    /// A key that may not have been printed (standard output is /dev/full, or closed) is never
+    /// left as a way in: `enroll` fails with `io` and removes the method it stored (on a fresh
+    /// home, the store it created), and `change` puts the old method back, so the old key opens
+    /// the store as before, even where it is the only method. (With standard output closed, the
+    /// store's own files must not take its descriptor.)
     @Test func aKeyThatCannotBePrintedLeavesNoMethodBehind() throws {
+        func cli(_ box: Sandbox, _ redirect: String, _ args: [String], key: String? = nil) throws -> RunResult {
+            let file = box.root + "/key"
+            writeBytes(file, Array(((key ?? "") + "\n").utf8))
+            return try run("/bin/sh", ["-c", "exec \"$0\" \"$@\" 3<\"\(file)\" \(redirect)", cliPath] + args + (key == nil ? [] : ["--recovery-key-fd", "3"]),
+                           environment: box.environment)
+        }
+        let fresh = Sandbox()
+        let created = try cli(fresh, ">/dev/full", ["enroll", "recovery"])
+        #expect(created.status == 1 && created.stderr.contains("the store it created was removed again"), "\(created.stderr)")
+        #expect(try fresh.cli("status", "--json").out.contains("\"state\":\"absent\""))
+
         let box = Sandbox()
         #expect(try box.cli("set", "k", "v").status == 0)
         for (redirect, json) in [(">/dev/full", []), (">/dev/full", ["--json"]), (">&-", []), (">&-", ["--json"])] {
-            let r = try run("/bin/sh", ["-c", "exec \"$0\" \"$@\" \(redirect)", cliPath, "enroll", "recovery"] + json, environment: box.environment)
-            #expect(r.status == 1 && r.stderr.contains("[io]") && r.stderr.contains("was removed again (the store is platform-only)"),
-                    "\(redirect) \(json): \(r.stderr)")
+            let r = try cli(box, redirect, ["enroll", "recovery"] + json)
+            #expect(r.status == 1 && r.stderr.contains("[io]") && r.stderr.contains("may not have been shown in full, so the recovery method")
+                    && r.stderr.contains("was removed again"), "\(redirect) \(json): \(r.stderr)")
             #expect(try methodIDs(box).isEmpty && box.cli("get", "k").out == "v")
         }
-        // change: the new key is removed again; the passphrase still protects the store.
-        let passphrase = try MethodLifecycleTests.cli(box, ["enroll", "passphrase", "--json"] + fastPassphraseFlags, secrets: ["--passphrase-fd": "pw"])
-        #expect(passphrase.status == 0, "\(passphrase.stderr)")
-        let enrolled = try MethodLifecycleTests.cli(box, ["enroll", "recovery", "--json"], secrets: ["--passphrase-fd": "pw"])
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(enrolled.stdout)) as? [String: Any], "\(enrolled.stderr)")
-        let id = try #require(object["methodId"] as? String), key = try #require(object["recoveryKey"] as? String)
-        let file = box.root + "/key"
-        writeBytes(file, Array((key + "\n").utf8))
-        let changed = try run("/bin/sh", ["-c", "exec \"$0\" \"$@\" 3<\"\(file)\" >/dev/full", cliPath, "change", id, "--recovery-key-fd", "3"],
-                              environment: box.environment)
-        #expect(changed.status == 1 && changed.stderr.contains("was removed again (1 method(s) left)"), "\(changed.stderr)")
-        let methods = try methodIDs(box)
-        #expect(methods.count == 1 && !methods.contains(id), "\(methods)")
-        #expect(try MethodLifecycleTests.get(box, passphrase: "pw").out == "v")
+        // change of the only method: the old one is put back and its key still opens the store.
+        let (id, key, _) = try Self.enroll(box)
+        for redirect in [">/dev/full", ">&-"] {
+            let changed = try cli(box, redirect, ["change", id], key: key)
+            #expect(changed.status == 1 && changed.stderr.contains("the change was taken back: method \(id) opens the store as before"),
+                    "\(redirect): \(changed.stderr)")
+            #expect(try methodIDs(box) == [id])
+            let opened = try Self.get(box, key: key)
+            #expect(opened.status == 0 && opened.out == "v", "\(opened.stderr)")
+        }
     }
 
     /// Text output: the key line always; the QR code only on a terminal, and that drawing read

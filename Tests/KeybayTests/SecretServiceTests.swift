@@ -278,7 +278,7 @@ import Testing
         var killedMidWay = 0, killedInStartUp = 0, completed = 0
         for _ in 0..<runs {
             var report: [Int32] = [0, 0]
-            #expect(pipe(&report) == 0)
+            #expect(closeOnExecPipe(&report))
             let pid = spawnChild(writer, [f.box.app, "move-root", target], environment: env, stdinPath: "/dev/null", stdout: report[1])
             close(report[1])
             usleep(UInt32.random(in: 0...max(window, 1)))

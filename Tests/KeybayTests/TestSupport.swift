@@ -268,6 +268,14 @@ func keybayCode(_ body: () async throws -> Void, sourceLocation: SourceLocation 
 /// posix_spawn with stdin from a file, stdout to `stdout` (a descriptor, e.g. a pipe's write end)
 /// or /dev/null, and stderr to /dev/null, for tests that need exact control over a child's
 /// lifetime (Foundation's Process adds its own reaping and latency).
+/// A pipe whose two ends are closed in any child a later exec starts, so a child another test
+/// spawns meanwhile does not keep the write end open (a reader waiting for EOF would wait for it).
+/// (Glibc's pipe2 is not visible from Swift; the window before fcntl is a few instructions.)
+func closeOnExecPipe(_ fds: inout [Int32]) -> Bool {
+    guard pipe(&fds) == 0 else { return false }
+    return fcntl(fds[0], F_SETFD, FD_CLOEXEC) == 0 && fcntl(fds[1], F_SETFD, FD_CLOEXEC) == 0
+}
+
 func spawnChild(_ executable: String, _ arguments: [String], environment: [String: String], stdinPath: String, stdout: Int32? = nil) -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)

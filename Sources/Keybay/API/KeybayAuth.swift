@@ -27,6 +27,18 @@ public struct KeybayAuth: Sendable {
         }
     }
 
+    /// `add`, for a method whose plugin shows the user a secret to keep (a recovery key): once
+    /// the method is stored, `confirm` gets it (to hand the secret to the user); if `confirm`
+    /// throws, the method is removed again and the error rethrown, so a secret nobody received
+    /// never stays a way in.
+    @discardableResult
+    public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil,
+                    confirm: (KeybayMethod) throws -> Void) throws -> KeybayMethod {
+        let method = try addMethod(plugin: pluginID, options: options, label: label)
+        try Self.confirming(method, confirm) { try removeMethod(method.id) }
+        return method
+    }
+
     func addMethod(plugin pluginID: String, options: [(String, String)], label: String?,
                    interaction: (any KeybayInteraction)? = nil) throws -> KeybayMethod {
         let current = try session.freshSnapshot()
@@ -62,6 +74,23 @@ public struct KeybayAuth: Sendable {
         }
     }
 
+    /// `replace`, for a plugin that shows the user a secret to keep: once the new method is
+    /// stored, `confirm` gets it; if `confirm` throws, the old method is put back in its place
+    /// (from its public record: no credential is needed) and the error rethrown, so the store
+    /// opens as before and never with a secret nobody received.
+    @discardableResult
+    public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil,
+                        confirm: (KeybayMethod) throws -> Void) throws -> KeybayMethod {
+        let old = try method(id, in: session.freshSnapshot())
+        let method = try replaceMethod(id, options: options, label: label)
+        try Self.confirming(method, confirm) {
+            let now = try session.freshSnapshot()
+            let new = try self.method(method.id, in: now).methodId
+            try session.rotate(expecting: now) { methods in methods.map { $0.methodId == new ? old : $0 } }
+        }
+        return method
+    }
+
     func replaceMethod(_ id: String, options: [(String, String)], label: String?,
                        interaction: (any KeybayInteraction)? = nil) throws -> KeybayMethod {
         let current = try session.freshSnapshot()
@@ -72,6 +101,25 @@ public struct KeybayAuth: Sendable {
         let method = enrollment.method(storeId: current.keys.storeId)
         try session.rotate(expecting: current) { methods in methods.map { $0.methodId == old.methodId ? method : $0 } }
         return KeybayMethod(method)
+    }
+
+    /// Runs `confirm` on a method just stored; if it throws, `undo` (one more rotation) takes the
+    /// change back and the error is rethrown. An undo that fails too is said in the error (with
+    /// confirm's code, so nothing retries it), naming the method that stays.
+    static func confirming(_ method: KeybayMethod, _ confirm: (KeybayMethod) throws -> Void, undo: () throws -> Void) throws {
+        do {
+            try confirm(method)
+        } catch {
+            do {
+                try undo()
+            } catch let undoError {
+                let code = (error as? KeybayError)?.code ?? .io
+                let why = (error as? KeybayError)?.message ?? "\(error)"
+                let undoWhy = (undoError as? KeybayError)?.message ?? "\(undoError)"
+                throw KeybayError(code, "\(why); taking the change back failed too (\(undoWhy)): method \(method.id) (\(method.plugin)) stays in the store, and its secret was not handed over; remove it with another method")
+            }
+            throw error
+        }
     }
 
     /// Checks what an enrollment is given (a label, options given once) and loads its plugin, before

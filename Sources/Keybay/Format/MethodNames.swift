@@ -17,16 +17,17 @@ enum MethodNames {
         return (1...MethodEnvelope.maxLabelBytes).contains(bytes.count) && label.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7f }
     }
 
-    /// Labels a new enrollment may give: a stored label that holds no character that could make
-    /// a listing or a prompt read as something else (`misleadsWhenShown`).
+    /// Labels a new enrollment may give: a stored label without the characters
+    /// `misleadsWhenShown` lists (controls, bidirectional marks and overrides, line separators).
     static func isValidNewLabel(_ label: String) -> Bool {
         isValidLabel(label) && !label.unicodeScalars.contains(where: misleadsWhenShown)
     }
 
-    /// Characters that can make shown text read as something else: controls (C0, DEL, C1), the
-    /// bidirectional marks, overrides and isolates (U+061C, U+200E–U+200F, U+202A–U+202E,
-    /// U+2066–U+2069) and the line and paragraph separators (U+2028–U+2029). Newline and tab
-    /// are the caller's to allow.
+    /// Characters that can move the cursor or reorder or break the line of shown text: controls
+    /// (C0, DEL, C1), the bidirectional marks, overrides and isolates (U+061C, U+200E–U+200F,
+    /// U+202A–U+202E, U+2066–U+2069) and the line and paragraph separators (U+2028–U+2029).
+    /// (Invisible characters such as U+200B are not among them.) Newline and tab are the
+    /// caller's to allow.
     static func misleadsWhenShown(_ s: Unicode.Scalar) -> Bool {
         switch s.value {
         case 0x00..<0x20, 0x7f...0x9f, 0x061c, 0x200e...0x200f, 0x2028...0x2029, 0x202a...0x202e, 0x2066...0x2069: true

@@ -12,7 +12,8 @@ protocol RootProvider: Sendable {
 
     func exists() throws -> Bool
     /// Refuses, before anything of a new store is made, what `create(options:)` would refuse
-    /// without trying (options the root does not take) and a root that cannot be reached.
+    /// without trying (options the root does not take) and a root whose `exists` fails (one that
+    /// reaches its service to answer, like secret-service; tpm2's looks at its file only).
     func checkCreatable(options: [String: String]) throws
     /// Creates the root with the creation options (`init --opt`); never overwrites. Returns the
     /// provider state (≤ 64 bytes) for the bootstrap.

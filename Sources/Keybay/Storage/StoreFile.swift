@@ -64,15 +64,15 @@ struct StoreFile: Sendable {
         try directory.sync()
     }
 
-    /// Removes the live and staging files (never the lock file: unlinking a held lock splits
-    /// mutual exclusion). A directory in the staging file's place is removed when empty (Keybay
-    /// never makes one), else named for the user to remove.
     /// What could stop `removeStore` halfway (a directory that is not empty at the staging name),
     /// found before anything is removed; an empty one goes now.
     func clearStagingDirectory() throws {
         try directory.removeIfEmptyDirectory(Self.stagingName)
     }
 
+    /// Removes the live and staging files (never the lock file: unlinking a held lock splits
+    /// mutual exclusion). A directory in the staging file's place is removed when empty (Keybay
+    /// never makes one), else named for the user to remove.
     func removeStore() throws {
         try directory.removeIfPresent(Self.liveName)
         try directory.removeIfPresent(Self.stagingName, orEmptyDirectory: true)

@@ -84,8 +84,10 @@ struct StoreLifecycle: Sendable {
     }
 
     /// The store file for a write that may create the store. Its directories and lock file are
-    /// made only once the root a new store would get can be reached and takes the creation
-    /// options: a store whose root cannot be created leaves nothing on disk.
+    /// made only after `checkCreatable`: a root that does not take the options, or that answers
+    /// `exists` with an error (no Secret Service), leaves nothing on disk. What only creating
+    /// finds out (a refused option value, a TPM that `exists` does not reach) leaves the empty
+    /// directory and lock file.
     private func storeFileCreating() throws -> StoreFile {
         if let file = try storeFile(create: false) { return file }
         try root.checkCreatable(options: configuration.rootOptions)
