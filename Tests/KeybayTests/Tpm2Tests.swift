@@ -167,11 +167,24 @@ extension RootUnderTest {
         let group = (named.pointee.gr_gid, String(cString: named.pointee.gr_name))
         let device = box.root + "/tpmrm0"
         writeBytes(device, [])
+        // The other user may not reach the build directory (a clone in a private directory): the
+        // CLI and the tpm2 plugin run from a copy it can reach (root's, 0755), found next to the CLI.
+        // A sanitizer build runs in place (its runtime is found relative to the build).
+        var cli = cliPath
+        if sanitizer == nil {
+            let bin = box.root + "/bin"
+            mkdir(bin, 0o755)
+            for name in ["keybay-methods", "libkeybay-tpm2.so"] {
+                writeBytes(bin + "/" + name, try #require(readBytes(buildDirectory + "/" + name)))
+                chmod(bin + "/" + name, 0o755)
+            }
+            cli = bin + "/keybay-methods"
+        }
         #expect(chown(device, 0, group.0) == 0 && chmod(device, 0o660) == 0 && chown(box.root, 65534, 65534) == 0)
         var env = box.environment
         env["KEYBAY_TPM2_TCTI"] = "device:" + device
         env["KEYBAY_PLUGIN_PATH"] = sanitizerPluginDirectory // the test plugins' directory is root's own
-        let r = try run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", cliPath, "init", "--root", "tpm2"], environment: env)
+        let r = try run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", cli, "init", "--root", "tpm2"], environment: env)
         #expect(r.status == 1 && r.stderr.contains("[root-unavailable]")
                 && r.stderr.contains("no permission to use the TPM: \(device) is mode 0660, group \(group.1)")
                 && r.stderr.contains("add the user to group \(group.1)"), "\(r.status): \(r.stderr)")
