@@ -216,26 +216,16 @@ enum Command {
         do {
             session = try unlock(a, c.interaction, createIfAbsent: false)
         } catch let e as KeybayError where e.code == .storeNotFound && a.method == nil {
-            let created = try KeybayStore.initialize(configuration(a), enrolling: plugin, options: a.options, label: a.label, interaction: c.interaction)
-            defer { created.close() }
-            let method = try created.auth.list()[0]
-            do {
-                try printEnrolled(c, method, verb: "created the store with")
-            } catch let e as KeybayError {
-                // The store did not exist before this enrollment: it goes, as a failed ceremony leaves nothing.
-                created.close()
-                do {
-                    try KeybayStore.reset(configuration(a))
-                } catch let r as KeybayError {
-                    throw KeybayError(e.code, e.message + "; removing the store it created failed too (\(r.message)): reset --yes removes it")
-                }
-                throw KeybayError(e.code, e.message + "; the store it created was removed again")
+            let created = try KeybayStore.initialize(configuration(a), enrolling: plugin, options: a.options, label: a.label,
+                                                     interaction: c.interaction) { method in
+                try printEnrolled(c, method, verb: "created the store with", undone: "the store it created was removed again")
             }
+            created.close()
             return Exit.success
         }
         defer { session.close() }
         try session.auth.add(plugin: plugin, options: a.options, label: a.label) { method in
-            try printEnrolled(c, method, verb: "enrolled")
+            try printEnrolled(c, method, verb: "enrolled", undone: "the \(method.plugin) method \(method.id) was removed again")
         }
         return Exit.success
     }
@@ -276,12 +266,12 @@ enum Command {
     }
 
     /// What `enroll` prints once the method is stored.
-    private static func printEnrolled(_ c: Context, _ method: KeybayMethod, verb: String) throws {
+    private static func printEnrolled(_ c: Context, _ method: KeybayMethod, verb: String, undone: String) throws {
         var fields: [(String, JSON.Value)] = [("id", .string(method.id)), ("plugin", .string(method.plugin)), ("label", .string(method.label))]
         if c.interaction.shownSecret != nil { fields.append(("methodId", .string(method.id))) }
         try printStored(c, json: fields,
                         text: "\(verb) \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method",
-                        undone: "the \(method.plugin) method \(method.id) was removed again")
+                        undone: undone)
     }
 
     /// The result of a stored enrollment (`enroll`, `change`): the JSON object or the text line,

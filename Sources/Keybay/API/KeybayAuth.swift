@@ -63,14 +63,14 @@ public struct KeybayAuth: Sendable {
     /// allows one method per store too: that is how its secret changes.
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil) throws -> KeybayMethod {
-        try replaceMethod(id, options: options, label: label)
+        try replaceMethod(id, options: options, label: label).method
     }
 
     /// `replace`, from async code.
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
         try await CeremonyThread.run(session.interaction) { ceremony in
-            try replaceMethod(id, options: options, label: label, interaction: ceremony)
+            try replaceMethod(id, options: options, label: label, interaction: ceremony).method
         }
     }
 
@@ -81,8 +81,7 @@ public struct KeybayAuth: Sendable {
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil,
                         confirm: (KeybayMethod) throws -> Void) throws -> KeybayMethod {
-        let old = try method(id, in: session.freshSnapshot())
-        let method = try replaceMethod(id, options: options, label: label)
+        let (method, old) = try replaceMethod(id, options: options, label: label)
         try Self.confirming(method, confirm) {
             let now = try session.freshSnapshot()
             let new = try self.method(method.id, in: now).methodId
@@ -91,8 +90,9 @@ public struct KeybayAuth: Sendable {
         return method
     }
 
+    /// The new method, and the public record of the one it replaced.
     func replaceMethod(_ id: String, options: [(String, String)], label: String?,
-                       interaction: (any KeybayInteraction)? = nil) throws -> KeybayMethod {
+                       interaction: (any KeybayInteraction)? = nil) throws -> (method: KeybayMethod, replaced: MethodEnvelope.Public) {
         let current = try session.freshSnapshot()
         let old = try method(id, in: current)
         let plugin = try Self.checkedPlugin(old.pluginId, label: label, options: options, configuration: session.configuration)
@@ -100,7 +100,7 @@ public struct KeybayAuth: Sendable {
                                          interaction: interaction ?? session.interaction)
         let method = enrollment.method(storeId: current.keys.storeId)
         try session.rotate(expecting: current) { methods in methods.map { $0.methodId == old.methodId ? method : $0 } }
-        return KeybayMethod(method)
+        return (KeybayMethod(method), old)
     }
 
     /// Runs `confirm` on a method just stored; if it throws, `undo` (one more rotation) takes the

@@ -104,6 +104,21 @@ public enum KeybayStore {
         try initializeStore(configuration, enrolling: plugin, options: options, label: label, ceremony: interaction, interaction: interaction)
     }
 
+    /// `initialize(_:enrolling:)`, for a plugin that shows the user a secret to keep (a recovery
+    /// key): once the store is written, `confirm` gets its method; if `confirm` throws, the store
+    /// is removed again (nothing existed before it) and the error rethrown, as `auth.add(confirm:)`
+    /// does for an existing store.
+    public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
+                                  label: String? = nil, interaction: any KeybayInteraction = NonInteractive(),
+                                  confirm: (KeybayMethod) throws -> Void) throws -> KeybaySession {
+        let session = try initialize(configuration, enrolling: plugin, options: options, label: label, interaction: interaction)
+        try KeybayAuth.confirming(try session.auth.list()[0], confirm) {
+            session.close()
+            try reset(configuration)
+        }
+        return session
+    }
+
     /// `initialize(_:enrolling:)`, from async code.
     public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
                                   label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {

@@ -248,13 +248,11 @@ final class PrivateDirectory: @unchecked Sendable {
         guard fchmodat(fd, name, mode, 0) == 0 else { throw Self.posixError("cannot set the mode of", pathOf(name)) }
     }
 
-    /// Removes `name` if present; idempotent. With `orEmptyDirectory`, an empty directory of
-    /// that name goes too (`reset` clears Keybay's own names whatever stands there); a directory
-    /// that is not empty is named for the user to remove.
-    func removeIfPresent(_ name: String, orEmptyDirectory: Bool = false) throws {
+    /// Removes the file `name` if present; idempotent. (A directory there is an error:
+    /// `removeIfEmptyDirectory` deals with one where Keybay's own names may hold it.)
+    func removeIfPresent(_ name: String) throws {
         if unlinkat(fd, name, 0) == 0 || errno == ENOENT { return }
-        guard orEmptyDirectory, errno == EISDIR else { throw Self.posixError("cannot remove", pathOf(name)) }
-        try removeIfEmptyDirectory(name)
+        throw Self.posixError("cannot remove", pathOf(name))
     }
 
     /// Removes `name` if it is an empty directory; leaves anything else (nothing, a file) alone;

@@ -71,11 +71,10 @@ struct StoreFile: Sendable {
     }
 
     /// Removes the live and staging files (never the lock file: unlinking a held lock splits
-    /// mutual exclusion). A directory in the staging file's place is removed when empty (Keybay
-    /// never makes one), else named for the user to remove.
+    /// mutual exclusion). `clearStagingDirectory` has dealt with a directory at the staging name.
     func removeStore() throws {
         try directory.removeIfPresent(Self.liveName)
-        try directory.removeIfPresent(Self.stagingName, orEmptyDirectory: true)
+        try directory.removeIfPresent(Self.stagingName)
         try directory.sync()
     }
 
