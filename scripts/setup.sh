@@ -9,6 +9,7 @@ packages=(libsodium-dev libargon2-dev libfido2-dev libssl-dev pkg-config python3
           libqrencode4  # the recovery plugin draws its key as a QR code with it (opened at run time)
           libzbar0      # a QR decoder: RecoveryTests read that drawing back
           gnome-keyring dbus libsecret-1-dev libsecret-tools  # the secret-service root and its tests (a private bus + keyring)
+          strace        # FaultInjectionTests fail one system call at a time (strace -e inject)
           argon2)       # the reference CLI Tests/plugin-harness/passphrase_check.c compares with
 missing=()
 for p in "${packages[@]}"; do

@@ -49,10 +49,21 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public let code: Code
     public let message: String
+    /// True when the change that failed took effect all the same: the new store file was
+    /// renamed into place (it is the store now, and what it holds opens), but what came after
+    /// (the directory's fsync, the read-back) failed, so it could not be confirmed durable. A
+    /// secret only the new store accepts (a recovery key) must still be handed to the user.
+    /// Such an error is always `.io`.
+    public let tookEffect: Bool
 
     public init(_ code: Code, _ message: String) {
+        self.init(code, message, tookEffect: false)
+    }
+
+    init(_ code: Code, _ message: String, tookEffect: Bool) {
         self.code = code
         self.message = message
+        self.tookEffect = tookEffect
     }
 
     public var description: String { "\(message) [\(code.rawValue)]" }
@@ -67,6 +78,12 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension KeybayError {
+    /// A failure after the rename (or link) that put a new store file in place: `what` took
+    /// effect, but `cause` kept it from being confirmed durable.
+    static func unconfirmed(_ what: String, cause: KeybayError) -> KeybayError {
+        KeybayError(.io, "\(what) took effect but could not be confirmed durable (\(cause.message)): the new store is in place and opens, but a crash before the disk has it may still undo the change", tookEffect: true)
+    }
+
     /// The failure `errno` describes, for `what` was done to `path`: refused access is
     /// `.insecurePermissions`, anything else `.io`.
     static func posix(_ what: String, _ path: String) -> KeybayError {

@@ -25,12 +25,14 @@ struct Arguments {
     var wrongOptions: [(String, String)] = []
     /// `--help` anywhere prints the usage and does nothing else.
     var help = false
+    /// `--version` anywhere prints the version and does nothing else (`--help` wins).
+    var version = false
 
     struct UsageError: Error { let message: String }
 
     /// Options that take a value, global or per command.
     static let valueOptions = Set(["--app", "--plugin-dir", "--method", "--root", "--label", "--opt", "--wrong-opt"]).union(SecretDescriptors.options)
-    static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--describe", "--help", "-h"]
+    static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--describe", "--help", "-h", "--version"]
     /// The command options each command accepts (globals are accepted everywhere).
     static let commandOptions: [String: Set<String>] = [
         "status": [], "init": ["--opt"], "get": [], "set": ["--stdin"], "rm": [], "keys": [], "reset": ["--yes"], "help": [],
@@ -99,6 +101,7 @@ struct Arguments {
                 case "--json": json = true
                 case "--no-input": noInput = true
                 case "--help", "-h": help = true
+                case "--version": version = true
                 default: flags.insert(name); commandOptionsSeen.insert(name)
                 }
             } else {
@@ -208,6 +211,7 @@ global options (before or after the command):
                       auto: secret-service when a Secret Service answers, else file-root); an
                       existing store always opens with its own root, and a different --root is
                       refused (exit 2)
+  --version           print the version and the plugin ABI, and do nothing else
 
 exit codes: 0 success; 1 authentication, integrity, state or I/O failure;
             2 usage or invalid input; 3 record not found; 4 interaction needed but not allowed

@@ -8,6 +8,7 @@ enum Command {
     /// Standard input and the secret descriptors are read once, before the first attempt: a
     /// retry finds them at EOF.
     static func run(_ a: Arguments) throws -> Int32 {
+        try a.secretFDs.checkOpen()
         let interaction = TerminalInteraction(descriptors: a.secretFDs, noInput: a.noInput)
         // `change` asks for the old secret and a new one: they never come from the same input.
         interaction.newFromUnlockDescriptors = a.command != "change"
@@ -40,6 +41,11 @@ enum Command {
 
     static func runOnce(_ a: Arguments, interaction: TerminalInteraction, standardInput: [UInt8]?) throws -> Int32 {
         if a.help, a.command == "enroll", let plugin = a.positionals.first { return try enrollHelp(a, plugin: plugin) }
+        if a.version && !a.help {
+            a.json ? Output.line(JSON.render(.object([("version", .string(KeybayVersion.release)), ("pluginABI", .number(KeybayVersion.pluginABI))])))
+                   : Output.line("keybay-methods \(KeybayVersion.release) (plugin ABI \(KeybayVersion.pluginABI))")
+            return Exit.success
+        }
         guard let command = a.command, command != "help", !a.help else {
             Output.out(usage + "\n")
             return a.command == nil && !a.help ? Exit.usage : Exit.success
@@ -76,12 +82,29 @@ enum Command {
         try a.expect([])
         var config = try configuration(a)
         config.rootOptions = Dictionary(a.options, uniquingKeysWith: { $1 })
-        let session = try KeybayStore.initialize(config, interaction: c.interaction)
-        session.close()
+        let unconfirmed = try tookEffect { try KeybayStore.initialize(config, interaction: c.interaction).close() }
         let root = try KeybayStore.status(config).rootPlugin
         a.json ? Output.line(JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath)),
                                                   ("rootPlugin", .string(root))])))
                : Output.line("initialized a platform-only store at \(config.storePath) on the root \(root)")
+        return try succeeded(unless: unconfirmed)
+    }
+
+    /// Runs a change; one that took effect but could not be confirmed durable (the new store is
+    /// in place) is returned instead of thrown, so that the command prints its result as for a
+    /// success before it fails with that error: what a command prints is what is on disk.
+    static func tookEffect(_ change: () throws -> Void) throws -> KeybayError? {
+        do {
+            try change()
+            return nil
+        } catch let e as KeybayError where e.tookEffect {
+            return e
+        }
+    }
+
+    /// Success, or the unconfirmed change's error once its result is printed.
+    static func succeeded(unless unconfirmed: KeybayError?) throws -> Int32 {
+        if let unconfirmed { throw unconfirmed }
         return Exit.success
     }
 
@@ -123,16 +146,18 @@ enum Command {
         try validateKey(key)
         let session = try unlock(a, c.interaction, createIfAbsent: true)
         defer { session.close() }
-        try session.set(key, bytes: value)
+        let unconfirmed = try tookEffect { try session.set(key, bytes: value) }
         if a.json { Output.line(JSON.render(.object([("key", .string(key)), ("stored", .bool(true))]))) }
-        return Exit.success
+        return try succeeded(unless: unconfirmed)
     }
 
     static func remove(_ c: Context) throws -> Int32 {
         try withExistingRecord(c) { key, session in
-            guard try session.delete(key) else { return notFound(key, session) }
+            var found = false
+            let unconfirmed = try tookEffect { found = try session.delete(key) }
+            guard found || unconfirmed != nil else { return notFound(key, session) }
             if c.a.json { Output.line(JSON.render(.object([("key", .string(key)), ("removed", .bool(true))]))) }
-            return Exit.success
+            return try succeeded(unless: unconfirmed)
         }
     }
 
@@ -299,11 +324,11 @@ enum Command {
         try a.expect(["METHOD-ID"])
         let session = try unlock(a, c.interaction, createIfAbsent: false)
         defer { session.close() }
-        try session.auth.remove(a.positionals[0])
+        let unconfirmed = try tookEffect { try session.auth.remove(a.positionals[0]) }
         let left = try session.auth.list()
         a.json ? Output.line(JSON.render(.object([("removed", .string(a.positionals[0])), ("methods", .array(left.map(methodJSON)))])))
                : Output.line("removed method \(a.positionals[0]); \(left.isEmpty ? "the store is platform-only again" : "\(left.count) method(s) left")")
-        return Exit.success
+        return try succeeded(unless: unconfirmed)
     }
 
     static func verify(_ c: Context) throws -> Int32 {
@@ -362,13 +387,14 @@ enum Command {
         moving.root = nil // the store opens with its own root; the target is the argument
         let session = try unlock(moving, c.interaction, createIfAbsent: false)
         let from = session.configuration
-        let left = try session.moveRoot(to: target, options: Dictionary(a.options, uniquingKeysWith: { $1 }))
+        var left: String?
+        let unconfirmed = try tookEffect { left = try session.moveRoot(to: target, options: Dictionary(a.options, uniquingKeysWith: { $1 })) }
         let status = try KeybayStore.status(from)
         if let left { Output.error("warning: the store moved, but its old root at \(left) could not be removed; remove it by hand") }
         a.json ? Output.line(JSON.render(.object([("rootPlugin", .string(status.rootPlugin)), ("rootLocation", .string(status.rootLocation)),
-                                                  ("oldRootRemoved", .bool(left == nil))])))
+                                                  ("oldRootRemoved", .bool(left == nil && unconfirmed == nil))])))
                : Output.line("moved \(status.storePath) to the root \(status.rootPlugin) at \(status.rootLocation)")
-        return Exit.success
+        return try succeeded(unless: unconfirmed)
     }
 
     static func reset(_ c: Context) throws -> Int32 {
@@ -394,7 +420,8 @@ enum Command {
         }
         var config = try KeybayConfiguration(applicationID: app)
         config.pluginSearch = search(a)
-        if let root = a.root ?? getenv("KEYBAY_ROOT").map({ String(cString: $0) }), !root.isEmpty {
+        // $KEYBAY_ROOT is the configuration's own default; --root overrides it.
+        if let root = a.root {
             guard root == KeybayConfiguration.automaticRoot || KeybayPluginSearch.isValidPluginID(root) else {
                 throw Arguments.UsageError(message: "'\(root)' is not a root plugin id (file-root, secret-service, auto, ...)")
             }
@@ -438,6 +465,7 @@ enum Command {
                 ("rootLocation", .string(s.rootLocation)),
                 ("methods", .array(s.methods.map(methodJSON))),
                 ("protection", .string(s.rootProtection)),
+                ("leftoverRoots", .array(s.leftoverRoots.map { .object([("plugin", .string($0.plugin)), ("location", .string($0.location))]) })),
             ])))
         } else {
             let methods = s.methods.isEmpty ? "none" : s.methods.map { "\($0.id) \($0.plugin) (\($0.label))" }.joined(separator: "\n            ")
@@ -449,6 +477,9 @@ enum Command {
                 note:       \(s.rootProtection)
 
                 """)
+            for leftover in s.leftoverRoots {
+                Output.line("leftover:   \(leftover.plugin) at \(leftover.location) (an interrupted root move left it; reset removes it)")
+            }
         }
         return Exit.success
     }

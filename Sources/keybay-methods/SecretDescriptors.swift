@@ -1,3 +1,4 @@
+import Glibc
 import Keybay
 
 /// Which descriptor answers which secret. A new secret (being chosen) comes from its `--new-*-fd`;
@@ -41,6 +42,17 @@ struct SecretDescriptors {
         case .passphrase: request.isNew ? "--new-passphrase-fd" : "--passphrase-fd"
         case .pin: request.isNew ? "--new-pin-fd" : "--pin-fd"
         case .recoveryKey: "--recovery-key-fd"
+        }
+    }
+
+    /// Refuses a descriptor that is not open, before the CLI opens anything itself: a closed
+    /// number would otherwise be taken by the first file Keybay opens (its own directory) and
+    /// read as the secret.
+    func checkOpen() throws {
+        let given: [(String, Int32?)] = [("--passphrase-fd", passphrase), ("--pin-fd", pin), ("--recovery-key-fd", recoveryKey),
+                                         ("--new-passphrase-fd", newPassphrase), ("--new-pin-fd", newPIN)]
+        for case let (option, fd?) in given where fcntl(fd, F_GETFD) == -1 {
+            throw KeybayError(.invalidArgument, "descriptor \(fd), given to \(option), is not open")
         }
     }
 }

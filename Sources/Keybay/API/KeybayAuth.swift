@@ -16,31 +16,32 @@ public struct KeybayAuth: Sendable {
     /// Kstore and epoch; every record is re-encrypted in one atomic replace.
     @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) throws -> KeybayMethod {
-        try addMethod(plugin: pluginID, options: options, label: label)
+        try addMethod(plugin: pluginID, options: options, label: label).get()
     }
 
     /// `add`, from async code.
     @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
         try await CeremonyThread.run(session.interaction) { ceremony in
-            try addMethod(plugin: pluginID, options: options, label: label, interaction: ceremony)
+            try addMethod(plugin: pluginID, options: options, label: label, interaction: ceremony).get()
         }
     }
 
     /// `add`, for a method whose plugin shows the user a secret to keep (a recovery key): once
     /// the method is stored, `confirm` gets it (to hand the secret to the user); if `confirm`
     /// throws, the method is removed again and the error rethrown, so a secret nobody received
-    /// never stays a way in.
+    /// never stays a way in. `confirm` runs also when the method took effect but could not be
+    /// confirmed durable (the store needs it now); that error (`tookEffect`) is thrown after it.
     @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil,
                     confirm: (KeybayMethod) throws -> Void) throws -> KeybayMethod {
-        let method = try addMethod(plugin: pluginID, options: options, label: label)
-        try Self.confirming(method, confirm) { try removeMethod(method.id) }
-        return method
+        let stored = try addMethod(plugin: pluginID, options: options, label: label)
+        try Self.confirming(stored.value, confirm) { try removeMethod(stored.value.id).map { throw $0 } }
+        return try stored.get()
     }
 
     func addMethod(plugin pluginID: String, options: [(String, String)], label: String?,
-                   interaction: (any KeybayInteraction)? = nil) throws -> KeybayMethod {
+                   interaction: (any KeybayInteraction)? = nil) throws -> StoredChange<KeybayMethod> {
         let current = try session.freshSnapshot()
         guard current.methods.count < MethodsPackage.maxMethods else {
             throw KeybayError(.invalidArgument, "the store already has \(MethodsPackage.maxMethods) methods, the most it can hold")
@@ -53,8 +54,8 @@ public struct KeybayAuth: Sendable {
         let enrollment = try Self.enroll(plugin, options: options, label: label ?? pluginID, configuration: session.configuration,
                                          interaction: interaction ?? session.interaction)
         let method = enrollment.method(storeId: current.keys.storeId)
-        try session.rotate(expecting: current) { $0 + [method] }
-        return KeybayMethod(method)
+        let unconfirmed = try session.rotate(expecting: current) { $0 + [method] }
+        return StoredChange(value: KeybayMethod(method), unconfirmed: unconfirmed)
     }
 
     /// Replaces method `id` with a fresh credential of the same plugin (its label unless `label`
@@ -63,44 +64,46 @@ public struct KeybayAuth: Sendable {
     /// allows one method per store too: that is how its secret changes.
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil) throws -> KeybayMethod {
-        try replaceMethod(id, options: options, label: label).method
+        try replaceMethod(id, options: options, label: label).get().method
     }
 
     /// `replace`, from async code.
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
         try await CeremonyThread.run(session.interaction) { ceremony in
-            try replaceMethod(id, options: options, label: label, interaction: ceremony).method
+            try replaceMethod(id, options: options, label: label, interaction: ceremony).get().method
         }
     }
 
     /// `replace`, for a plugin that shows the user a secret to keep: once the new method is
     /// stored, `confirm` gets it; if `confirm` throws, the old method is put back in its place
     /// (from its public record: no credential is needed) and the error rethrown, so the store
-    /// opens as before and never with a secret nobody received.
+    /// opens as before and never with a secret nobody received. As with `add(confirm:)`,
+    /// `confirm` runs also when the change took effect but could not be confirmed durable.
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil,
                         confirm: (KeybayMethod) throws -> Void) throws -> KeybayMethod {
-        let (method, old) = try replaceMethod(id, options: options, label: label)
+        let stored = try replaceMethod(id, options: options, label: label)
+        let (method, old) = stored.value
         try Self.confirming(method, confirm) {
             let now = try session.freshSnapshot()
             let new = try self.method(method.id, in: now).methodId
-            try session.rotate(expecting: now) { methods in methods.map { $0.methodId == new ? old : $0 } }
+            try session.rotate(expecting: now) { methods in methods.map { $0.methodId == new ? old : $0 } }.map { throw $0 }
         }
-        return method
+        return try stored.get().method
     }
 
     /// The new method, and the public record of the one it replaced.
     func replaceMethod(_ id: String, options: [(String, String)], label: String?,
-                       interaction: (any KeybayInteraction)? = nil) throws -> (method: KeybayMethod, replaced: MethodEnvelope.Public) {
+                       interaction: (any KeybayInteraction)? = nil) throws -> StoredChange<(method: KeybayMethod, replaced: MethodEnvelope.Public)> {
         let current = try session.freshSnapshot()
         let old = try method(id, in: current)
         let plugin = try Self.checkedPlugin(old.pluginId, label: label, options: options, configuration: session.configuration)
         let enrollment = try Self.enroll(plugin, options: options, label: label ?? old.label, configuration: session.configuration,
                                          interaction: interaction ?? session.interaction)
         let method = enrollment.method(storeId: current.keys.storeId)
-        try session.rotate(expecting: current) { methods in methods.map { $0.methodId == old.methodId ? method : $0 } }
-        return (KeybayMethod(method), old)
+        let unconfirmed = try session.rotate(expecting: current) { methods in methods.map { $0.methodId == old.methodId ? method : $0 } }
+        return StoredChange(value: (KeybayMethod(method), old), unconfirmed: unconfirmed)
     }
 
     /// Runs `confirm` on a method just stored; if it throws, `undo` (one more rotation) takes the
@@ -148,18 +151,19 @@ public struct KeybayAuth: Sendable {
 
     /// Removes a method; with none left the store is platform-only again. Needs no credential.
     public func remove(_ id: String) throws {
-        try removeMethod(id)
+        if let unconfirmed = try removeMethod(id) { throw unconfirmed }
     }
 
     /// `remove`, from async code.
     public func remove(_ id: String) async throws {
-        try await CeremonyThread.run(session.interaction) { _ in try removeMethod(id) }
+        try await CeremonyThread.run(session.interaction) { _ in if let unconfirmed = try removeMethod(id) { throw unconfirmed } }
     }
 
-    func removeMethod(_ id: String) throws {
+    /// Why the removal, which took effect, could not be confirmed durable, if it could not.
+    func removeMethod(_ id: String) throws -> KeybayError? {
         let current = try session.freshSnapshot()
         let gone = try method(id, in: current).methodId
-        try session.rotate(expecting: current) { $0.filter { $0.methodId != gone } }
+        return try session.rotate(expecting: current) { $0.filter { $0.methodId != gone } }
     }
 
     /// Runs a method's ceremony and checks the secret against its stored public key, without
@@ -197,5 +201,17 @@ extension KeybayAuth {
             throw KeybayError(.methodNotFound, "no method \(id) in \(session.storePath)")
         }
         return method
+    }
+}
+
+/// A method change that took effect, and why it could not be confirmed durable, if it could not
+/// (thrown by `get`, or once the caller has handed over what the new method shows).
+struct StoredChange<Value> {
+    let value: Value
+    let unconfirmed: KeybayError?
+
+    func get() throws -> Value {
+        if let unconfirmed { throw unconfirmed }
+        return value
     }
 }

@@ -11,6 +11,7 @@ public struct KeybayConfiguration: Sendable, Equatable {
     /// (`secret-service` when a Secret Service answers, else `file-root`), decided once, when the
     /// store is created. An existing store always opens with the root it was created with, which
     /// its bootstrap names (`KeybayStatus.rootPlugin`); `KeybayStore.moveRoot` moves it.
+    /// Default: `$KEYBAY_ROOT` when it is set and not empty, else `file-root`.
     public var rootPlugin: String = "file-root"
     /// Options for creating the root, when this configuration creates the store (`init --opt`),
     /// e.g. `["pcrs": "7"]` for `tpm2`. A root that takes none refuses any (`.invalidArgument`).
@@ -34,6 +35,12 @@ public struct KeybayConfiguration: Sendable, Equatable {
         self.applicationID = applicationID
         self.dataHome = try Self.baseDirectory(explicit: dataHome, variable: "XDG_DATA_HOME", fallback: ".local/share")
         self.stateHome = try Self.baseDirectory(explicit: stateHome, variable: "XDG_STATE_HOME", fallback: ".local/state")
+        if let root = getenv("KEYBAY_ROOT").map({ String(cString: $0) }), !root.isEmpty {
+            guard root == Self.automaticRoot || KeybayPluginSearch.isValidPluginID(root) else {
+                throw KeybayError(.invalidArgument, "KEYBAY_ROOT='\(root)' is not a root plugin id (file-root, secret-service, tpm2, auto, ...)")
+            }
+            rootPlugin = root
+        }
     }
 
     public var storeDirectory: String { dataHome + "/keybay/" + applicationID }

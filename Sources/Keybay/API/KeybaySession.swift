@@ -150,13 +150,15 @@ public final class KeybaySession: Sendable {
     }
 
     /// Replaces the method list (see StoreLifecycle.rotate); fails if the methods on disk are no
-    /// longer those of `expected` (another session or process changed them meanwhile).
-    func rotate(expecting expected: StoreSnapshot, _ change: ([MethodEnvelope.Public]) -> [MethodEnvelope.Public]) throws {
+    /// longer those of `expected` (another session or process changed them meanwhile). Returns
+    /// why a rotation that took effect could not be confirmed durable, for the caller to throw
+    /// once it has handed over what the new method shows.
+    func rotate(expecting expected: StoreSnapshot, _ change: ([MethodEnvelope.Public]) -> [MethodEnvelope.Public]) throws -> KeybayError? {
         try replaceGeneration { try lifecycle.rotate(file, previous: $0, expecting: expected, change: change) }
     }
 
     private func write(_ change: (StoreSnapshot) throws -> [PendingFrame]?) throws {
-        try replaceGeneration { try lifecycle.commit(file, previous: $0, change: change) }
+        if let unconfirmed = try replaceGeneration({ try lifecycle.commit(file, previous: $0, change: change) }) { throw unconfirmed }
     }
 
     /// The session's generation, unless the session is closed.
@@ -165,11 +167,13 @@ public final class KeybaySession: Sendable {
         return generation
     }
 
-    /// Runs a write on the open generation and keeps the one it produces.
-    private func replaceGeneration(_ body: (Generation) throws -> Generation) throws {
+    /// Runs a write on the open generation and keeps the one it produces, also when it could
+    /// not be confirmed durable (it is the store all the same); returns why not.
+    private func replaceGeneration(_ body: (Generation) throws -> Landed) throws -> KeybayError? {
         try current.withLock { generation in
-            let g = try open(generation)
-            generation = try body(g)
+            let landed = try body(try open(generation))
+            generation = landed.generation
+            return landed.unconfirmed
         }
     }
 }

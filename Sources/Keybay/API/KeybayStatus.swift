@@ -24,4 +24,14 @@ public struct KeybayStatus: Sendable, Equatable {
     public let methods: [KeybayMethod]
     /// A sentence on what the root protects against, shown by `status`.
     public let rootProtection: String
+    /// Roots that an interrupted `root move` left behind and the store does not use (the root it
+    /// moved from, or the one it was moving to); `reset` removes them with the store.
+    public let leftoverRoots: [LeftoverRoot]
+
+    /// A root the store does not use.
+    public struct LeftoverRoot: Sendable, Equatable {
+        public let plugin: String
+        /// Where it keeps its key.
+        public let location: String
+    }
 }

@@ -91,8 +91,8 @@ public enum KeybayStore {
 
     static func initializeStore(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction) throws -> KeybaySession {
         let lifecycle = try StoreLifecycle(configuration, interaction: interaction)
-        let (file, generation) = try lifecycle.initialize()
-        return KeybaySession(lifecycle: lifecycle, file: file, generation: generation, interaction: interaction)
+        let (file, landed) = try lifecycle.initialize()
+        return KeybaySession(lifecycle: lifecycle, file: file, generation: try landed.confirmed(), interaction: interaction)
     }
 
     /// Creates a new store protected from its first write by a method of `plugin` (label: the
@@ -101,34 +101,37 @@ public enum KeybayStore {
     /// written in one write. Fails with `.alreadyInitialized` or `.stateConflict` if anything exists.
     public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
                                   label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
-        try initializeStore(configuration, enrolling: plugin, options: options, label: label, ceremony: interaction, interaction: interaction)
+        try initializeStore(configuration, enrolling: plugin, options: options, label: label, ceremony: interaction, interaction: interaction).get()
     }
 
     /// `initialize(_:enrolling:)`, for a plugin that shows the user a secret to keep (a recovery
     /// key): once the store is written, `confirm` gets its method; if `confirm` throws, the store
     /// is removed again (nothing existed before it) and the error rethrown, as `auth.add(confirm:)`
-    /// does for an existing store.
+    /// does for an existing store; `confirm` runs also when the store was created but could not
+    /// be confirmed durable, and that error (`tookEffect`) is thrown after it.
     public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
                                   label: String? = nil, interaction: any KeybayInteraction = NonInteractive(),
                                   confirm: (KeybayMethod) throws -> Void) throws -> KeybaySession {
-        let session = try initialize(configuration, enrolling: plugin, options: options, label: label, interaction: interaction)
+        let stored = try initializeStore(configuration, enrolling: plugin, options: options, label: label, ceremony: interaction,
+                                         interaction: interaction)
+        let session = stored.value
         try KeybayAuth.confirming(try session.auth.list()[0], confirm) {
             session.close()
             try reset(configuration)
         }
-        return session
+        return try stored.get()
     }
 
     /// `initialize(_:enrolling:)`, from async code.
     public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
                                   label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
         try await CeremonyThread.run(interaction) { ceremony in
-            try initializeStore(configuration, enrolling: plugin, options: options, label: label, ceremony: ceremony, interaction: interaction)
+            try initializeStore(configuration, enrolling: plugin, options: options, label: label, ceremony: ceremony, interaction: interaction).get()
         }
     }
 
     static func initializeStore(_ configuration: KeybayConfiguration, enrolling pluginID: String, options: [(String, String)], label: String?,
-                                ceremony: any KeybayInteraction, interaction: any KeybayInteraction) throws -> KeybaySession {
+                                ceremony: any KeybayInteraction, interaction: any KeybayInteraction) throws -> StoredChange<KeybaySession> {
         let lifecycle = try StoreLifecycle(configuration, interaction: interaction)
         // Nothing may exist: checked before the ceremony too, so nobody enrolls a secret for nothing.
         switch try lifecycle.status().state {
@@ -141,8 +144,9 @@ public enum KeybayStore {
         let plugin = try KeybayAuth.checkedPlugin(pluginID, label: label, options: options, configuration: configuration)
         let enrollment = try KeybayAuth.enroll(plugin, options: options, label: label ?? pluginID, configuration: configuration,
                                                interaction: ceremony)
-        let (file, generation) = try lifecycle.initialize(enrollment: enrollment)
-        return KeybaySession(lifecycle: lifecycle, file: file, generation: generation, interaction: interaction)
+        let (file, landed) = try lifecycle.initialize(enrollment: enrollment)
+        return StoredChange(value: KeybaySession(lifecycle: lifecycle, file: file, generation: landed.generation, interaction: interaction),
+                            unconfirmed: landed.unconfirmed)
     }
 
     /// Moves the existing store to the root `rootPlugin` (a plugin id or `auto`), see

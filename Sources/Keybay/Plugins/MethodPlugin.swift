@@ -31,18 +31,28 @@ extension LoadedPlugin {
                 }
             }
         }
-        return (try take(&params, limit: MethodEnvelope.maxParamsBytes, what: "parameters"), secret)
+        let enrolled = (try take(&params, limit: MethodEnvelope.maxParamsBytes, what: "parameters"), secret)
+        try Self.refuseIfCancelled(interaction)
+        return enrolled
+    }
+
+    /// A ceremony that finished although its caller was cancelled meanwhile (a key derivation
+    /// polls nothing) is not used: nothing has been written yet, so the cancel still holds.
+    static func refuseIfCancelled(_ interaction: any KeybayInteraction) throws {
+        if interaction.isCancelled { throw KeybayError(.cancelled, "cancelled: the task waiting for this was cancelled while the method ran") }
     }
 
     /// Runs the unlock ceremony for `params`; `forVerification` uses the plugin's verify entry.
     func unwrap(params: [UInt8], interaction: any KeybayInteraction, about: MethodCallContext = .none,
                 forVerification: Bool = false) throws -> SecureBytes {
-        try SecureBytes(count: Self.methodSecretBytes) { out in
+        let secret = try SecureBytes(count: Self.methodSecretBytes) { out in
             try call(interaction, "could not unlock", about: about) { d, h in
                 let op = (forVerification ? d.pointee.verify : nil) ?? d.pointee.unwrap!
                 return op(h, params, params.count, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
         }
+        try Self.refuseIfCancelled(interaction)
+        return secret
     }
 
     /// One line describing the parameters, for listings.

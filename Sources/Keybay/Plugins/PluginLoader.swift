@@ -34,7 +34,7 @@ enum PluginLoader {
                 return plugin
             }
         }
-        throw KeybayError(.pluginNotFound, "plugin '\(id)' not found: no \(name) in \(directories.joined(separator: ", "))")
+        throw KeybayError(.pluginNotFound, "plugin '\(id)' not found: no \(name) in \(directories.joined(separator: ", ")) (KEYBAY_PLUGIN_PATH adds directories to search)")
     }
 
     /// The method plugin `id` on the configuration's search path.

@@ -179,7 +179,9 @@ final class PrivateDirectory: @unchecked Sendable {
 
     /// Durable replace: write `name.stage`-style staging file, fsync it, rename it over `name`,
     /// fsync the directory. A crash at any point leaves the old or the new file, never a torn one.
-    func replace(_ name: String, stagingName: String, with bytes: [UInt8]) throws {
+    /// Throws only while nothing has changed (before the rename); once the new file is in place,
+    /// a failing directory fsync is returned instead: the new file is `name` now.
+    func replace(_ name: String, stagingName: String, with bytes: [UInt8]) throws -> KeybayError? {
         try removeIfPresent(stagingName)
         try writeNew(stagingName, bytes)
         guard renameat(fd, stagingName, fd, name) == 0 else {
@@ -187,23 +189,32 @@ final class PrivateDirectory: @unchecked Sendable {
             _ = unlinkat(fd, stagingName, 0)
             throw e
         }
-        try sync()
+        return syncFailure()
     }
 
     /// Create-only: the file appears complete under `name` or not at all, and an existing
-    /// `name` is never overwritten (link(2) fails with EEXIST).
-    func createExclusive(_ name: String, stagingName: String, with bytes: [UInt8]) throws {
+    /// `name` is never overwritten (link(2) fails with EEXIST). Like `replace`, throws only
+    /// before the link; a failure after it is returned.
+    func createExclusive(_ name: String, stagingName: String, with bytes: [UInt8]) throws -> KeybayError? {
         try removeIfPresent(stagingName)
         try writeNew(stagingName, bytes)
         let linked = linkat(fd, stagingName, fd, name, 0) == 0
         let linkErrno = errno
-        _ = unlinkat(fd, stagingName, 0)
         guard linked else {
+            _ = unlinkat(fd, stagingName, 0)
             errno = linkErrno
             if linkErrno == EEXIST { throw KeybayError(.stateConflict, "\(pathOf(name)) already exists; refusing to overwrite it") }
             throw Self.posixError("cannot create", pathOf(name))
         }
-        try sync()
+        // The staging name is a second link to the live file now; one left behind is the next
+        // writer's to clear (it removes a leftover staging file first).
+        _ = unlinkat(fd, stagingName, 0)
+        return syncFailure()
+    }
+
+    /// `sync()`'s failure, returned rather than thrown.
+    private func syncFailure() -> KeybayError? {
+        do { try sync(); return nil } catch let e as KeybayError { return e } catch { return KeybayError(.io, "\(error)") }
     }
 
     /// Creates `name` (never an existing one, never through a link) with exactly mode 0600,
@@ -280,6 +291,10 @@ struct FileIdentity: Equatable, Sendable {
     let modifiedNanoseconds: Int
     let changedSeconds: Int
     let changedNanoseconds: Int
+
+    /// The identity of no file: a generation known only from memory compares unequal to the
+    /// file on disk, which is then read again.
+    static let unknown = FileIdentity(stat())
 
     init(_ st: stat) {
         device = UInt64(st.st_dev)

@@ -5,6 +5,8 @@ struct StoreFile: Sendable {
     static let liveName = "keybay.v2.store"
     static let stagingName = "keybay.v2.stage"
     static let lockName = "keybay.v2.lock"
+    /// Names the roots of a `root move` while it runs (docs/format.md, "The move record").
+    static let moveName = "keybay.v2.move"
 
     private let directory: PrivateDirectory
     /// The live file's path, for messages.
@@ -41,13 +43,14 @@ struct StoreFile: Sendable {
         try directory.contains(Self.liveName)
     }
 
-    /// Durable replace of the live file (staging file, fsync, rename, directory fsync).
-    func replace(with bytes: [UInt8]) throws {
+    /// Durable replace of the live file (staging file, fsync, rename, directory fsync). Throws
+    /// when nothing changed; returns why the new file, once in place, is not known durable.
+    func replace(with bytes: [UInt8]) throws -> KeybayError? {
         try directory.replace(Self.liveName, stagingName: Self.stagingName, with: bytes)
     }
 
-    /// Create-only write of the live file: it never overwrites one.
-    func create(with bytes: [UInt8]) throws {
+    /// Create-only write of the live file: it never overwrites one. Throws and returns as `replace`.
+    func create(with bytes: [UInt8]) throws -> KeybayError? {
         try directory.createExclusive(Self.liveName, stagingName: Self.stagingName, with: bytes)
     }
 
@@ -75,6 +78,31 @@ struct StoreFile: Sendable {
     func removeStore() throws {
         try directory.removeIfPresent(Self.liveName)
         try directory.removeIfPresent(Self.stagingName)
+        try directory.sync()
+    }
+
+    /// Records, durably and under the exclusive lock, that the store is moving from root `from` to
+    /// root `to`: two plugin ids, each followed by a newline.
+    func recordMove(from: String, to: String) throws {
+        if let unconfirmed = try directory.replace(Self.moveName, stagingName: Self.stagingName, with: Array("\(from)\n\(to)\n".utf8)) {
+            throw unconfirmed
+        }
+    }
+
+    /// The roots a move record names, or nil if there is none; anything but two valid plugin
+    /// ids is `.malformed`.
+    func readMoveRecord() throws -> (from: String, to: String)? {
+        guard let bytes = try directory.read(Self.moveName, maxBytes: 512)?.bytes else { return nil }
+        let lines = bytes.split(separator: 0x0a, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        guard lines.count == 3, lines[2].isEmpty, KeybayPluginSearch.isValidPluginID(lines[0]), KeybayPluginSearch.isValidPluginID(lines[1]) else {
+            throw KeybayError(.malformed, "\(directory.pathOf(Self.moveName)) is not a move record (two root plugin ids, one a line); remove it by hand once the roots it named are settled")
+        }
+        return (lines[0], lines[1])
+    }
+
+    func removeMoveRecord() throws {
+        guard try directory.contains(Self.moveName) else { return }
+        try directory.removeIfPresent(Self.moveName)
         try directory.sync()
     }
 

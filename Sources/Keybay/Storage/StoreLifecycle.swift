@@ -141,8 +141,10 @@ struct StoreLifecycle: Sendable {
                 methods = try keyring.methods(bootstrap, sealedPackage: sealedPackage)
             }
         }
+        let leftovers = try leftoverRoots(storeFile(create: false)).map { KeybayStatus.LeftoverRoot(plugin: $0.id, location: $0.location) }
         return (KeybayStatus(state: state, storePath: storePath, rootPlugin: root.id, rootLocation: root.location,
-                             methods: methods.map(KeybayMethod.init), rootProtection: protectionNote(methods: methods.count)), methods)
+                             methods: methods.map(KeybayMethod.init), rootProtection: protectionNote(methods: methods.count),
+                             leftoverRoots: leftovers), methods)
     }
 
     /// The root's own note on what it protects against, and what the methods add.
@@ -175,28 +177,37 @@ struct StoreLifecycle: Sendable {
         }
         let generation = try file.withLock(create ? .exclusive : .shared) { () throws -> Generation in
             // The generation the ceremony unlocked is taken as it is if the file did not change.
-            if let live = try unlocked.map({ try current(file, previous: $0) }) ?? load(file, reusing: nil) {
+            let found: Generation?
+            do {
+                found = try unlocked.map({ try current(file, previous: $0) }) ?? load(file, reusing: nil)
+            } catch let e as KeybayError where e.code == .authenticationRequired && unlock.mayRunCeremony {
+                // The method's ceremony ran on a file that another process replaced meanwhile
+                // (a root move, a change of methods): open it again, with the same method.
+                throw KeybayError(.keyChanged, "another process changed \(storePath) while it was being unlocked (a new store key); open it again")
+            }
+            if let live = found {
                 // A leftover staging file is only removed once the live file has authenticated.
                 if create { try file.removeLeftoverStaging() }
                 return live
             }
             guard create else { throw try missingStore(unlock) }
-            return try createStore(in: file)
+            return try createStore(in: file).confirmed()
         }
         return (file, generation)
     }
 
     /// `init`: creates a store only when there is nothing at all, platform-only or protected from
     /// its first write by `enrollment` (whose ceremony the caller ran before anything was created).
-    func initialize(enrollment: Enrollment? = nil) throws -> (StoreFile, Generation) {
+    /// A store whose link happened but could not be confirmed durable comes back with why.
+    func initialize(enrollment: Enrollment? = nil) throws -> (StoreFile, Landed) {
         let file = try storeFileCreating()
-        let generation = try file.withLock(.exclusive) { () throws -> Generation in
+        let landed = try file.withLock(.exclusive) { () throws -> Landed in
             if try file.hasLiveFile() {
                 throw KeybayError(.alreadyInitialized, "a store already exists at \(storePath); refusing to initialise over it")
             }
             return try createStore(in: file, enrollment: enrollment)
         }
-        return (file, generation)
+        return (file, landed)
     }
 
     /// Removes the store, its staging file and the root; keeps the lock file. Idempotent, needs
@@ -207,15 +218,26 @@ struct StoreLifecycle: Sendable {
     /// The root goes first: removing it is what may fail for reasons no check foresees (a
     /// locked keyring whose item cannot be deleted), and then nothing is removed; a failure
     /// after it leaves a store without its root, which `reset` clears when run again.
+    ///
+    /// Roots an interrupted `root move` left go too. The root is removed under the store's lock
+    /// even when there is no store directory yet: a store being created meanwhile makes its root
+    /// under that lock, and removing its half-made root from outside made the creation fail.
     func reset() throws {
-        let file = try storeFile(create: false)
-        _ = try root.exists()
-        guard let file else { return try root.reset() }
+        var file = try storeFile(create: false)
+        let rootExists = try root.exists()
+        if file == nil {
+            guard rootExists else { return }
+            file = try StoreFile.open(configuration, create: true)
+        }
+        guard let file else { return }
         try file.repairLockMode()
         try file.withLock(.exclusive) {
             try file.clearStagingDirectory()
+            let leftovers = try leftoverRoots(file)
             try root.reset()
+            for other in leftovers { try other.reset() }
             try file.removeStore()
+            try file.removeMoveRecord()
         }
     }
 
@@ -228,22 +250,34 @@ struct StoreLifecycle: Sendable {
         return KeybayError(.storeNotFound, "no store at \(storePath)")
     }
 
-    /// Caller holds the exclusive lock and has seen no live file.
-    private func createStore(in file: StoreFile, enrollment: Enrollment? = nil) throws -> Generation {
+    /// Caller holds the exclusive lock and has seen no live file. A failure before the store's
+    /// link leaves nothing (the root made here is removed again); from the link on, the store
+    /// exists, and a failure is returned as unconfirmed.
+    private func createStore(in file: StoreFile, enrollment: Enrollment? = nil) throws -> Landed {
         if try root.exists() { throw try missingStore() }
-        let providerState = try root.create(options: configuration.rootOptions)
-        var storeLinked = false
+        let providerState: [UInt8]
         do {
-            let sealed = try keyring.first(providerState: providerState, enrollment: enrollment)
-            let encoded = try StoreEncoder.encodeStore(bootstrap: sealed.bootstrap, sealedPackage: sealed.package, frames: [],
-                                                       keys: sealed.keys, domain: keyring.domain)
-            try file.create(with: encoded.file)
-            storeLinked = true
-            return try verifyWritten(encoded, in: file) { try keyring.confirm(sealed, in: encoded.file, layout: $0) }
+            providerState = try root.create(options: configuration.rootOptions)
+        } catch {
+            // A root that failed halfway (its file linked, its directory's fsync failed) is
+            // ours: there was none under the lock. Nothing refers to it.
+            if (try? root.exists()) == true { try? root.reset() }
+            throw error
+        }
+        let sealed: Keyring.Sealed, encoded: EncodedStore, afterLink: KeybayError?
+        do {
+            sealed = try keyring.first(providerState: providerState, enrollment: enrollment)
+            encoded = try StoreEncoder.encodeStore(bootstrap: sealed.bootstrap, sealedPackage: sealed.package, frames: [],
+                                                   keys: sealed.keys, domain: keyring.domain)
+            afterLink = try file.create(with: encoded.file)
         } catch {
             // Undo only our own root, and only while no store refers to it.
-            if !storeLinked { try? root.reset() }
+            try? root.reset()
             throw error
+        }
+        return try land(encoded, in: file, afterRename: afterLink, what: "creating the store \(storePath)",
+                        known: Keyring.Opened(keys: sealed.keys, methods: sealed.methods)) {
+            try keyring.confirm(sealed, in: encoded.file, layout: $0)
         }
     }
 
@@ -286,15 +320,16 @@ struct StoreLifecycle: Sendable {
 
     /// Read-modify-write under the exclusive lock: re-read the live file, let `change` produce
     /// the new frames, write staging, fsync, rename, fsync the directory, verify.
-    func commit(_ file: StoreFile, previous: Generation, change: (StoreSnapshot) throws -> [PendingFrame]?) throws -> Generation {
+    func commit(_ file: StoreFile, previous: Generation, change: (StoreSnapshot) throws -> [PendingFrame]?) throws -> Landed {
         try file.withLock(.exclusive) {
             guard let current = try current(file, previous: previous) else { throw try missingStore() }
-            guard let frames = try change(current.snapshot) else { return current }
+            guard let frames = try change(current.snapshot) else { return Landed(generation: current, unconfirmed: nil) }
             let snapshot = current.snapshot
             let encoded = try StoreEncoder.encodeStore(bootstrap: snapshot.layout.bootstrap, sealedPackage: snapshot.sealedPackage,
                                                        frames: frames, keys: snapshot.keys, domain: keyring.domain)
-            try file.replace(with: encoded.file)
-            return try verifyWritten(encoded, in: file) { _ in Keyring.Opened(keys: snapshot.keys, methods: snapshot.methods) }
+            let afterRename = try file.replace(with: encoded.file)
+            let keys = Keyring.Opened(keys: snapshot.keys, methods: snapshot.methods)
+            return try land(encoded, in: file, afterRename: afterRename, what: "the write to \(storePath)", known: keys) { _ in keys }
         }
     }
 
@@ -313,7 +348,7 @@ struct StoreLifecycle: Sendable {
     /// possibly before a long ceremony): a list computed earlier could bring back a method
     /// another process removed meanwhile.
     func rotate(_ file: StoreFile, previous: Generation, expecting expected: StoreSnapshot,
-                change: ([MethodEnvelope.Public]) -> [MethodEnvelope.Public]) throws -> Generation {
+                change: ([MethodEnvelope.Public]) -> [MethodEnvelope.Public]) throws -> Landed {
         try file.withLock(.exclusive) {
             guard let current = try current(file, previous: previous)?.snapshot else { throw try missingStore() }
             guard current.sealedPackage.elementsEqual(expected.sealedPackage) else {
@@ -329,11 +364,18 @@ struct StoreLifecycle: Sendable {
     /// here, under the exclusive lock: the store is made durable and verified first, then the
     /// root's rollback floor rises to the new epoch. A crash between the two leaves a store newer
     /// than the floor, which opens; the floor never gets ahead of the store on disk.
-    /// `keyring` is the store's own, or for a move the new root's.
-    func writeRotation(_ sealed: Keyring.Sealed, _ encoded: EncodedStore, in file: StoreFile, keyring: Keyring? = nil) throws -> Generation {
+    /// `keyring` is the store's own, or for a move the new root's. A rotation that took effect
+    /// but could not be confirmed durable leaves the floor where it is: the old generation may
+    /// still come back after a crash, and must then open.
+    func writeRotation(_ sealed: Keyring.Sealed, _ encoded: EncodedStore, in file: StoreFile, keyring: Keyring? = nil,
+                       what: String? = nil) throws -> Landed {
         let keyring = keyring ?? self.keyring
-        try file.replace(with: encoded.file)
-        let generation = try verifyWritten(encoded, in: file, domain: keyring.domain) { try keyring.confirm(sealed, in: encoded.file, layout: $0) }
+        let afterRename = try file.replace(with: encoded.file)
+        let landed = try land(encoded, in: file, afterRename: afterRename, what: what ?? "the change of the unlock methods of \(storePath)",
+                              domain: keyring.domain, known: Keyring.Opened(keys: sealed.keys, methods: sealed.methods)) {
+            try keyring.confirm(sealed, in: encoded.file, layout: $0)
+        }
+        guard landed.unconfirmed == nil else { return landed }
         do {
             try keyring.raiseFloor(to: sealed)
         } catch let e as KeybayError {
@@ -342,7 +384,7 @@ struct StoreLifecycle: Sendable {
             // store's old root). The floor lags until the next rotation raises it past this epoch.
             interaction.message("warning: " + e.message, level: .warning)
         }
-        return generation
+        return landed
     }
 
     /// Moves the store to root `target` (`auto` allowed): the keyring's next generation sealed
@@ -350,9 +392,13 @@ struct StoreLifecycle: Sendable {
     /// key, every record re-encrypted) in one atomic replace; the old root is removed only once
     /// the new store is durable and has read back and authenticated (and the new root's rollback
     /// floor has risen to the new epoch, as for any rotation). A kill at any moment leaves
-    /// a store that opens with the old root or the new one. A root of the target kind that the
-    /// store does not refer to (left by an interrupted move) is removed before the new one is
-    /// made. Returns the old root's location when it could not be removed (the store has moved).
+    /// a store that opens with the old root or the new one. Before anything is made, the move is
+    /// recorded beside the store (`StoreFile.recordMove`): a move cut short anywhere leaves a
+    /// root the store does not use, which `status` then shows and `reset` removes with the store.
+    /// Roots such a record names, and a root of the target kind the store does not refer to, are
+    /// removed before the new one is made. Returns the old root's location when it could not be
+    /// removed (the store has moved). A move that took effect but could not be confirmed durable
+    /// keeps the old root (a crash may still bring back the store it opens) and says so.
     func moveRoot(_ file: StoreFile, previous: Generation, to target: String, options: [String: String] = [:],
                   interaction: any KeybayInteraction) throws -> String? {
         let targetID = Self.resolve(target, configuration)
@@ -363,23 +409,73 @@ struct StoreLifecycle: Sendable {
         let newRoot = destination.root
         return try file.withLock(.exclusive) { () throws -> String? in
             guard let current = try current(file, previous: previous)?.snapshot else { throw try missingStore() }
+            try removeLeftoverRoots(file)
             if try newRoot.exists() { try newRoot.reset() }
+            try file.recordMove(from: root.id, to: targetID)
             let state = try newRoot.create(options: options)
+            let landed: Landed
             do {
                 let sealed = try destination.next(after: current.keys, providerState: state, methods: current.methods)
-                _ = try writeRotation(sealed, try destination.reencrypt(current, into: sealed), in: file, keyring: destination)
+                landed = try writeRotation(sealed, try destination.reencrypt(current, into: sealed), in: file, keyring: destination,
+                                           what: "moving \(storePath) to the root \(targetID)")
             } catch {
                 // Undo only the new root, and only while the live file does not refer to it.
-                if let live = try? Self.providerState(of: file, configuration), live != state { try? newRoot.reset() }
+                if let live = try? Self.providerState(of: file, configuration), live != state {
+                    try? newRoot.reset()
+                    try? file.removeMoveRecord()
+                }
                 throw error
+            }
+            if let unconfirmed = landed.unconfirmed {
+                throw KeybayError(.io, unconfirmed.message + "; the old root \(root.id) at \(root.location) is kept until then (reset, or the next root move, removes it)",
+                                  tookEffect: true)
             }
             do {
                 try root.reset()
-                return nil
             } catch {
                 return root.location
             }
+            // With both roots settled, a record that stays names no root that exists.
+            try? file.removeMoveRecord()
+            return nil
         }
+    }
+
+    /// The roots other than the store's own that an interrupted `root move` left (its record
+    /// names them) and that exist.
+    func leftoverRoots(_ file: StoreFile?) throws -> [any RootProvider] {
+        guard let file, let move = try file.readMoveRecord() else { return [] }
+        return try [move.from, move.to].filter { $0 != root.id }.compactMap { id in
+            let other = try Self.keyring(root: id, configuration, interaction: interaction).root
+            return try other.exists() ? other : nil
+        }
+    }
+
+    /// Removes what `leftoverRoots` finds, then the record. Caller holds the exclusive lock.
+    private func removeLeftoverRoots(_ file: StoreFile) throws {
+        for other in try leftoverRoots(file) { try other.reset() }
+        try file.removeMoveRecord()
+    }
+
+    /// After the rename (or link) put `encoded` in place: it is the store now, whatever fails
+    /// from here. `afterRename` is why the directory's fsync failed, if it did; otherwise the file
+    /// is read back and verified (`confirm` opens a new package with the root). A failure is
+    /// returned, never thrown: the generation as encoded (`known`: its keys, from memory), with an
+    /// identity no file has, so the next operation reads the store again.
+    private func land(_ encoded: EncodedStore, in file: StoreFile, afterRename: KeybayError?, what: String, domain: [UInt8]? = nil,
+                      known: Keyring.Opened, confirm: (StoreLayout) throws -> Keyring.Opened) throws -> Landed {
+        var failure = afterRename
+        if failure == nil {
+            do {
+                return Landed(generation: try verifyWritten(encoded, in: file, domain: domain, keys: confirm), unconfirmed: nil)
+            } catch let e as KeybayError {
+                failure = e
+            }
+        }
+        let layout = try StoreLayout.decode(encoded.file, context: storePath)
+        let snapshot = try StoreSnapshot.authenticateWritten(encoded, layout: layout, keys: known.keys, methods: known.methods,
+                                                             domain: domain ?? keyring.domain, context: storePath)
+        return Landed(generation: Generation(snapshot: snapshot, identity: .unknown), unconfirmed: .unconfirmed(what, cause: failure!))
     }
 
     /// Reads back what was just made durable: it must equal, byte for byte, what was encoded
@@ -404,4 +500,17 @@ struct StoreLifecycle: Sendable {
 struct Generation: Sendable {
     let snapshot: StoreSnapshot
     let identity: FileIdentity
+}
+
+/// What a write that put a new store file in place left: the generation it holds and, when
+/// the write took effect but could not be confirmed durable, why (`KeybayError.tookEffect`).
+struct Landed: Sendable {
+    let generation: Generation
+    let unconfirmed: KeybayError?
+
+    /// The generation, or the failure to confirm it, thrown.
+    func confirmed() throws -> Generation {
+        if let unconfirmed { throw unconfirmed }
+        return generation
+    }
 }

@@ -1,0 +1,255 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Every write path of the CLI, with one system call failing at each of its calls in turn
+/// (`strace -e inject`): fsync, fdatasync, the renames, linkat, pread64 and write, with EIO and
+/// (for the calls that can run out of space) ENOSPC. After each run three things must hold:
+/// every acknowledged record reads back; what the command printed (its result object, with
+/// `--json`: printed exactly when the change took effect, even when it exits 1 with `io`) is
+/// what is on disk, and the credentials it names are the ones that open; and no run leaves a
+/// store that nobody can open (or a half-made one: `root-only`, `store-only`).
+@Suite struct FaultInjectionTests {
+    static let calls = ["fsync", "fdatasync", "rename", "renameat", "renameat2", "linkat", "pread64", "write"]
+    /// ENOSPC too, where running out of space is what the call does.
+    static let noSpaceCalls: Set<String> = ["fsync", "fdatasync", "write"]
+
+    /// One command on one starting state, with the check of what it left.
+    struct Scenario: Sendable {
+        let name: String
+        /// The command prints a secret only the new store accepts (a recovery key): when it may
+        /// not have reached standard output, the change must have been taken back.
+        var showsSecret = false
+        /// Prepares the starting state in a sandbox and returns what the check needs to know of it.
+        let setup: @Sendable (Sandbox) throws -> [String: String]
+        /// The command's arguments and its standard input, given the setup's facts.
+        let command: @Sendable ([String: String]) -> (arguments: [String], stdin: String?)
+        let check: @Sendable (Sandbox, [String: String], Outcome) throws -> Void
+    }
+
+    /// What a run said: its exit status and the JSON object it printed, if any. `outputLost`:
+    /// the failing call was the write of that object to standard output, so whether the change
+    /// took effect cannot be told from it (a change that shows a secret is then taken back).
+    struct Outcome {
+        let status: Int32
+        let printed: [String: Any]?
+        let outputLost: Bool
+        let description: String
+    }
+
+    static let scenarios: [Scenario] = [
+        Scenario(name: "change of the only method, a recovery key", showsSecret: true, setup: { box in
+            let enrolled = try json(box.cli("enroll", "recovery", "--json", "--no-input"))
+            try expectStatus(box.cli("set", "a", "1", "--method", enrolled["id"] as! String, "--recovery-key-fd", "0",
+                                     stdin: Array((enrolled["recoveryKey"] as! String).utf8)), 0)
+            return ["id": enrolled["id"] as! String, "key": enrolled["recoveryKey"] as! String]
+        }, command: { facts in
+            (["change", facts["id"]!, "--recovery-key-fd", "0", "--json", "--no-input"], facts["key"])
+        }, check: { box, facts, outcome in
+            if let printed = outcome.printed {
+                let id = printed["methodId"] as! String, key = printed["recoveryKey"] as! String
+                let holds1 = try record(box, "a", method: id, key: key) == "1"
+                #expect(holds1, "\(outcome.description): the printed key must open")
+                let holds2 = try record(box, "a", method: facts["id"]!, key: facts["key"]!) == nil
+                #expect(holds2, "\(outcome.description): the old key still opens")
+            } else {
+                #expect(outcome.status != 0, "\(outcome.description)")
+                let holds3 = try record(box, "a", method: facts["id"]!, key: facts["key"]!) == "1"
+                #expect(holds3, "\(outcome.description): nothing printed, so the old key must open")
+            }
+        }),
+        Scenario(name: "enroll of a recovery key on a platform-only store", showsSecret: true, setup: { box in
+            try expectStatus(box.cli("set", "a", "1"), 0)
+            return [:]
+        }, command: { _ in
+            (["enroll", "recovery", "--json", "--no-input"], nil)
+        }, check: { box, _, outcome in
+            if let printed = outcome.printed {
+                let holds4 = try record(box, "a", method: printed["id"] as? String, key: printed["recoveryKey"] as? String) == "1"
+                #expect(holds4, "\(outcome.description)")
+                let holds5 = try methodIDs(box) == [printed["id"] as! String]
+                #expect(holds5, "\(outcome.description)")
+            } else {
+                #expect(outcome.status != 0, "\(outcome.description)")
+                let holds6 = try methodIDs(box).isEmpty
+                #expect(holds6, "\(outcome.description): a method nobody was shown")
+                let holds7 = try record(box, "a") == "1"
+                #expect(holds7, "\(outcome.description)")
+            }
+        }),
+        Scenario(name: "the first enrollment, on an empty home", showsSecret: true, setup: { _ in [:] }, command: { _ in
+            (["enroll", "recovery", "--json", "--no-input"], nil)
+        }, check: { box, _, outcome in
+            if let printed = outcome.printed {
+                let holds8 = try state(box) == "protected"
+                #expect(holds8, "\(outcome.description)")
+                let keys = try box.cli("keys", "--method", printed["id"] as! String, "--recovery-key-fd", "0",
+                                       stdin: Array((printed["recoveryKey"] as! String).utf8))
+                #expect(keys.status == 0, "\(outcome.description): \(keys.stderr)")
+            } else {
+                #expect(outcome.status != 0, "\(outcome.description)")
+                let holds9 = try state(box) == "absent"
+                #expect(holds9, "\(outcome.description)")
+            }
+        }),
+        Scenario(name: "remove of the only method, a passphrase", setup: { box in
+            let enrolled = try json(run(cliPath, ["enroll", "passphrase", "--json", "--passphrase-fd", "0"] + fastPassphraseFlags,
+                                        environment: box.environment, stdin: Array("pw".utf8)))
+            let id = enrolled["id"] as! String
+            try expectStatus(box.cli("set", "a", "1", "--method", id, "--passphrase-fd", "0", stdin: Array("pw".utf8)), 0)
+            return ["id": id]
+        }, command: { facts in
+            (["remove", facts["id"]!, "--json", "--passphrase-fd", "0"], "pw")
+        }, check: { box, facts, outcome in
+            if outcome.outputLost {
+                let now = try state(box)
+                #expect(now == "platform-only" || now == "protected", "\(outcome.description): \(now)")
+            } else if outcome.printed != nil {
+                let holds10 = try state(box) == "platform-only"
+                #expect(holds10, "\(outcome.description)")
+                let holds11 = try record(box, "a") == "1"
+                #expect(holds11, "\(outcome.description)")
+            } else {
+                #expect(outcome.status != 0, "\(outcome.description)")
+                let holds12 = try state(box) == "protected"
+                #expect(holds12, "\(outcome.description)")
+                let holds13 = try record(box, "a", method: facts["id"]!, passphrase: "pw") == "1"
+                #expect(holds13, "\(outcome.description)")
+            }
+        }),
+        Scenario(name: "set on an existing store", setup: { box in
+            try expectStatus(box.cli("set", "a", "1"), 0)
+            return [:]
+        }, command: { _ in (["set", "b", "2", "--json"], nil) }, check: { box, _, outcome in
+            let holds14 = try record(box, "a") == "1"
+            #expect(holds14, "\(outcome.description): an acknowledged record was lost")
+            let holds15 = try outcome.outputLost || record(box, "b") == (outcome.printed != nil ? "2" : nil)
+            #expect(holds15, "\(outcome.description)")
+            if outcome.printed == nil { #expect(outcome.status != 0, "\(outcome.description)") }
+        }),
+        Scenario(name: "the first set, on an empty home", setup: { _ in [:] }, command: { _ in (["set", "b", "2", "--json"], nil) },
+                 check: { box, _, outcome in
+            let now = try state(box)
+            if outcome.printed != nil {
+                let value = try record(box, "b")
+                #expect(now == "platform-only" && value == "2", "\(outcome.description): \(now)")
+            } else {
+                #expect(outcome.status != 0 && (now == "absent" || now == "platform-only"), "\(outcome.description): \(now)")
+                if now == "platform-only" && !outcome.outputLost {
+                    let holds16 = try record(box, "b") == nil
+                    #expect(holds16, "\(outcome.description)")
+                }
+            }
+        }),
+        Scenario(name: "init on an empty home", setup: { _ in [:] }, command: { _ in (["init", "--json"], nil) },
+                 check: { box, _, outcome in
+            let now = try state(box)
+            if outcome.printed != nil {
+                #expect(now == "platform-only", "\(outcome.description)")
+            } else {
+                #expect(outcome.status != 0 && (now == "absent" || now == "platform-only"), "\(outcome.description): \(now)")
+            }
+        }),
+    ]
+
+    @Test(arguments: scenarios.indices)
+    func everyFailingCallLeavesWhatTheCommandSaid(_ index: Int) throws {
+        let scenario = Self.scenarios[index]
+        let template = Sandbox()
+        let facts = try scenario.setup(template)
+        let (arguments, stdin) = scenario.command(facts)
+        // How often the command makes each call when nothing fails.
+        let made = try Self.calls(template, arguments, stdin: stdin)
+        #expect(made["fsync", default: []].count > 0 && made["pread64", default: []].count + made["write", default: []].count > 0,
+                "\(scenario.name): strace saw no calls (\(made))")
+        var runs = 0
+        for call in Self.calls {
+            for errno in Self.noSpaceCalls.contains(call) ? ["EIO", "ENOSPC"] : ["EIO"] {
+                // The dynamic loader's reads of shared libraries come before any of our code.
+                for (n, target) in zip(1..., made[call, default: []]) where !Self.isSharedLibrary(target) {
+                    let box = try Self.copy(template)
+                    let r = try run("/usr/bin/strace", ["-f", "-qq", "-o", "/dev/null", "-e", "trace=\(call)", "-e",
+                                                        "inject=\(call):error=\(errno):when=\(n)", cliPath] + arguments,
+                                    environment: box.environment, stdin: stdin.map { Array($0.utf8) } ?? [])
+                    let outputLost = call == "write" && target.hasPrefix("1<")
+                    let printed = outputLost && scenario.showsSecret ? nil : Self.printedObject(r)
+                    let outcome = Outcome(status: r.status, printed: printed, outputLost: outputLost && !scenario.showsSecret,
+                                          description: "\(scenario.name), \(call) #\(n) on \(target) failing with \(errno): exit \(r.status), \(r.stderr)")
+                    #expect(!r.signalled, "\(outcome.description)")
+                    #expect(r.status == 0 || r.status == 1, "\(outcome.description)")
+                    // Exit 0 always says what it did.
+                    if r.status == 0 { #expect(printed != nil, "\(outcome.description)") }
+                    let now = try state(box)
+                    #expect(now != "root-only" && now != "store-only", "\(outcome.description): left \(now)")
+                    try scenario.check(box, facts, outcome)
+                    runs += 1
+                }
+            }
+        }
+        #expect(runs >= 5, "\(scenario.name): only \(runs) runs")
+    }
+
+    /// The calls an undisturbed run of the command on a copy of `template` makes, in order for
+    /// each system call: what its first argument names (`-y`: "3</path>", "1<pipe:[…]>").
+    static func calls(_ template: Sandbox, _ arguments: [String], stdin: String?) throws -> [String: [String]] {
+        let box = try copy(template)
+        let trace = box.root + "/trace"
+        let r = try run("/usr/bin/strace", ["-f", "-qq", "-y", "-o", trace, "-e", "trace=" + calls.joined(separator: ","), cliPath] + arguments,
+                        environment: box.environment, stdin: stdin.map { Array($0.utf8) } ?? [])
+        #expect(r.status == 0, "undisturbed run: \(r.stderr)")
+        var made: [String: [String]] = [:]
+        for line in String(decoding: readBytes(trace) ?? [], as: UTF8.self).split(separator: "\n") {
+            // "PID name(first, ...) = result"
+            guard let call = line.split(separator: " ", maxSplits: 1).last, let open = call.firstIndex(of: "(") else { continue }
+            let first = call[call.index(after: open)...].prefix { $0 != "," && $0 != ")" }
+            made[String(call[..<open]), default: []].append(String(first))
+        }
+        return made
+    }
+
+    static func isSharedLibrary(_ target: String) -> Bool {
+        target.hasSuffix(".so>") || target.contains(".so.")
+    }
+
+    /// A sandbox holding a copy of `template`'s homes.
+    static func copy(_ template: Sandbox) throws -> Sandbox {
+        let box = Sandbox(app: template.app)
+        for (from, to) in [(template.dataHome, box.dataHome), (template.stateHome, box.stateHome)] where exists(from) {
+            try expectStatus(run("/bin/cp", ["-a", from, to], environment: box.environment), 0)
+        }
+        return box
+    }
+
+    /// The JSON object on the first line of standard output, if there is one.
+    static func printedObject(_ r: RunResult) -> [String: Any]? {
+        guard let line = r.stdout.split(separator: 0x0a).first else { return nil }
+        return (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any]
+    }
+}
+
+/// The object a command printed with --json (it must have succeeded).
+private func json(_ r: RunResult) throws -> [String: Any] {
+    try expectStatus(r, 0)
+    return try #require(FaultInjectionTests.printedObject(r), "no JSON object: \(r.out)")
+}
+
+private func expectStatus(_ r: RunResult, _ status: Int32) throws {
+    try #require(r.status == status, "exit \(r.status): \(r.stderr)")
+}
+
+/// `status --json`'s state.
+private func state(_ box: Sandbox) throws -> String {
+    let r = try box.cli("status", "--json")
+    return (FaultInjectionTests.printedObject(r)?["state"] as? String) ?? "status failed: \(r.stderr)"
+}
+
+/// The value of `key` as the store gives it with the credential given (nil when the store does
+/// not open with it or has no such record).
+private func record(_ box: Sandbox, _ key: String, method: String? = nil, key secret: String? = nil, passphrase: String? = nil) throws -> String? {
+    var arguments = ["get", key, "--no-input"]
+    if let method { arguments += ["--method", method] }
+    if secret != nil { arguments += ["--recovery-key-fd", "0"] }
+    if passphrase != nil { arguments += ["--passphrase-fd", "0"] }
+    let r = try run(cliPath, arguments, environment: box.environment, stdin: (secret ?? passphrase).map { Array($0.utf8) })
+    return r.status == 0 ? r.out : nil
+}
