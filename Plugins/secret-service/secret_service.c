@@ -24,7 +24,8 @@
  * The item is created once and never replaced (a search first, then CreateItem without
  * replace). A locked collection is interaction: the Secret Service's own unlock prompt runs only
  * after the host's confirm said yes; a host that cannot ask gets INTERACTION_UNAVAILABLE. No
- * Secret Service is NOT_AVAILABLE. A missing item is ROOT_MISSING, never created again on open.
+ * Secret Service is NOT_AVAILABLE, and a session bus is never started (see check_session_bus).
+ * A missing item is ROOT_MISSING, never created again on open.
  * The rollback floor is read with the root (the same secret) and raised by rewriting the item's
  * secret (SetSecret: the same item, the same root), never lowered.
  *
@@ -36,6 +37,8 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,13 +191,44 @@ static keybay_status fail_error(const keybay_host *host, keybay_status status, c
    libsecret, which opens its encrypted session for them. */
 static char plain_session[512];
 
+/* Never starts a session bus. GLib, asked for the session bus while DBUS_SESSION_BUS_ADDRESS is
+   unset, uses $XDG_RUNTIME_DIR/bus when that is a socket owned by this user, and otherwise, with
+   DISPLAY set, runs `dbus-launch --autolaunch` from PATH (which starts a bus, and with it
+   whatever that bus activates); an address whose transport is autolaunch: (or unixexec:, in
+   newer GLib) runs a program too. So without an address this goes on only where GLib's own check
+   will pick $XDG_RUNTIME_DIR/bus (the same stat: a socket whose owner is the effective user), and
+   an address naming one of those transports is refused: NOT_AVAILABLE either way, before GLib
+   looks. */
+static keybay_status check_session_bus(const keybay_host *host) {
+    const char *address = getenv("DBUS_SESSION_BUS_ADDRESS");
+    if (address == NULL) {
+        const char *runtime = getenv("XDG_RUNTIME_DIR");
+        char bus[4096];
+        struct stat st;
+        if (runtime == NULL || runtime[0] != '/' || (size_t)snprintf(bus, sizeof bus, "%s/bus", runtime) >= sizeof bus ||
+            stat(bus, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
+            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no session bus for " SERVICE_NAME ": DBUS_SESSION_BUS_ADDRESS is unset and $XDG_RUNTIME_DIR/bus is not a socket of this user (the secret-service root never launches a bus)");
+        return KEYBAY_OK;
+    }
+    for (const char *entry = address; *entry;) {
+        size_t length = strcspn(entry, ";");
+        if ((length >= 11 && strncmp(entry, "autolaunch:", 11) == 0) || (length >= 9 && strncmp(entry, "unixexec:", 9) == 0))
+            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "DBUS_SESSION_BUS_ADDRESS names a transport that runs a program (autolaunch: or unixexec:); the secret-service root never launches a bus, so it does not use " SERVICE_NAME " there");
+        entry += length;
+        if (*entry == ';') entry++;
+    }
+    return KEYBAY_OK;
+}
+
 /* The Secret Service (libsecret keeps one connection per process), answering: its plain
-   session is open. NOT_AVAILABLE names what was looked for when libsecret is missing or
-   nothing answers on the bus. */
+   session is open. NOT_AVAILABLE names what was looked for when libsecret is missing, there is
+   no session bus (check_session_bus), or nothing answers on the bus. */
 static keybay_status connect_service(const keybay_host *host, ss_object **service) {
     pthread_once(&ss_once, ss_load);
     if (!ss_lib_ok)
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot load " SS_LIBRARY " (%s); the secret-service root needs libsecret (Debian: libsecret-1-0) and " SERVICE_NAME, ss_lib_error);
+    keybay_status s = check_session_bus(host);
+    if (s != KEYBAY_OK) return s;
     ss_error *error = NULL;
     *service = SS(secret_service_get_sync)(0 /* SECRET_SERVICE_NONE */, NULL, &error);
     if (*service == NULL) return fail_error(host, KEYBAY_ERR_NOT_AVAILABLE, "no answer from " SERVICE_NAME, error);

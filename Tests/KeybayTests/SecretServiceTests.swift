@@ -164,6 +164,64 @@ import Testing
         #expect(try f.cli("get", "k").out == "v")
     }
 
+    /// With DISPLAY set and no session bus, GLib would run `dbus-launch --autolaunch` from PATH
+    /// (and start a bus): the secret-service root never runs anything. A fake dbus-launch first on
+    /// PATH records any run of it.
+    @Test func withADisplayAndNoSessionBusNothingIsLaunched() throws {
+        let f = try Fixture()
+        let bin = f.box.root + "/fake-bin", ran = f.box.root + "/dbus-launch-ran"
+        mkdir(bin, 0o700)
+        let fake = bin + "/dbus-launch"
+        try "#!/bin/sh\necho \"$@\" >> '\(ran)'\nexit 1\n".write(toFile: fake, atomically: true, encoding: .utf8)
+        chmod(fake, 0o700)
+        let noBusRuntime = f.box.root + "/empty-runtime"
+        mkdir(noBusRuntime, 0o700)
+        var env = f.box.environment
+        env["PATH"] = bin + ":/usr/bin:/bin"
+        env["DISPLAY"] = ":99"
+        env["XDG_RUNTIME_DIR"] = noBusRuntime
+        #expect(env["DBUS_SESSION_BUS_ADDRESS"] == nil)
+        // The fake is what GLib would run: it is found and runs when asked directly.
+        #expect(try run("/bin/sh", ["-c", "dbus-launch --probe"], environment: env).status == 1 && exists(ran))
+        unlink(ran)
+        func expectNothingRan(_ step: String) {
+            #expect(!exists(ran), "\(step) ran dbus-launch: \(String(decoding: readBytes(ran) ?? [], as: UTF8.self))")
+            unlink(ran)
+        }
+
+        let fresh = "com.example.nobus"
+        var nobus = env
+        nobus["KEYBAY_APP_ID"] = fresh
+        let made = try run(cliPath, ["init", "--root", "secret-service"], environment: nobus)
+        #expect(made.status == 1 && made.stderr.contains("[root-unavailable]"), "\(made.stderr)")
+        #expect(!exists(f.box.dataHome + "/keybay/\(fresh)") && !exists(f.box.stateHome + "/keybay/\(fresh)"))
+        expectNothingRan("init --root secret-service")
+        // auto asks the same probe: file-root, and still nothing launched.
+        #expect(try run(cliPath, ["init", "--root", "auto"], environment: nobus).status == 0)
+        #expect(exists(f.box.stateHome + "/keybay/\(fresh)/file-root.key"))
+        expectNothingRan("init --root auto")
+        // An address whose transport launches a bus is refused the same way.
+        for address in ["autolaunch:", "unix:path=\(f.box.root)/no-such-bus;autolaunch:"] {
+            var launching = env
+            launching["DBUS_SESSION_BUS_ADDRESS"] = address
+            launching["KEYBAY_APP_ID"] = "com.example.autolaunch"
+            let refused = try run(cliPath, ["init", "--root", "secret-service"], environment: launching)
+            #expect(refused.status == 1 && refused.stderr.contains("[root-unavailable]"), "\(address): \(refused.stderr)")
+            expectNothingRan("init with DBUS_SESSION_BUS_ADDRESS=\(address)")
+        }
+
+        // Without DBUS_SESSION_BUS_ADDRESS, $XDG_RUNTIME_DIR/bus (a socket of this user) is the bus.
+        let runtime = f.box.root + "/runtime-with-bus"
+        mkdir(runtime, 0o700)
+        #expect(symlink(f.box.root + "/bus", runtime + "/bus") == 0)
+        env["XDG_RUNTIME_DIR"] = runtime
+        let stored = try run(cliPath, ["set", "k", "v", "--root", "secret-service"], environment: env)
+        #expect(stored.status == 0, "\(stored.stderr)")
+        #expect(try run(cliPath, ["get", "k"], environment: env).out == "v")
+        #expect(try f.service.rootItems(app: f.box.app).count == 1)
+        expectNothingRan("set and get on $XDG_RUNTIME_DIR/bus")
+    }
+
     @Test func aDeletedItemIsStoreOnlyAndNeverCreatedAgain() throws {
         let f = try Fixture()
         #expect(try f.cli("set", "k", "v", "--root", "secret-service").status == 0)
