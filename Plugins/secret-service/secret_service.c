@@ -23,8 +23,11 @@
  *
  * The item is created once and never replaced (a search first, then CreateItem without
  * replace). A locked collection is interaction: the Secret Service's own unlock prompt runs only
- * after the host's confirm said yes; a host that cannot ask gets INTERACTION_UNAVAILABLE. No
- * Secret Service is NOT_AVAILABLE. A missing item is ROOT_MISSING, never created again on open.
+ * after the host's confirm said yes; a host that cannot ask gets INTERACTION_UNAVAILABLE. A
+ * locked item is never a missing one: every operation, root_exists and root_reset included,
+ * first unlocks whatever may hold the item (see search_paths) or fails. No Secret Service is
+ * NOT_AVAILABLE, and a session bus is never started (see check_session_bus). A missing item is
+ * ROOT_MISSING, never created again on open.
  * The rollback floor is read with the root (the same secret) and raised by rewriting the item's
  * secret (SetSecret: the same item, the same root), never lowered.
  *
@@ -36,6 +39,8 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,7 +69,6 @@ static const char provider_state_label[] = "keybay:v2:s1:provider-state:secret-s
 /* ---- the GLib and libsecret types used (as their public headers declare them) ---- */
 
 typedef struct ss_error { uint32_t domain; int code; char *message; } ss_error;       /* GError */
-typedef struct ss_list { void *data; struct ss_list *next; struct ss_list *prev; } ss_list; /* GList */
 typedef struct { const char *name; int type; } ss_schema_attribute;                     /* SecretSchemaAttribute */
 typedef struct {                                                                        /* SecretSchema */
     const char *name;
@@ -76,7 +80,7 @@ typedef struct {                                                                
 typedef void ss_object; /* SecretService, SecretCollection, SecretItem, SecretValue, GHashTable */
 
 enum {
-    SEARCH_ALL = 1 << 1,             /* SECRET_SEARCH_ALL: locked items too, never unlocked */
+    SCHEMA_DONT_MATCH_NAME = 1 << 1, /* SECRET_SCHEMA_DONT_MATCH_NAME: no xdg:schema in the search */
     COLLECTION_NONE = 0,             /* SECRET_COLLECTION_NONE */
     ITEM_CREATE_NONE = 0,            /* SECRET_ITEM_CREATE_NONE: never replace */
     ITEM_NONE = 0,                   /* SECRET_ITEM_NONE */
@@ -88,11 +92,16 @@ static const ss_schema schema = {
     .attributes = { { ATTRIBUTE_APP, 0 }, { ATTRIBUTE_DOMAIN, 0 }, { ATTRIBUTE_STATE_HOME, 0 }, { NULL, 0 } },
 };
 
+/* The same three attributes without the schema name: the search for locked items (search_paths). */
+static const ss_schema schema_attributes_only = {
+    .name = SCHEMA_NAME,
+    .flags = SCHEMA_DONT_MATCH_NAME,
+    .attributes = { { ATTRIBUTE_APP, 0 }, { ATTRIBUTE_DOMAIN, 0 }, { ATTRIBUTE_STATE_HOME, 0 }, { NULL, 0 } },
+};
+
 #define SS_LIBRARY "libsecret-1.so.0"
 #define SS_FUNCTIONS(X)                                                                                           \
     X(secret_service_get_sync, ss_object *, (int flags, void *cancellable, ss_error **error))                     \
-    X(secret_service_search_sync, ss_list *, (ss_object *service, const ss_schema *schema, ss_object *attributes, \
-                                              int flags, void *cancellable, ss_error **error))                    \
     X(secret_service_search_for_dbus_paths_sync, int, (ss_object *service, const ss_schema *schema,               \
                                                        ss_object *attributes, void *cancellable, char ***unlocked, \
                                                        char ***locked, ss_error **error))                         \
@@ -107,7 +116,6 @@ static const ss_schema schema = {
                                              const char *label, ss_object *value, int flags, void *cancellable,   \
                                              ss_error **error))                                                   \
     X(secret_item_delete_sync, int, (ss_object *item, void *cancellable, ss_error **error))                       \
-    X(secret_item_get_locked, int, (ss_object *item))                                                             \
     X(secret_item_set_secret_sync, int, (ss_object *item, ss_object *value, void *cancellable, ss_error **error))  \
     X(secret_value_new, ss_object *, (const char *secret, long length, const char *content_type))                 \
     X(secret_value_unref, void, (ss_object *value))                                                               \
@@ -124,7 +132,6 @@ static const ss_schema schema = {
     X(g_variant_unref, void, (ss_object *value))                                                                  \
     X(g_free, void, (void *memory))                                                                               \
     X(g_object_unref, void, (ss_object *object))                                                                  \
-    X(g_list_free, void, (ss_list *list))                                                                         \
     X(g_strfreev, void, (char **strings))                                                                         \
     X(g_error_free, void, (ss_error *error))                                                                      \
     X(g_hash_table_new, ss_object *, (unsigned (*hash)(const void *), int (*equal)(const void *, const void *)))  \
@@ -188,13 +195,44 @@ static keybay_status fail_error(const keybay_host *host, keybay_status status, c
    libsecret, which opens its encrypted session for them. */
 static char plain_session[512];
 
+/* Never starts a session bus. GLib, asked for the session bus while DBUS_SESSION_BUS_ADDRESS is
+   unset, uses $XDG_RUNTIME_DIR/bus when that is a socket owned by this user, and otherwise, with
+   DISPLAY set, runs `dbus-launch --autolaunch` from PATH (which starts a bus, and with it
+   whatever that bus activates); an address whose transport is autolaunch: (or unixexec:, in
+   newer GLib) runs a program too. So without an address this goes on only where GLib's own check
+   will pick $XDG_RUNTIME_DIR/bus (the same stat: a socket whose owner is the effective user), and
+   an address naming one of those transports is refused: NOT_AVAILABLE either way, before GLib
+   looks. */
+static keybay_status check_session_bus(const keybay_host *host) {
+    const char *address = getenv("DBUS_SESSION_BUS_ADDRESS");
+    if (address == NULL) {
+        const char *runtime = getenv("XDG_RUNTIME_DIR");
+        char bus[4096];
+        struct stat st;
+        if (runtime == NULL || runtime[0] != '/' || (size_t)snprintf(bus, sizeof bus, "%s/bus", runtime) >= sizeof bus ||
+            stat(bus, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
+            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no session bus for " SERVICE_NAME ": DBUS_SESSION_BUS_ADDRESS is unset and $XDG_RUNTIME_DIR/bus is not a socket of this user (the secret-service root never launches a bus)");
+        return KEYBAY_OK;
+    }
+    for (const char *entry = address; *entry;) {
+        size_t length = strcspn(entry, ";");
+        if ((length >= 11 && strncmp(entry, "autolaunch:", 11) == 0) || (length >= 9 && strncmp(entry, "unixexec:", 9) == 0))
+            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "DBUS_SESSION_BUS_ADDRESS names a transport that runs a program (autolaunch: or unixexec:); the secret-service root never launches a bus, so it does not use " SERVICE_NAME " there");
+        entry += length;
+        if (*entry == ';') entry++;
+    }
+    return KEYBAY_OK;
+}
+
 /* The Secret Service (libsecret keeps one connection per process), answering: its plain
-   session is open. NOT_AVAILABLE names what was looked for when libsecret is missing or
-   nothing answers on the bus. */
+   session is open. NOT_AVAILABLE names what was looked for when libsecret is missing, there is
+   no session bus (check_session_bus), or nothing answers on the bus. */
 static keybay_status connect_service(const keybay_host *host, ss_object **service) {
     pthread_once(&ss_once, ss_load);
     if (!ss_lib_ok)
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot load " SS_LIBRARY " (%s); the secret-service root needs libsecret (Debian: libsecret-1-0) and " SERVICE_NAME, ss_lib_error);
+    keybay_status s = check_session_bus(host);
+    if (s != KEYBAY_OK) return s;
     ss_error *error = NULL;
     *service = SS(secret_service_get_sync)(0 /* SECRET_SERVICE_NONE */, NULL, &error);
     if (*service == NULL) return fail_error(host, KEYBAY_ERR_NOT_AVAILABLE, "no answer from " SERVICE_NAME, error);
@@ -282,37 +320,65 @@ static void free_query(item_query *q) {
     q->attributes = NULL;
 }
 
-static void free_items(ss_list *items) {
-    for (ss_list *i = items; i; i = i->next) SS(g_object_unref)(i->data);
-    if (items) SS(g_list_free)(items);
+/* Where this store's item may be, as object paths the Secret Service allocated (NULL-terminated
+   lists or NULL; free_found frees them):
+     unlocked  the items of this store's schema and attributes that are unlocked;
+     locked    those that are locked, or when the search finds none, the locked items with the
+               three attributes whatever their schema says;
+     hidden    when nothing at all was found and the default collection is locked: its path.
+   Anything in `locked` or `hidden` means the item may exist without this process being able to
+   see it: a locked item is never a missing one (find_unlocked).
+
+   The second search is gnome-keyring's locked keyring loaded from its file (after the daemon
+   restarted: a logout, a crash, a session whose keyring was not unlocked at login). Until it is
+   unlocked its items show only hashes of their attributes and xdg:schema
+   org.freedesktop.Secret.Generic (the item type kept in the clear), so a search naming the
+   schema never matches them, while the three attributes do (the daemon compares their hashes);
+   an unlocked item it finds has another schema and is not this store's. The default collection
+   is where the item is created: a Secret Service that hides a locked collection's items from
+   every search leaves nothing else to go by. */
+typedef struct found {
+    char **unlocked, **locked;
+    char hidden[512];
+} found;
+
+static void free_found(found *f) {
+    if (f->unlocked) SS(g_strfreev)(f->unlocked);
+    if (f->locked) SS(g_strfreev)(f->locked);
+    memset(f, 0, sizeof *f);
 }
 
-/* Every item of this application, storage domain and state home, locked ones included (never
-   unlocked here), as item objects. */
-static keybay_status search(const keybay_host *host, ss_object *service, const item_query *q, ss_list **items) {
+static keybay_status search_paths(const keybay_host *host, ss_object *service, const item_query *q, found *f) {
+    memset(f, 0, sizeof *f);
     ss_error *error = NULL;
-    *items = SS(secret_service_search_sync)(service, &schema, q->attributes, SEARCH_ALL, NULL, &error);
-    if (error) return fail_error(host, KEYBAY_ERR_IO, "searching " SERVICE_NAME " failed", error);
-    return KEYBAY_OK;
-}
-
-/* Connects, builds this store's query and finds its items: the start of every operation on the
-   item. The caller frees `q` and `items` whatever the status (both are empty on an early failure). */
-static keybay_status find_items(const keybay_host *host, const keybay_root_context *c, ss_object **service,
-                                item_query *q, ss_list **items) {
-    *items = NULL;
-    memset(q, 0, sizeof *q);
-    keybay_status s = connect_service(host, service);
-    if (s == KEYBAY_OK) s = make_query(host, c, q);
-    if (s == KEYBAY_OK) s = search(host, *service, q, items);
+    if (!SS(secret_service_search_for_dbus_paths_sync)(service, &schema, q->attributes, NULL, &f->unlocked, &f->locked, &error))
+        return fail_error(host, KEYBAY_ERR_IO, "searching " SERVICE_NAME " failed", error);
+    if ((f->unlocked && f->unlocked[0]) || (f->locked && f->locked[0])) return KEYBAY_OK;
+    free_found(f);
+    char **other = NULL;
+    if (!SS(secret_service_search_for_dbus_paths_sync)(service, &schema_attributes_only, q->attributes, NULL, &other, &f->locked, &error))
+        return fail_error(host, KEYBAY_ERR_IO, "searching " SERVICE_NAME " failed", error);
+    if (other) SS(g_strfreev)(other);
+    if (f->locked && f->locked[0]) return KEYBAY_OK;
+    ss_object *collection = SS(secret_collection_for_alias_sync)(service, "default", COLLECTION_NONE, NULL, &error);
+    if (error) { free_found(f); return fail_error(host, KEYBAY_ERR_IO, "cannot find the default collection of " SERVICE_NAME, error); }
+    keybay_status s = KEYBAY_OK;
+    if (collection && SS(secret_collection_get_locked)(collection)) {
+        const char *path = SS(g_dbus_proxy_get_object_path)(collection);
+        if (path && path[0] && strlen(path) < sizeof f->hidden) snprintf(f->hidden, sizeof f->hidden, "%s", path);
+        else s = fail(host, KEYBAY_ERR_IO, "the default collection of " SERVICE_NAME " is locked and has no usable object path");
+    }
+    if (collection) SS(g_object_unref)(collection);
+    if (s != KEYBAY_OK) free_found(f);
     return s;
 }
 
-/* A locked item or collection (its object path) is interaction: the host's confirm decides
-   whether the Secret Service's own unlock prompt may run; a host that cannot ask passes
-   INTERACTION_UNAVAILABLE on. Afterwards it must be unlocked, else CANCELLED (the prompt was
-   dismissed or could not be shown). */
-static keybay_status unlock(const keybay_host *host, ss_object *service, const char *path, const char *what) {
+/* A locked item or collection (the object paths, NULL-terminated) is interaction: the host's
+   confirm decides whether the Secret Service's own unlock prompt may run; a host that cannot
+   ask passes INTERACTION_UNAVAILABLE on. Nothing unlocked afterwards is CANCELLED (the prompt
+   was dismissed or could not be shown); whether all of them are is for the caller's next search
+   to see. */
+static keybay_status unlock(const keybay_host *host, ss_object *service, const char **paths, const char *what) {
     char question[512];
     snprintf(question, sizeof question, "%s is locked; unlock it with the desktop keyring's own prompt?", what);
     int answer = 0;
@@ -321,7 +387,6 @@ static keybay_status unlock(const keybay_host *host, ss_object *service, const c
         return fail(host, s, "%s is locked, and unlocking it needs the keyring's prompt, which this run may not show", what);
     if (s != KEYBAY_OK) return s;
     if (!answer) return fail(host, KEYBAY_ERR_CANCELLED, "%s stays locked (unlocking was declined)", what);
-    const char *paths[2] = { path, NULL };
     char **unlocked = NULL;
     ss_error *error = NULL;
     int count = SS(secret_service_unlock_dbus_paths_sync)(service, paths, NULL, &unlocked, &error);
@@ -329,6 +394,45 @@ static keybay_status unlock(const keybay_host *host, ss_object *service, const c
     if (error) return fail_error(host, KEYBAY_ERR_CANCELLED, "the keyring's unlock prompt failed", error);
     if (count < 1) return fail(host, KEYBAY_ERR_CANCELLED, "%s stays locked (the keyring's prompt was dismissed)", what);
     return KEYBAY_OK;
+}
+
+/* Connects, builds this store's query and finds its items, unlocked: the start of every
+   operation that uses or removes the item, and of root_exists. Whatever may hold the item
+   locked (search_paths) is unlocked first and the search runs again, so the answer is never
+   "missing" while the item could be there: INTERACTION_UNAVAILABLE or CANCELLED instead. The
+   caller frees `q` and `*paths` (g_strfreev) whatever the status. */
+static keybay_status find_unlocked(const keybay_host *host, const keybay_root_context *c, ss_object **service,
+                                   item_query *q, char ***paths) {
+    *paths = NULL;
+    memset(q, 0, sizeof *q);
+    keybay_status s = connect_service(host, service);
+    if (s == KEYBAY_OK) s = make_query(host, c, q);
+    for (int round = 0; s == KEYBAY_OK; round++) {
+        found f;
+        if ((s = search_paths(host, *service, q, &f)) != KEYBAY_OK) break;
+        size_t n = 0;
+        while (f.locked && f.locked[n]) n++;
+        if (n == 0 && !f.hidden[0]) {
+            *paths = f.unlocked;
+            f.unlocked = NULL;
+            free_found(&f);
+            break;
+        }
+        char what[256];
+        if (n > 0) snprintf(what, sizeof what, "the keyring holding '%s'", q->label);
+        else snprintf(what, sizeof what, "the default keyring, which may hold '%s',", q->label);
+        const char **pending = calloc(n + 2, sizeof *pending);
+        if (!pending) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+        else if (round > 0) s = fail(host, KEYBAY_ERR_CANCELLED, "%s is still locked after it was unlocked", what);
+        else {
+            for (size_t i = 0; i < n; i++) pending[i] = f.locked[i];
+            if (n == 0) pending[0] = f.hidden;
+            s = unlock(host, *service, pending, what);
+        }
+        free(pending);
+        free_found(&f);
+    }
+    return s;
 }
 
 /* ---- the root ---- */
@@ -347,52 +451,41 @@ static void provider_state(const uint8_t *root, const uint8_t *domain, uint8_t o
 
 /* The root of the item `state` names, in guarded memory, and its rollback floor (0 for a
    32-byte secret); the item's object path copied into `path_out` when it is not NULL. ROOT_MISSING when there is no item, ROOT_MISMATCH when none
-   holds the root the state names (checked before any decryption). Works on object paths, as
-   `secret-tool lookup` does: one search, one GetSecret per candidate, no item proxies. */
+   holds the root the state names (checked before any decryption); a locked item is unlocked
+   first (find_unlocked). Works on object paths, as `secret-tool lookup` does: one search, one
+   GetSecret per candidate, no item proxies. */
 static keybay_status load_matching_root(const keybay_host *host, const keybay_root_context *c,
                                         const uint8_t *state, size_t state_length, uint8_t **root_out,
                                         uint64_t *floor_out, char *path_out, size_t path_size) {
-    ss_object *service;
-    keybay_status s = connect_service(host, &service);
-    if (s != KEYBAY_OK) return s;
+    ss_object *service = NULL;
     item_query q;
-    if ((s = make_query(host, c, &q)) != KEYBAY_OK) return s;
-    char **unlocked = NULL, **locked = NULL;
-    ss_error *error = NULL;
-    if (!SS(secret_service_search_for_dbus_paths_sync)(service, &schema, q.attributes, NULL, &unlocked, &locked, &error))
-        s = fail_error(host, KEYBAY_ERR_IO, "searching " SERVICE_NAME " failed", error);
-    if (s == KEYBAY_OK && !(unlocked && unlocked[0]) && !(locked && locked[0]))
+    char **paths = NULL;
+    keybay_status s = find_unlocked(host, c, &service, &q, &paths);
+    if (s == KEYBAY_OK && !(paths && paths[0]))
         s = fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: the keyring item '%s' (" ATTRIBUTE_APP "=%s, " ATTRIBUTE_STATE_HOME "=%s) is missing from " SERVICE_NAME, q.label, q.application, q.state_home);
-    char what[256];
-    snprintf(what, sizeof what, "the keyring holding '%s'", q.label);
-    for (char **p = locked; s == KEYBAY_OK && p && *p; p++) s = unlock(host, service, *p, what);
     uint8_t *root = NULL;
     if (s == KEYBAY_OK && !(root = sodium_malloc(ROOT_BYTES))) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
     int found = 0;
     uint64_t floor = 0;
-    char **lists[2] = { unlocked, locked };
-    for (int l = 0; l < 2; l++) {
-        for (char **p = lists[l]; s == KEYBAY_OK && p && *p && !found; p++) {
-            uint8_t *bytes = NULL;
-            size_t length = 0;
-            if ((s = get_secret(host, service, *p, &bytes, &length)) != KEYBAY_OK) break;
-            if (length == ROOT_BYTES || length == ROOT_BYTES + FLOOR_BYTES) {
-                uint8_t expected[STATE_BYTES];
-                provider_state(bytes, c->storage_domain, expected);
-                if (state_length == STATE_BYTES && sodium_memcmp(expected, state, STATE_BYTES) == 0) {
-                    memcpy(root, bytes, ROOT_BYTES);
-                    for (size_t b = ROOT_BYTES; b < length; b++) floor = floor << 8 | bytes[b];
-                    if (path_out) snprintf(path_out, path_size, "%s", *p);
-                    found = 1;
-                }
+    for (char **p = paths; s == KEYBAY_OK && p && *p && !found; p++) {
+        uint8_t *bytes = NULL;
+        size_t length = 0;
+        if ((s = get_secret(host, service, *p, &bytes, &length)) != KEYBAY_OK) break;
+        if (length == ROOT_BYTES || length == ROOT_BYTES + FLOOR_BYTES) {
+            uint8_t expected[STATE_BYTES];
+            provider_state(bytes, c->storage_domain, expected);
+            if (state_length == STATE_BYTES && sodium_memcmp(expected, state, STATE_BYTES) == 0) {
+                memcpy(root, bytes, ROOT_BYTES);
+                for (size_t b = ROOT_BYTES; b < length; b++) floor = floor << 8 | bytes[b];
+                if (path_out) snprintf(path_out, path_size, "%s", *p);
+                found = 1;
             }
-            sodium_free(bytes);
         }
+        sodium_free(bytes);
     }
     if (s == KEYBAY_OK && !found)
         s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the keyring item '%s' does not hold this store's platform key", q.label);
-    if (unlocked) SS(g_strfreev)(unlocked);
-    if (locked) SS(g_strfreev)(locked);
+    if (paths) SS(g_strfreev)(paths);
     free_query(&q);
     if (s != KEYBAY_OK) { if (root) sodium_free(root); return s; }
     *root_out = root;
@@ -405,14 +498,17 @@ static keybay_status probe(const keybay_host *host) {
     return connect_service(host, &service);
 }
 
+/* Whether the item exists, once it can be seen: a locked keyring that holds or may hold it is
+   unlocked first (find_unlocked), so `status` and `reset` never take a locked item for a
+   missing one; a run that may not ask gets INTERACTION_UNAVAILABLE. */
 static keybay_status root_exists(const keybay_host *host, const keybay_root_context *c, int *exists) {
     *exists = 0;
     ss_object *service = NULL;
     item_query q;
-    ss_list *items = NULL;
-    keybay_status s = find_items(host, c, &service, &q, &items);
-    *exists = s == KEYBAY_OK && items != NULL;
-    free_items(items);
+    char **paths = NULL;
+    keybay_status s = find_unlocked(host, c, &service, &q, &paths);
+    *exists = s == KEYBAY_OK && paths && paths[0];
+    if (paths) SS(g_strfreev)(paths);
     free_query(&q);
     return s;
 }
@@ -420,11 +516,11 @@ static keybay_status root_exists(const keybay_host *host, const keybay_root_cont
 static keybay_status root_create(const keybay_host *host, const keybay_root_context *c, keybay_buffer *state_out) {
     ss_object *service = NULL;
     item_query q;
-    ss_list *items = NULL;
-    keybay_status s = find_items(host, c, &service, &q, &items);
-    if (s == KEYBAY_OK && items != NULL)
+    char **paths = NULL;
+    keybay_status s = find_unlocked(host, c, &service, &q, &paths);
+    if (s == KEYBAY_OK && paths && paths[0])
         s = fail(host, KEYBAY_ERR_ROOT_EXISTS, "the keyring item '%s' already exists; refusing to replace it", q.label);
-    free_items(items);
+    if (paths) SS(g_strfreev)(paths);
     ss_object *collection = NULL;
     if (s == KEYBAY_OK) {
         ss_error *error = NULL;
@@ -432,8 +528,10 @@ static keybay_status root_create(const keybay_host *host, const keybay_root_cont
         if (error) s = fail_error(host, KEYBAY_ERR_IO, "cannot find the default collection of " SERVICE_NAME, error);
         else if (collection == NULL) s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, SERVICE_NAME " has no default collection (create a keyring first)");
     }
-    if (s == KEYBAY_OK && SS(secret_collection_get_locked)(collection))
-        s = unlock(host, service, SS(g_dbus_proxy_get_object_path)(collection), "the default keyring collection");
+    if (s == KEYBAY_OK && SS(secret_collection_get_locked)(collection)) {
+        const char *paths[2] = { SS(g_dbus_proxy_get_object_path)(collection), NULL };
+        s = unlock(host, service, paths, "the default keyring collection");
+    }
     uint8_t *root = sodium_malloc(ROOT_BYTES);
     if (s == KEYBAY_OK && (!root || !buffer_alloc(state_out, STATE_BYTES))) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
     if (s == KEYBAY_OK) {
@@ -547,20 +645,26 @@ static keybay_status copy_text(const keybay_host *host, const char *text, size_t
     return KEYBAY_OK;
 }
 
-/* The item's object path (which names its collection) when it exists, else where it would be. */
+/* The item's object path (which names its collection) when it exists, else where it would be;
+   never unlocks anything (a locked item is named as found, "locked"). */
 static keybay_status root_location(const keybay_host *host, const keybay_root_context *c, keybay_buffer *text_out) {
     ss_object *service = NULL;
     item_query q;
-    ss_list *items = NULL;
-    keybay_status s = find_items(host, c, &service, &q, &items);
+    memset(&q, 0, sizeof q);
+    found f;
+    memset(&f, 0, sizeof f);
+    keybay_status s = connect_service(host, &service);
+    if (s == KEYBAY_OK) s = make_query(host, c, &q);
+    if (s == KEYBAY_OK) s = search_paths(host, service, &q, &f);
     char text[1024];
     if (s == KEYBAY_OK) {
-        const char *path = items ? SS(g_dbus_proxy_get_object_path)(items->data) : NULL;
-        if (path) snprintf(text, sizeof text, "Secret Service item %s ('%s')", path, q.label);
+        if (f.unlocked && f.unlocked[0]) snprintf(text, sizeof text, "Secret Service item %s ('%s')", f.unlocked[0], q.label);
+        else if (f.locked && f.locked[0]) snprintf(text, sizeof text, "Secret Service item %s ('%s', locked)", f.locked[0], q.label);
+        else if (f.hidden[0]) snprintf(text, sizeof text, "Secret Service default collection %s, locked: item '%s' (unknown until it is unlocked)", f.hidden, q.label);
         else snprintf(text, sizeof text, "Secret Service default collection, item '%s' (absent)", q.label);
         s = copy_text(host, text, strlen(text), text_out);
     }
-    free_items(items);
+    free_found(&f);
     free_query(&q);
     return s;
 }
@@ -576,23 +680,21 @@ static keybay_status root_protection(const keybay_host *host, const keybay_root_
 }
 
 /* Deletes every item of this application, storage domain and state home (never another home's);
-   none is success. */
+   none is success, but only once nothing locked may hold one (find_unlocked): otherwise nothing
+   is deleted. */
 static keybay_status root_reset(const keybay_host *host, const keybay_root_context *c) {
     ss_object *service = NULL;
     item_query q;
-    ss_list *items = NULL;
-    keybay_status s = find_items(host, c, &service, &q, &items);
-    for (ss_list *i = items; s == KEYBAY_OK && i; i = i->next) {
-        if (SS(secret_item_get_locked)(i->data)) {
-            char what[256];
-            snprintf(what, sizeof what, "the keyring holding '%s'", q.label);
-            s = unlock(host, service, SS(g_dbus_proxy_get_object_path)(i->data), what);
-            if (s != KEYBAY_OK) break;
-        }
+    char **paths = NULL;
+    keybay_status s = find_unlocked(host, c, &service, &q, &paths);
+    for (char **p = paths; s == KEYBAY_OK && p && *p; p++) {
         ss_error *error = NULL;
-        if (!SS(secret_item_delete_sync)(i->data, NULL, &error)) s = fail_error(host, KEYBAY_ERR_IO, "cannot delete the keyring item", error);
+        ss_object *item = SS(secret_item_new_for_dbus_path_sync)(service, *p, ITEM_NONE, NULL, &error);
+        if (item == NULL) s = fail_error(host, KEYBAY_ERR_IO, "cannot reach the keyring item", error);
+        else if (!SS(secret_item_delete_sync)(item, NULL, &error)) s = fail_error(host, KEYBAY_ERR_IO, "cannot delete the keyring item", error);
+        if (item) SS(g_object_unref)(item);
     }
-    free_items(items);
+    if (paths) SS(g_strfreev)(paths);
     free_query(&q);
     return s;
 }

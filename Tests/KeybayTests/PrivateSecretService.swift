@@ -91,6 +91,30 @@ final class PrivateSecretService: @unchecked Sendable {
         Self.end(old)
     }
 
+    /// A crash of the keyring daemon, and a fresh one on the same bus and keyring directory that
+    /// is not given the password: the login collection loads locked from its file, as after a
+    /// logout, a crash or a session whose keyring was not unlocked at login. Its items then show
+    /// only hashes of their attributes until it is unlocked (`unlock()` does that).
+    func restartLocked() throws {
+        kill(keyring, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(keyring, &status, 0) < 0 && errno == EINTR {}
+        keyring = try start("/usr/bin/gnome-keyring-daemon", ["--foreground", "--components=secrets", "--replace"])
+        try waitUntil("a fresh gnome-keyring-daemon answering with a locked login collection on \(address)") {
+            (try? gdbus("/org/freedesktop/secrets", "org.freedesktop.Secret.Service.ReadAlias", "default").contains(Self.login)) == true
+                && (try? isLocked()) == true
+        }
+    }
+
+    /// Points the default alias at another collection ("session": gnome-keyring's in-memory one,
+    /// never locked), as a user who made another keyring the default does.
+    func setDefault(_ collection: String) throws {
+        try gdbus("/org/freedesktop/secrets", "org.freedesktop.Secret.Service.SetAlias", "default", collection)
+        guard try gdbus("/org/freedesktop/secrets", "org.freedesktop.Secret.Service.ReadAlias", "default").contains(collection) else {
+            throw StartFailure(description: "the default alias did not move to \(collection)")
+        }
+    }
+
     func isLocked() throws -> Bool {
         try gdbus(Self.login, "org.freedesktop.DBus.Properties.Get", "org.freedesktop.Secret.Collection", "Locked").contains("true")
     }

@@ -155,6 +155,9 @@ import Testing
         let plain = try f.cli("get", "k")
         #expect(plain.status != 0 && plain.out.isEmpty, "\(plain.stderr)")
         #expect(try f.cli("set", "k", "w", "--no-input").status == 4)
+        // status says the keyring is locked: exit 4, interaction-required, and no state at all.
+        let status = try f.cli("status", "--json", "--no-input")
+        #expect(status.status == 4 && status.stderr.contains("[interaction-required]") && status.stdout.isEmpty, "\(status.stderr)")
         // reset cannot delete a locked item: it removes nothing.
         let reset = try f.cli("reset", "--yes", "--no-input")
         #expect(reset.status == 4, "\(reset.stderr)")
@@ -162,6 +165,138 @@ import Testing
         #expect(try f.service.isLocked())
         try f.service.unlock()
         #expect(try f.cli("get", "k").out == "v")
+    }
+
+    /// What a locked run must never do, whatever the keyring shows: take the item for missing.
+    /// get and set exit 4 (interaction-required), status exits 4 with no state, and reset exits 4
+    /// leaving the store byte-identical and the item where it was.
+    func expectLockedNotMissing(_ f: Fixture, store before: [UInt8], item: String?, _ where: String) throws {
+        let got = try f.cli("get", "k", "--no-input")
+        #expect(got.status == 4 && got.stderr.contains("[interaction-required]") && got.stdout.isEmpty, "\(`where`): \(got.stderr)")
+        let plain = try f.cli("get", "k")
+        #expect(plain.status == 4 && plain.stdout.isEmpty, "\(`where`), without a terminal: \(plain.stderr)")
+        #expect(try f.cli("set", "k", "w", "--no-input").status == 4, "\(`where`)")
+        for arguments in [["status", "--json"], ["status"]] {
+            let status = try run(cliPath, arguments, environment: f.env)
+            #expect(status.status == 4 && status.stderr.contains("[interaction-required]") && status.stdout.isEmpty,
+                    "\(`where`): status must say the keyring is locked, not a state: \(status.out) \(status.stderr)")
+        }
+        let reset = try f.cli("reset", "--yes", "--no-input")
+        #expect(reset.status == 4 && reset.stderr.contains("[interaction-required]"), "\(`where`): \(reset.stderr)")
+        #expect(readBytes(f.box.storePath) == before, "\(`where`): the store file is byte-identical")
+        #expect(try f.service.rootItems(app: f.box.app) == (item.map { [$0] } ?? []), "\(`where`): the keyring's items are as they were")
+    }
+
+    /// The keyring daemon restarts (a crash here; a logout, or a session whose keyring is not
+    /// unlocked at login, does the same): the login collection loads locked from its file, and its
+    /// item shows only hashed attributes (and xdg:schema org.freedesktop.Secret.Generic), so a
+    /// search naming the schema no longer matches it. It is still never a missing item.
+    @Test func aKeyringThatRestartsLockedIsNeverAMissingItem() throws {
+        let f = try Fixture()
+        #expect(try f.cli("init", "--root", "secret-service").status == 0)
+        #expect(try f.cli("set", "k", "v").status == 0)
+        let before = try #require(readBytes(f.box.storePath))
+        let item = try #require(try f.service.rootItems(app: f.box.app).first)
+        try f.service.restartLocked()
+        #expect(try f.service.attribute("xdg:schema", of: item) == "org.freedesktop.Secret.Generic", "the item loaded locked, as after a logout")
+        try expectLockedNotMissing(f, store: before, item: item, "login keyring loaded locked")
+        // Unlocked, it is the store's root again, and reset removes both.
+        try f.service.unlock()
+        #expect(try f.cli("get", "k").out == "v")
+        #expect(try f.status()["state"] as? String == "platform-only")
+        #expect(try f.cli("reset", "--yes", "--no-input").status == 0)
+        #expect(!exists(f.box.storePath))
+        #expect(try f.service.rootItems(app: f.box.app).isEmpty)
+    }
+
+    /// The same locked item while the default keyring is another one that is unlocked (the
+    /// user made another keyring the default after the store was created): the locked item is
+    /// found by its attributes, not through the default collection.
+    @Test func aLockedItemOutsideTheDefaultKeyringIsNeverMissing() throws {
+        let f = try Fixture()
+        #expect(try f.cli("set", "k", "v", "--root", "secret-service").status == 0)
+        let before = try #require(readBytes(f.box.storePath))
+        let item = try #require(try f.service.rootItems(app: f.box.app).first)
+        try f.service.restartLocked()
+        try f.service.setDefault("/org/freedesktop/secrets/collection/session")
+        try expectLockedNotMissing(f, store: before, item: item, "locked login keyring, default 'session'")
+        try f.service.setDefault(PrivateSecretService.login)
+        try f.service.unlock()
+        #expect(try f.cli("get", "k").out == "v")
+    }
+
+    /// No item found while the default keyring is locked says nothing about the item (a Secret
+    /// Service may hide a locked collection's items from every search): interaction, not
+    /// store-only, until it is unlocked; then the deleted item is store-only as ever.
+    @Test func aLockedDefaultKeyringWithoutAVisibleItemIsNotAMissingItem() throws {
+        let f = try Fixture()
+        #expect(try f.cli("set", "k", "v", "--root", "secret-service").status == 0)
+        let before = try #require(readBytes(f.box.storePath))
+        try f.service.delete(try #require(try f.service.rootItems(app: f.box.app).first))
+        try f.service.lock()
+        try expectLockedNotMissing(f, store: before, item: nil, "item deleted, default keyring locked")
+        try f.service.unlock()
+        #expect(try f.status()["state"] as? String == "store-only")
+        let got = try f.cli("get", "k", "--no-input")
+        #expect(got.status == 1 && got.stderr.contains("[platform-key-invalidated]"), "\(got.stderr)")
+    }
+
+    /// With DISPLAY set and no session bus, GLib would run `dbus-launch --autolaunch` from PATH
+    /// (and start a bus): the secret-service root never runs anything. A fake dbus-launch first on
+    /// PATH records any run of it.
+    @Test func withADisplayAndNoSessionBusNothingIsLaunched() throws {
+        let f = try Fixture()
+        let bin = f.box.root + "/fake-bin", ran = f.box.root + "/dbus-launch-ran"
+        mkdir(bin, 0o700)
+        let fake = bin + "/dbus-launch"
+        try "#!/bin/sh\necho \"$@\" >> '\(ran)'\nexit 1\n".write(toFile: fake, atomically: true, encoding: .utf8)
+        chmod(fake, 0o700)
+        let noBusRuntime = f.box.root + "/empty-runtime"
+        mkdir(noBusRuntime, 0o700)
+        var env = f.box.environment
+        env["PATH"] = bin + ":/usr/bin:/bin"
+        env["DISPLAY"] = ":99"
+        env["XDG_RUNTIME_DIR"] = noBusRuntime
+        #expect(env["DBUS_SESSION_BUS_ADDRESS"] == nil)
+        // The fake is what GLib would run: it is found and runs when asked directly.
+        #expect(try run("/bin/sh", ["-c", "dbus-launch --probe"], environment: env).status == 1 && exists(ran))
+        unlink(ran)
+        func expectNothingRan(_ step: String) {
+            #expect(!exists(ran), "\(step) ran dbus-launch: \(String(decoding: readBytes(ran) ?? [], as: UTF8.self))")
+            unlink(ran)
+        }
+
+        let fresh = "com.example.nobus"
+        var nobus = env
+        nobus["KEYBAY_APP_ID"] = fresh
+        let made = try run(cliPath, ["init", "--root", "secret-service"], environment: nobus)
+        #expect(made.status == 1 && made.stderr.contains("[root-unavailable]"), "\(made.stderr)")
+        #expect(!exists(f.box.dataHome + "/keybay/\(fresh)") && !exists(f.box.stateHome + "/keybay/\(fresh)"))
+        expectNothingRan("init --root secret-service")
+        // auto asks the same probe: file-root, and still nothing launched.
+        #expect(try run(cliPath, ["init", "--root", "auto"], environment: nobus).status == 0)
+        #expect(exists(f.box.stateHome + "/keybay/\(fresh)/file-root.key"))
+        expectNothingRan("init --root auto")
+        // An address whose transport launches a bus is refused the same way.
+        for address in ["autolaunch:", "unix:path=\(f.box.root)/no-such-bus;autolaunch:"] {
+            var launching = env
+            launching["DBUS_SESSION_BUS_ADDRESS"] = address
+            launching["KEYBAY_APP_ID"] = "com.example.autolaunch"
+            let refused = try run(cliPath, ["init", "--root", "secret-service"], environment: launching)
+            #expect(refused.status == 1 && refused.stderr.contains("[root-unavailable]"), "\(address): \(refused.stderr)")
+            expectNothingRan("init with DBUS_SESSION_BUS_ADDRESS=\(address)")
+        }
+
+        // Without DBUS_SESSION_BUS_ADDRESS, $XDG_RUNTIME_DIR/bus (a socket of this user) is the bus.
+        let runtime = f.box.root + "/runtime-with-bus"
+        mkdir(runtime, 0o700)
+        #expect(symlink(f.box.root + "/bus", runtime + "/bus") == 0)
+        env["XDG_RUNTIME_DIR"] = runtime
+        let stored = try run(cliPath, ["set", "k", "v", "--root", "secret-service"], environment: env)
+        #expect(stored.status == 0, "\(stored.stderr)")
+        #expect(try run(cliPath, ["get", "k"], environment: env).out == "v")
+        #expect(try f.service.rootItems(app: f.box.app).count == 1)
+        expectNothingRan("set and get on $XDG_RUNTIME_DIR/bus")
     }
 
     @Test func aDeletedItemIsStoreOnlyAndNeverCreatedAgain() throws {
