@@ -136,6 +136,9 @@ import Testing
         let failing = try check(plugin, ["--opt", "path=" + keyA, "--change-credential", "echo printed; exit 3"])
         #expect(failing.status == 1 && failing.out.contains("FAIL  after --change-credential 'echo printed; exit 3', unwrap of the enrolled parameters gives another M (or WRONG_SECRET): /bin/sh -c 'echo printed; exit 3' exited 3"), "\(failing.out)")
         #expect(!failing.out.contains("printed\n") && failing.stderr.contains("printed\n"), "\(failing.out)\(failing.stderr)")
+        // One command, given to plugin-check only.
+        #expect(try check(plugin, ["--opt", "path=" + keyA, "--change-credential", "true", "--change-credential", "true"]).status == 2)
+        #expect(try box.cli("keys", "--change-credential", "true").status == 2)
 
         // Without --wrong-opt the wrong-secret check is skipped with a reason, never failed.
         let skipped = try check(plugin, ["--opt", "path=" + keyA])
