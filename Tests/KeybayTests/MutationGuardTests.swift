@@ -43,14 +43,14 @@ import Testing
     static func traced(_ box: Sandbox, _ arguments: [String]) throws -> (result: RunResult, calls: [Call]) {
         let log = box.root + "/strace-\(UUID().uuidString)"
         defer { unlink(log) }
-        let r = try run("/usr/bin/strace", ["-f", "-y", "-s", "256", "-o", log, "-e", "trace=fsync,fdatasync,rename,renameat,renameat2,linkat",
+        let r = try run("/usr/bin/strace", ["-f", "-y", "-s", "256", "-o", log, "-e", "trace=fsync,fdatasync,write,pwrite64,rename,renameat,renameat2,linkat",
                                             cliPath] + arguments, environment: box.environment)
         let trace = String(decoding: readBytes(log) ?? [], as: UTF8.self)
         return (r, parse(trace))
     }
 
     /// Every rename or link that puts a file in place under the sandbox is preceded by an fsync
-    /// of the file it moves and followed by an fsync of its directory, before the next rename or
+    /// of the file it moves (after its last write) and followed by an fsync of its directory, before the next rename or
     /// link and before the process ends: a crash right after the command acknowledged cannot
     /// take the new name back. Catches `sync()` taken out of `PrivateDirectory` (store writes,
     /// create and replace) and of the file-root plugin's root-file writes.
@@ -75,12 +75,15 @@ import Testing
             }
             var pending: (directory: String, what: String)?
             var synced: Set<String> = []
-            for call in calls where call.succeeded {
+            for call in calls where call.succeeded || call.name.hasSuffix("write") || call.name == "pwrite64" {
                 switch call.name {
                 case "fsync", "fdatasync":
                     guard let path = call.descriptorPaths.first else { continue }
                     synced.insert(path)
                     if pending?.directory == path { pending = nil }
+                case "write", "pwrite64":
+                    // A write after the fsync is not durable until the next one.
+                    if let path = call.descriptorPaths.first { synced.remove(path) }
                 case "rename", "renameat", "renameat2", "linkat":
                     // renameat/linkat(olddirfd<dir>, "old", newdirfd<dir>, "new"): the directories come from -y.
                     let directory = call.descriptorPaths.count == 2 ? call.descriptorPaths[1]
@@ -88,7 +91,8 @@ import Testing
                     guard directory.hasPrefix(box.root) else { continue }
                     #expect(pending == nil, "\(command): \(call.name) into \(directory) before \(pending!.what) was made durable (no fsync of \(pending!.directory))")
                     let source = call.descriptorPaths.count == 2 ? call.descriptorPaths[0] + "/" + call.strings[0] : call.strings.first ?? ""
-                    #expect(synced.contains(source), "\(command): \(source) was not fsynced before \(call.name)")
+                    #expect(synced.contains(source), "\(command): \(source) was not fsynced (after its last write) before \(call.name)")
+                    synced.remove(source)
                     pending = (directory, "\(call.name) to \(directory)/\(call.strings.last ?? "")")
                     moves += 1
                 default: break
@@ -104,7 +108,7 @@ import Testing
     static func tracedWithStdin(_ box: Sandbox, _ arguments: [String], _ stdinFile: String) throws -> (result: RunResult, calls: [Call]) {
         let log = box.root + "/strace-\(UUID().uuidString)"
         defer { unlink(log) }
-        let r = try run("/bin/sh", ["-c", "exec /usr/bin/strace -f -y -s 256 -o \"$0\" -e trace=fsync,fdatasync,rename,renameat,renameat2,linkat \"$@\" < \"\(stdinFile)\"",
+        let r = try run("/bin/sh", ["-c", "exec /usr/bin/strace -f -y -s 256 -o \"$0\" -e trace=fsync,fdatasync,write,pwrite64,rename,renameat,renameat2,linkat \"$@\" < \"\(stdinFile)\"",
                                     log, cliPath] + arguments, environment: box.environment)
         return (r, parse(String(decoding: readBytes(log) ?? [], as: UTF8.self)))
     }
