@@ -17,7 +17,7 @@ _keybay_methods_passphrase_opts="memory-kib= iterations= lanes= target-ms="
 # Options that take a value (the next word, or after '=').
 _keybay_methods_takes_value() {
     case "$1" in
-        --app|--plugin-dir|--method|--root|--passphrase-fd|--pin-fd|--recovery-key-fd|--new-passphrase-fd|--new-pin-fd|--label|--opt|--wrong-opt) return 0 ;;
+        --app|--plugin-dir|--method|--root|--passphrase-fd|--pin-fd|--recovery-key-fd|--new-passphrase-fd|--new-pin-fd|--label|--opt|--wrong-opt|--change-credential) return 0 ;;
     esac
     return 1
 }
@@ -165,7 +165,7 @@ _keybay_methods() {
             reset) opts+=" --yes" ;;
             enroll|change) opts+=" --label --opt" ;;
             benchmark|init) opts+=" --opt" ;;
-            plugin-check) opts+=" --opt --wrong-opt" ;;
+            plugin-check) opts+=" --opt --wrong-opt --change-credential" ;;
             list) opts+=" --describe" ;;
         esac
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))

@@ -9,8 +9,8 @@ packages=(libsodium-dev libargon2-dev libfido2-dev libssl-dev pkg-config python3
           libqrencode4  # the recovery plugin draws its key as a QR code with it (opened at run time)
           libzbar0      # a QR decoder: RecoveryTests read that drawing back
           gnome-keyring dbus libsecret-1-dev libsecret-tools  # the secret-service root and its tests (a private bus + keyring)
-          strace        # FaultInjectionTests fail one system call at a time (strace -e inject)
-          argon2)       # the reference CLI Tests/plugin-harness/passphrase_check.c compares with
+          argon2        # the reference CLI Tests/plugin-harness/passphrase_check.c and MutationGuardTests compare with
+          strace)       # MutationGuardTests (the order of fsync and rename), FaultInjectionTests (strace -e inject)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -23,6 +23,8 @@ struct Arguments {
     var options: [(String, String)] = []
     /// `plugin-check --wrong-opt NAME=VALUE`: a second credential, laid over `options`.
     var wrongOptions: [(String, String)] = []
+    /// `plugin-check --change-credential CMD`: run by /bin/sh -c between enroll and the last unwrap.
+    var changeCredential: String?
     /// `--help` anywhere prints the usage and does nothing else.
     var help = false
     /// `--version` anywhere prints the version and does nothing else (`--help` wins).
@@ -31,13 +33,13 @@ struct Arguments {
     struct UsageError: Error { let message: String }
 
     /// Options that take a value, global or per command.
-    static let valueOptions = Set(["--app", "--plugin-dir", "--method", "--root", "--label", "--opt", "--wrong-opt"]).union(SecretDescriptors.options)
+    static let valueOptions = Set(["--app", "--plugin-dir", "--method", "--root", "--label", "--opt", "--wrong-opt", "--change-credential"]).union(SecretDescriptors.options)
     static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--describe", "--help", "-h", "--version"]
     /// The command options each command accepts (globals are accepted everywhere).
     static let commandOptions: [String: Set<String>] = [
         "status": [], "init": ["--opt"], "get": [], "set": ["--stdin"], "rm": [], "keys": [], "reset": ["--yes"], "help": [],
         "list": ["--describe"], "plugins": [], "enroll": ["--label", "--opt"], "change": ["--label", "--opt"], "remove": [], "verify": [], "benchmark": ["--opt"],
-        "plugin-check": ["--opt", "--wrong-opt"], "root": ["--opt"],
+        "plugin-check": ["--opt", "--wrong-opt", "--change-credential"], "root": ["--opt"],
     ]
 
     /// The value options that belong to commands (the rest are global), from the table above.
@@ -126,6 +128,10 @@ struct Arguments {
             guard let fd = Int32(value), fd >= 0 else { throw UsageError(message: "\(name) takes a file descriptor number") }
             secretFDs.set(name, fd)
         case "--label": label = value
+        case "--change-credential":
+            guard changeCredential == nil else { throw UsageError(message: "--change-credential given twice") }
+            guard !value.isEmpty else { throw UsageError(message: "--change-credential takes a shell command") }
+            changeCredential = value
         case "--opt", "--wrong-opt":
             guard let eq = value.firstIndex(of: "="), eq != value.startIndex else {
                 throw UsageError(message: "\(name) takes name=value")
@@ -187,10 +193,12 @@ commands:
   benchmark [PLUGIN] [--opt target-ms=N]
                       calibrate a plugin that tunes its cost to this machine (default:
                       passphrase, Argon2id) and show what it picks
-  plugin-check PATH.so [--opt NAME=VALUE ...] [--wrong-opt NAME=VALUE ...]
+  plugin-check PATH.so [--opt NAME=VALUE ...] [--wrong-opt NAME=VALUE ...] [--change-credential CMD]
                       conformance run for a plugin: descriptor, probe, enroll/unwrap round
                       trip, wrong and missing secrets, malformed parameters, buffers;
-                      --wrong-opt enrolls a second credential (a method that asks for none)
+                      --wrong-opt enrolls a second credential (a method that asks for none);
+                      --change-credential runs CMD with /bin/sh -c after the other checks
+                      (e.g. 'cp b.key a.key'): unwrap must then give another M
   root move ROOT [--opt NAME=VALUE ...]
                       move the store to another platform root (file-root, secret-service, auto):
                       one atomic re-seal, then the old root is removed

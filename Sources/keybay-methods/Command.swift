@@ -359,7 +359,8 @@ enum Command {
     static func pluginCheck(_ c: Context) throws -> Int32 {
         let a = c.a
         try a.expect(["PATH.so"])
-        let results = KeybayPluginCheck.run(path: a.positionals[0], options: a.options, wrongOptions: a.wrongOptions)
+        let results = KeybayPluginCheck.run(path: a.positionals[0], options: a.options, wrongOptions: a.wrongOptions,
+                                              changeCredential: a.changeCredential)
         let count = { (o: KeybayPluginCheck.Result.Outcome) in results.filter { $0.outcome == o }.count }
         if a.json {
             Output.line(JSON.render(.array(results.map {

@@ -85,8 +85,11 @@ import Testing
 
     /// A key-file method (no prompt: the credential is a file named at enrollment), written from
     /// the installed guide and built with its build line against the installed prefix: plugin-check
-    /// passes it with the documented `--opt path=A --wrong-opt path=B`, fails a broken copy whose M
-    /// ignores the file, and names the option when enroll gets none. Then the CLI uses it.
+    /// passes it with the documented `--opt path=A --wrong-opt path=B --change-credential 'cp B A'`,
+    /// fails a broken copy whose M ignores the file (with either), fails with
+    /// `--change-credential` a broken copy whose M ignores the file but whose parameters carry a
+    /// salt (which `--wrong-opt` alone cannot tell), and names the option when enroll gets none.
+    /// Then the CLI uses it.
     @Test func keyFileMethodBuiltFromTheInstalledGuidePassesPluginCheck() throws {
         let box = Sandbox()
         let prefix = try Self.installDev(box)
@@ -109,11 +112,33 @@ import Testing
         func check(_ path: String, _ options: [String]) throws -> RunResult {
             try run(cliPath, ["plugin-check", path] + options, environment: box.environment)
         }
-        let passed = try check(plugin, ["--opt", "path=" + keyA, "--wrong-opt", "path=" + keyB])
+        // The command copies B over A (a.key's bytes are put back before every check that runs it).
+        let change = "cp '\(keyB)' '\(keyA)'"
+        let changed = "after --change-credential '\(change)', unwrap of the enrolled parameters gives another M (or WRONG_SECRET)"
+        func checkChanging(_ path: String, _ options: [String]) throws -> RunResult {
+            writeBytes(keyA, Array(repeating: 0x41, count: 64))
+            let r = try check(path, options + ["--change-credential", change])
+            #expect(readBytes(keyA) == readBytes(keyB), "the command ran")
+            return r
+        }
+        let passed = try checkChanging(plugin, ["--opt", "path=" + keyA, "--wrong-opt", "path=" + keyB])
         #expect(passed.status == 0 && passed.out.contains(" 0 failed") && !passed.out.contains("FAIL"), "\(passed.out)")
         #expect(passed.out.contains("PASS  a second credential (--wrong-opt path=\(keyB)) gives a different M"), "\(passed.out)")
         #expect(passed.out.contains("SKIP  a wrong secret gives a different M (or WRONG_SECRET): unwrap asked the host for no secret"), "\(passed.out)")
         #expect(passed.out.contains("PASS  describe returns one line of text: \"key file \(keyA)\""), "\(passed.out)")
+        let lines = passed.out.split(separator: "\n")
+        #expect(lines.count > 2 && lines[lines.count - 2] == "PASS  \(changed)", "the change runs last: \(passed.out)")
+        // Its output goes to standard error: --json stays JSON; a command that fails is a FAIL.
+        let checkedJSON = try checkChanging(plugin, ["--opt", "path=" + keyA, "--json"])
+        let results = try #require(try JSONSerialization.jsonObject(with: Data(checkedJSON.stdout)) as? [[String: Any]], "\(checkedJSON.out)")
+        #expect(checkedJSON.status == 0 && results.last?["check"] as? String == changed && results.last?["result"] as? String == "pass", "\(checkedJSON.out)")
+        writeBytes(keyA, Array(repeating: 0x41, count: 64))
+        let failing = try check(plugin, ["--opt", "path=" + keyA, "--change-credential", "echo printed; exit 3"])
+        #expect(failing.status == 1 && failing.out.contains("FAIL  after --change-credential 'echo printed; exit 3', unwrap of the enrolled parameters gives another M (or WRONG_SECRET): /bin/sh -c 'echo printed; exit 3' exited 3"), "\(failing.out)")
+        #expect(!failing.out.contains("printed\n") && failing.stderr.contains("printed\n"), "\(failing.out)\(failing.stderr)")
+        // One command, given to plugin-check only.
+        #expect(try check(plugin, ["--opt", "path=" + keyA, "--change-credential", "true", "--change-credential", "true"]).status == 2)
+        #expect(try box.cli("keys", "--change-credential", "true").status == 2)
 
         // Without --wrong-opt the wrong-secret check is skipped with a reason, never failed.
         let skipped = try check(plugin, ["--opt", "path=" + keyA])
@@ -125,10 +150,24 @@ import Testing
         #expect(noOption.out.contains("FAIL  enroll with a scripted host") && noOption.out.contains("hint: enroll may need options: --opt path=…"), "\(noOption.out)")
         #expect(noOption.out.contains("NOT RUN  unwrap of the enrolled parameters returns the same M"), "\(noOption.out)")
 
-        // A broken build whose M ignores the file fails, saying so.
+        // A broken build whose M ignores the file fails, saying so, with either option.
+        writeBytes(keyA, Array(repeating: 0x41, count: 64))
         let broken = try build(in: box.root + "/broken", extraFlags: "-DKEYFILE_BROKEN_SAME_M")
         let failed = try check(broken, ["--opt", "path=" + keyA, "--wrong-opt", "path=" + keyB])
         #expect(failed.status == 1 && failed.out.contains("FAIL  a second credential (--wrong-opt path=\(keyB)) gives a different M: enroll with --opt path=\(keyA) and with --opt path=\(keyB) returned the same M: M does not depend on the credential"), "\(failed.out)")
+        let failedChanging = try checkChanging(broken, ["--opt", "path=" + keyA])
+        #expect(failedChanging.status == 1 && failedChanging.out.contains("FAIL  \(changed): unwrap of the parameters enrolled before '\(change)', answered as at enroll, returned the enrolled M: M does not depend on the credential"), "\(failedChanging.out)")
+
+        // One whose M ignores the file but whose parameters carry a salt: --wrong-opt alone is
+        // inconclusive (two enrollments of A differ), so the run passes; --change-credential fails it.
+        writeBytes(keyA, Array(repeating: 0x41, count: 64))
+        let salted = try build(in: box.root + "/salted", extraFlags: "-DKEYFILE_BROKEN_SALTED")
+        let inconclusive = try check(salted, ["--opt", "path=" + keyA, "--wrong-opt", "path=" + keyB])
+        #expect(inconclusive.status == 0 && inconclusive.out.contains("SKIP  a second credential (--wrong-opt path=\(keyB)) gives a different M: inconclusive"), "\(inconclusive.out)")
+        let caught = try checkChanging(salted, ["--opt", "path=" + keyA, "--wrong-opt", "path=" + keyB])
+        #expect(caught.status == 1 && caught.out.contains("FAIL  \(changed): unwrap of the parameters enrolled before '\(change)', answered as at enroll, returned the enrolled M: M does not depend on the credential"), "\(caught.out)")
+        #expect(caught.out.contains(" 1 failed"), "\(caught.out)")
+        writeBytes(keyA, Array(repeating: 0x41, count: 64))
 
         // Through the CLI: its options in enroll --help, a mistyped path (exit 2), then a store it opens.
         let dir = box.root + "/keyfile"

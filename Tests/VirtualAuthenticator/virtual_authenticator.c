@@ -74,7 +74,7 @@ typedef struct va_device {
     char pin[64];
     int retries;
     int in_a_row;
-    int deny, timeout, touch_delay_ms, uv, force_uv, permissions;
+    int deny, timeout, touch_delay_ms, uv, force_uv, skip_up, permissions;
     uint8_t protocols[2];
     size_t protocol_count;
     uint8_t master[32];
@@ -809,6 +809,9 @@ static uint8_t va_get_assertion(va_device *d, const cbi *req, cbw *w) {
         }
     }
     if (!have) return ST_NO_CREDENTIALS;
+    /* skip-up: a faulty (or hostile) key that answers without asking for the touch: no
+       presence test, the UP flag clear, the answer signed all the same. */
+    if (d->skip_up) up = 0;
     if (up) {
         st = va_presence(d);
         if (st != ST_OK) return st;
@@ -1074,6 +1077,7 @@ int keybay_va_set(int index, const char *name, const char *value) {
     else if (strcmp(name, "touch-delay-ms") == 0) d->touch_delay_ms = (int)v;
     else if (strcmp(name, "uv") == 0) d->uv = v != 0;
     else if (strcmp(name, "force-uv") == 0) d->force_uv = v != 0;
+    else if (strcmp(name, "skip-up") == 0) d->skip_up = v != 0;
     else if (strcmp(name, "permissions") == 0) d->permissions = v != 0;
     else if (strcmp(name, "replug") == 0) va_power_cycle(d);
     else rc = -1;

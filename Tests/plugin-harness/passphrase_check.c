@@ -379,6 +379,7 @@ static void test_independent(void) {
         {"correct horse battery staple", "keybay-salt-0001", 65536, 4, 2},
         {"pw", "0123456789abcdef", 8192, 1, 1},
         {"Tr0ub4dor&3 with spaces", "AAAAAAAAAAAAAAAA", 65536, 3, 4},
+        {"above the 64 MiB floor", "keybay-salt-128m", 131072, 1, 1}, /* no cap at the floor */
     };
     for (size_t i = 0; i < sizeof cli_cases / sizeof cli_cases[0]; i++) {
         uint8_t params[KEYBAY_PASSPHRASE_PARAMS_BYTES], m[32], ref[32];

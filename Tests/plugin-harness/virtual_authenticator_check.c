@@ -3,7 +3,8 @@
  * self-attestation verified), hmac-secret assertions with and without the PIN (stable, and
  * different with UV), signatures verified, a wrong PIN refused (PIN_INVALID) and counted (one
  * retry fewer), the right PIN giving the retries back; PIN protocols 1 and 2, with and without
- * pinUvAuthToken permissions. Exits 1 on any failure. scripts/plugin-harness.sh builds and runs
+ * pinUvAuthToken permissions; skip-up answers a request for presence without the touch (UP clear,
+ * still signed). Exits 1 on any failure. scripts/plugin-harness.sh builds and runs
  * it (scripts/test.sh runs that):
  *   cc -std=c11 -Wall -Wextra -ITests/VirtualAuthenticator/include \
  *      Tests/VirtualAuthenticator/virtual_authenticator.c Tests/plugin-harness/virtual_authenticator_check.c \
@@ -68,6 +69,36 @@ static int run(const char *pin, const char *protocols, const char *perms) {
         if (!pin) break;
     }
     if (pin && memcmp(out[0], out[1], 32) == 0) { printf("uv and non-uv equal!\n"); return 1; }
+    if (!pin) {
+        /* skip-up: presence asked for, none tested; the UP flag clear, the answer still signed and
+           its hmac-secret the same as with the touch (what the fido2 plugin must refuse by the flag). */
+        keybay_va_set(0, "skip-up", "1");
+        long touches = keybay_va_get(0, "touches");
+        fido_assert_t *a = fido_assert_new();
+        unsigned char salt[32] = {7};
+        CHECK(fido_assert_set_clientdata_hash(a, cdh, 32));
+        CHECK(fido_assert_set_rp(a, "keybay.local"));
+        CHECK(fido_assert_allow_cred(a, fido_cred_id_ptr(cred), fido_cred_id_len(cred)));
+        CHECK(fido_assert_set_extensions(a, FIDO_EXT_HMAC_SECRET));
+        CHECK(fido_assert_set_hmac_salt(a, salt, 32));
+        CHECK(fido_assert_set_up(a, FIDO_OPT_TRUE));
+        CHECK(fido_dev_get_assert(dev, a, NULL));
+        es256_pk_t *pk = es256_pk_new();
+        es256_pk_from_ptr(pk, fido_cred_pubkey_ptr(cred), fido_cred_pubkey_len(cred));
+        CHECK(fido_assert_set_up(a, FIDO_OPT_FALSE)); /* verify against the flags as they came */
+        CHECK(fido_assert_verify(a, 0, COSE_ES256, pk));
+        es256_pk_free(&pk);
+        int flags = fido_assert_flags(a, 0);
+        int same = fido_assert_hmac_secret_len(a, 0) == 32 && memcmp(out[0], fido_assert_hmac_secret_ptr(a, 0), 32) == 0;
+        printf("  skip-up: flags=%02x, touches %ld -> %ld, hmac-secret %s\n", flags, touches, keybay_va_get(0, "touches"),
+               same ? "the same" : "different");
+        fido_assert_free(&a);
+        if ((flags & 0x01) != 0 || keybay_va_get(0, "touches") != touches || !same) {
+            printf("FAIL skip-up did not answer without the touch, signed, with the same hmac-secret\n");
+            return 1;
+        }
+        keybay_va_set(0, "skip-up", "0");
+    }
     if (pin) {
         int retries = -1;
         CHECK(fido_dev_get_retry_count(dev, &retries));

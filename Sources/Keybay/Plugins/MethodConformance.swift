@@ -1,4 +1,5 @@
 import CKeybayPlugin
+import Glibc
 
 extension KeybayPluginCheck {
     /// The checks of a method plugin: probe, one enrollment with the scripted host, then what
@@ -7,6 +8,9 @@ extension KeybayPluginCheck {
         let plugin: LoadedPlugin
         let options: [(String, String)]
         let wrongOptions: [(String, String)]
+        /// A shell command (`/bin/sh -c`) that changes the enrolled credential (`cp b.key a.key`),
+        /// run after every other check: the enrolled parameters must then unwrap to another M.
+        let changeCredential: String?
 
         static let secret = "plugin-check secret 1"
         static let otherSecret = "plugin-check secret 2"
@@ -23,10 +27,15 @@ extension KeybayPluginCheck {
             names += Self.malformedKinds.map { "\($0) parameters give MALFORMED_PARAMS with a set_error line" }
             names += ["an unknown enroll option gives INVALID_OPTION with a set_error line", "describe returns one line of text",
                       "buffers come back through free_buffer, which clears them"]
+            if changeCredential != nil { names.append(changedCredentialName) }
             return names
         }
 
         var wrongCredentialName: String { "a second credential (\(Self.spelled(wrongOptions, as: "--wrong-opt"))) gives a different M" }
+
+        var changedCredentialName: String {
+            "after --change-credential '\(changeCredential ?? "")', unwrap of the enrolled parameters gives another M (or WRONG_SECRET)"
+        }
 
         static func spelled(_ options: [(String, String)], as flag: String = "--opt") -> String {
             options.isEmpty ? "no options" : options.map { "\(flag) \($0.0)=\($0.1)" }.joined(separator: " ")
@@ -132,6 +141,8 @@ extension KeybayPluginCheck {
             case .failure(let e): results.fail(name(), "describe of the enrolled parameters returned \(e)")
             }
             freeBufferCheck(name(), enrolled.params, &results)
+            // Last: it changes the credential every check above enrolled or unwrapped with.
+            if let command = changeCredential { changedCredentialCheck(name(), command, enrolled, shownKey: shownKey, &results) }
         }
 
         /// A different answer to ask_secret must give another M; a method that asks for nothing
@@ -148,8 +159,10 @@ extension KeybayPluginCheck {
                 results.fail(name, "\(tried) returned \(e); expected another M or WRONG_SECRET")
             case .success where host.asked == 0:
                 let example = plugin.options.first.map { "--wrong-opt \($0.name)=…" } ?? "--wrong-opt NAME=VALUE"
-                results.add(name, .skip, "unwrap asked the host for no secret, so plugin-check cannot present a wrong one"
-                            + (wrongOptions.isEmpty ? "; give a second credential with \(example)" : "; the --wrong-opt check below covers it"))
+                let covered = changeCredential != nil ? "; the --change-credential check below covers it"
+                    : wrongOptions.isEmpty ? "; give a second credential with \(example), or change it between enroll and unwrap with --change-credential CMD"
+                    : "; the --wrong-opt check below covers it"
+                results.add(name, .skip, "unwrap asked the host for no secret, so plugin-check cannot present a wrong one" + covered)
             case .success(let m):
                 results.check(name, !m.equals(enrolled.secret), "\(tried) returned the enrolled M: M does not depend on the secret")
             }
@@ -183,11 +196,58 @@ extension KeybayPluginCheck {
                     results.pass(name, "\(first) gives the same M at every enrollment, \(second) another")
                 } else {
                     results.add(name, .skip, "inconclusive: two enrollments with \(first) gave different M (the parameters carry a random value), "
-                                + "so another M for \(second) shows nothing; unlock with a wrong credential through the CLI instead")
+                                + "so another M for \(second) shows nothing; "
+                                + (changeCredential != nil ? "the --change-credential check below covers it"
+                                   : "change the credential between enroll and unwrap with --change-credential CMD"))
                 }
             } catch {
                 results.fail(name, "\(step) returned \(error)")
             }
+        }
+
+        /// Runs `command` (`/bin/sh -c`, standard input /dev/null, its output on standard error),
+        /// which must exit 0, then unwraps the first enrollment's parameters with the same
+        /// answers: the credential changed, so M must differ or unwrap say WRONG_SECRET. The one
+        /// check that proves a method asking for nothing depends on its credential even when its
+        /// parameters carry a salt (two enrollments differ, so --wrong-opt is inconclusive).
+        private func changedCredentialCheck(_ name: String, _ command: String, _ enrolled: (params: [UInt8], secret: SecureBytes),
+                                            shownKey: [UInt8]?, _ results: inout Results) {
+            let status = Self.shell(command)
+            guard status == 0 else {
+                return results.fail(name, status < 0 ? "/bin/sh -c '\(command)' could not be started"
+                                    : status >= 256 ? "/bin/sh -c '\(command)' was killed by signal \(status - 256)"
+                                    : "/bin/sh -c '\(command)' exited \(status); the credential was not changed")
+            }
+            let tried = "unwrap of the parameters enrolled before '\(command)', answered as at enroll,"
+            switch Swift.Result(catching: { try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: Self.secret, recoveryKey: shownKey)) }) {
+            case .success(let m):
+                results.check(name, !m.equals(enrolled.secret), "\(tried) returned the enrolled M: M does not depend on the credential")
+            case .failure(let e as KeybayError) where e.code == .wrongSecret:
+                results.pass(name, "\(tried) returned WRONG_SECRET")
+            case .failure(let e):
+                results.fail(name, "\(tried) returned \(e); expected another M or WRONG_SECRET")
+            }
+        }
+
+        /// `/bin/sh -c command` with standard input from /dev/null and standard output sent to
+        /// standard error (plugin-check's own output, --json included, stays on standard output).
+        /// Its exit status; 256 + the signal if it was killed; -1 if it could not be started.
+        static func shell(_ command: String) -> Int32 {
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_adddup2(&actions, 2, 1)
+            let argv: [UnsafeMutablePointer<CChar>?] = ["/bin/sh", "-c", command].map { (word: String) in strdup(word) } + [nil]
+            defer { argv.forEach { free($0) } }
+            var pid: pid_t = 0
+            guard posix_spawn(&pid, "/bin/sh", &actions, nil, argv, environ) == 0 else { return -1 }
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) < 0 {
+                guard errno == EINTR else { return -1 }
+            }
+            if status & 0x7f != 0 { return 256 + (status & 0x7f) }
+            return (status >> 8) & 0xff
         }
 
         /// free_buffer (called under the plugin's lock, like every call) must leave the buffer

@@ -20,7 +20,11 @@ public enum KeybayPluginCheck {
     /// Runs every check that applies to the plugin at `path`; `options` are passed to `enroll`.
     /// `wrongOptions`, laid over `options`, enroll a second, different credential: the way to
     /// check a method that asks the host for no secret (a key file, a device without a PIN).
-    public static func run(path: String, options: [(String, String)] = [], wrongOptions: [(String, String)] = []) -> [Result] {
+    /// `changeCredential`, a shell command run (`/bin/sh -c`) after every other check, changes
+    /// the enrolled credential (`cp b.key a.key`): the enrolled parameters must then unwrap to
+    /// another M or WRONG_SECRET, which proves the dependency even when the parameters carry a salt.
+    public static func run(path: String, options: [(String, String)] = [], wrongOptions: [(String, String)] = [],
+                           changeCredential: String? = nil) -> [Result] {
         var results = Results()
         var st = stat()
         guard lstat(path, &st) == 0 else {
@@ -51,8 +55,9 @@ public enum KeybayPluginCheck {
                       badOptions.map { "option \($0.offset + 1) ('\($0.element.name)') has \($0.element.name.isEmpty ? "no name" : "no help")" }.joined(separator: "; "))
         if plugin.isRoot {
             rootChecks(plugin, &results)
+            if changeCredential != nil { results.add("--change-credential", .skip, "a root plugin has no credential to change; the command was not run") }
         } else {
-            MethodRun(plugin: plugin, options: options, wrongOptions: wrongOptions).checks(&results)
+            MethodRun(plugin: plugin, options: options, wrongOptions: wrongOptions, changeCredential: changeCredential).checks(&results)
         }
         return results.list
     }

@@ -11,7 +11,10 @@
  * No salt: the core salts every enrollment itself, so M depends on the file alone (which also lets
  * plugin-check compare two enrollments: `--opt path=A --wrong-opt path=B`).
  * Built with -DKEYFILE_BROKEN_SAME_M it hashes none of the file: the same M for any file, which
- * plugin-check must catch.
+ * plugin-check must catch (`--wrong-opt` and `--change-credential` each do).
+ * Built with -DKEYFILE_BROKEN_SALTED it ignores the file too, but its parameters carry a random
+ * salt that M is derived from: two enrollments differ, so `--wrong-opt` alone is inconclusive;
+ * `--change-credential 'cp b.key a.key'` must catch it.
  */
 #define _DEFAULT_SOURCE /* explicit_bzero, O_NOFOLLOW with -std=c11 */
 
@@ -31,6 +34,11 @@
 #define KF_PATH_MAX 4000u
 #define KF_FILE_MAX 65536u
 #define KF_FILE_MIN 32u
+#ifdef KEYFILE_BROKEN_SALTED
+#define KF_SALT 16u /* appended to the parameters */
+#else
+#define KF_SALT 0u
+#endif
 
 static keybay_status kf_error(const keybay_host *host, keybay_status status, const char *format, const char *path) {
     char line[4200];
@@ -56,7 +64,8 @@ static keybay_status kf_probe(const keybay_host *host) {
 
 /* Reads the key file and derives M. `enrolling` picks the statuses: at enroll a path that is not
    there is the user's typo (INVALID_OPTION); at unlock the file is absent (NOT_AVAILABLE). */
-static keybay_status kf_derive(const keybay_host *host, const char *path, int enrolling, uint8_t m[KEYBAY_METHOD_SECRET_BYTES]) {
+static keybay_status kf_derive(const keybay_host *host, const char *path, const uint8_t *salt, int enrolling,
+                               uint8_t m[KEYBAY_METHOD_SECRET_BYTES]) {
     if (sodium_init() < 0) return kf_error(host, KEYBAY_ERR_INTERNAL, "%s: libsodium cannot start", KF_ID);
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
@@ -95,13 +104,14 @@ static keybay_status kf_derive(const keybay_host *host, const char *path, int en
         sodium_free(contents);
         return kf_error(host, KEYBAY_ERR_IO, "cannot read the key file %s", path);
     }
-#ifdef KEYFILE_BROKEN_SAME_M
+#if defined KEYFILE_BROKEN_SAME_M || defined KEYFILE_BROKEN_SALTED
     got = 0;
 #endif
     static const char domain[] = "com.example.keyfile v1"; /* hashed with its NUL as the separator */
     crypto_hash_sha256_state state;
     crypto_hash_sha256_init(&state);
     crypto_hash_sha256_update(&state, (const unsigned char *)domain, sizeof domain);
+    crypto_hash_sha256_update(&state, salt, KF_SALT);
     crypto_hash_sha256_update(&state, contents, got);
     crypto_hash_sha256_final(&state, m);
     sodium_memzero(&state, sizeof state);
@@ -110,17 +120,18 @@ static keybay_status kf_derive(const keybay_host *host, const char *path, int en
 }
 
 /* Strict decoding: format 1, the exact length, an absolute path without NUL bytes. Copies the
-   path into `path` (KF_PATH_MAX + 1 bytes). */
-static keybay_status kf_decode(const keybay_host *host, const uint8_t *params, size_t length, char *path) {
+   path into `path` (KF_PATH_MAX + 1 bytes), and the salt (broken build only) into `salt`. */
+static keybay_status kf_decode(const keybay_host *host, const uint8_t *params, size_t length, char *path, uint8_t *salt) {
     if (params == NULL || length < 3) return kf_error(host, KEYBAY_ERR_MALFORMED_PARAMS, "%s params: too short", KF_ID);
     if (params[0] != KF_FORMAT) return kf_error(host, KEYBAY_ERR_MALFORMED_PARAMS, "%s params: unknown format (expected 1)", KF_ID);
     size_t n = (size_t)params[1] << 8 | params[2];
-    if (n < 2 || n > KF_PATH_MAX || length != 3 + n)
+    if (n < 2 || n > KF_PATH_MAX || length != 3 + n + KF_SALT)
         return kf_error(host, KEYBAY_ERR_MALFORMED_PARAMS, "%s params: the path length does not match", KF_ID);
     if (params[3] != '/' || memchr(params + 3, 0, n) != NULL)
         return kf_error(host, KEYBAY_ERR_MALFORMED_PARAMS, "%s params: the path is not absolute text", KF_ID);
     memcpy(path, params + 3, n);
     path[n] = 0;
+    memcpy(salt, params + 3 + n, KF_SALT);
     return KEYBAY_OK;
 }
 
@@ -139,10 +150,11 @@ static keybay_status kf_enroll(const keybay_host *host, const keybay_option *opt
     size_t n = strlen(path);
     if (n < 2 || n > KF_PATH_MAX || path[0] != '/')
         return kf_error(host, KEYBAY_ERR_INVALID_OPTION, "the key file path '%.200s' is not an absolute path of at most 4000 bytes", path);
-    uint8_t m[KEYBAY_METHOD_SECRET_BYTES];
-    keybay_status status = kf_derive(host, path, 1, m);
+    uint8_t m[KEYBAY_METHOD_SECRET_BYTES], salt[KF_SALT + 1];
+    randombytes_buf(salt, sizeof salt);
+    keybay_status status = kf_derive(host, path, salt, 1, m);
     if (status != KEYBAY_OK) return status;
-    uint8_t *params = malloc(3 + n);
+    uint8_t *params = malloc(3 + n + KF_SALT);
     if (params == NULL) {
         explicit_bzero(m, sizeof m);
         return kf_error(host, KEYBAY_ERR_INTERNAL, "%s: out of memory", KF_ID);
@@ -151,10 +163,11 @@ static keybay_status kf_enroll(const keybay_host *host, const keybay_option *opt
     params[1] = (uint8_t)(n >> 8);
     params[2] = (uint8_t)n;
     memcpy(params + 3, path, n);
+    memcpy(params + 3 + n, salt, KF_SALT);
     memcpy(secret_out, m, sizeof m);
     explicit_bzero(m, sizeof m);
     params_out->data = params;
-    params_out->length = 3 + n;
+    params_out->length = 3 + n + KF_SALT;
     return KEYBAY_OK;
 }
 
@@ -162,10 +175,11 @@ static keybay_status kf_unwrap(const keybay_host *host, const uint8_t *params, s
                                uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {
     if (secret_out == NULL) return KEYBAY_ERR_INTERNAL;
     char path[KF_PATH_MAX + 1];
-    keybay_status status = kf_decode(host, params, params_length, path);
+    uint8_t salt[KF_SALT + 1];
+    keybay_status status = kf_decode(host, params, params_length, path, salt);
     if (status != KEYBAY_OK) return status;
     uint8_t m[KEYBAY_METHOD_SECRET_BYTES];
-    status = kf_derive(host, path, 0, m);
+    status = kf_derive(host, path, salt, 0, m);
     if (status == KEYBAY_OK) memcpy(secret_out, m, sizeof m);
     explicit_bzero(m, sizeof m);
     return status;
@@ -176,7 +190,8 @@ static keybay_status kf_describe(const keybay_host *host, const uint8_t *params,
     text_out->data = NULL;
     text_out->length = 0;
     char path[KF_PATH_MAX + 1];
-    keybay_status status = kf_decode(host, params, params_length, path);
+    uint8_t salt[KF_SALT + 1];
+    keybay_status status = kf_decode(host, params, params_length, path, salt);
     if (status != KEYBAY_OK) return status;
     char *text = malloc(sizeof "key file " + strlen(path));
     if (text == NULL) return kf_error(host, KEYBAY_ERR_INTERNAL, "%s: out of memory", KF_ID);

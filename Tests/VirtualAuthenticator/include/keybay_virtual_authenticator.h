@@ -28,6 +28,8 @@
  *   touch-delay-ms=N  the touch takes N ms (a CTAPHID_CANCEL meanwhile gives KEEPALIVE_CANCEL)
  *   uv=0|1            built-in user verification (a "fingerprint") is configured and succeeds
  *   force-uv=0|1      the device verifies the user on every request (UV flag always set)
+ *   skip-up=0|1       the device never tests the user's presence: a request for it is answered
+ *                     at once, with the UP flag clear and the answer signed all the same
  *   protocols=LIST    PIN/UV auth protocols offered, e.g. "2,1", "1", "2"
  *   permissions=0|1   offers pinUvAuthToken (CTAP 2.1 tokens with permissions)
  *   seed=TEXT         the master secret is SHA-256("keybay-va-seed" | 0 | TEXT)
