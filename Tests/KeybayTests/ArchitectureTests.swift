@@ -210,6 +210,33 @@ final class LogRecorder: KeybayInteraction, Sendable {
         }
     }
 
+    /// Answers "1234", but only once the test has cancelled the task: like a key derivation, the
+    /// plugin then finishes without looking at is_cancelled.
+    final class AnswerAfterCancel: KeybayInteraction, Sendable {
+        let asked = Atomic<Bool>(false)
+        let released = Atomic<Bool>(false)
+        func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            asked.store(true, ordering: .sequentiallyConsistent)
+            for _ in 0..<300_000 where !released.load(ordering: .sequentiallyConsistent) { usleep(1000) }
+            buffer.copyBytes(from: Array("1234".utf8))
+            return 4
+        }
+    }
+
+    /// A cancel that arrives while the method works without polling still ends the open with
+    /// `.cancelled` once the plugin returns (it used to give a working session).
+    @Test func aCancelWhileTheMethodWorksEndsTheOpenWhenItReturns() async throws {
+        let box = Sandbox()
+        let (config, method) = try Self.protectedStore(box, pin: "1234")
+        let answer = AnswerAfterCancel()
+        let task = Task { try await KeybayStore.open(config, method: method.id, interaction: answer) }
+        for _ in 0..<300_000 where !answer.asked.load(ordering: .sequentiallyConsistent) { try await Task.sleep(nanoseconds: 1_000_000) }
+        task.cancel()
+        answer.released.store(true, ordering: .sequentiallyConsistent)
+        let e = await keybayError { _ = try await task.value }
+        #expect(e?.code == .cancelled, "\(String(describing: e))")
+    }
+
     @Test func cancellingTheTaskEndsThePluginsWaitAndChangesNothing() async throws {
         let box = Sandbox()
         let (config, method) = try Self.protectedStore(box, pin: "wait-for-cancel")

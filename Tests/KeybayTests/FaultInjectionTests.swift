@@ -48,14 +48,14 @@ import Testing
         }, check: { box, facts, outcome in
             if let printed = outcome.printed {
                 let id = printed["methodId"] as! String, key = printed["recoveryKey"] as! String
-                let holds1 = try record(box, "a", method: id, key: key) == "1"
-                #expect(holds1, "\(outcome.description): the printed key must open")
-                let holds2 = try record(box, "a", method: facts["id"]!, key: facts["key"]!) == nil
-                #expect(holds2, "\(outcome.description): the old key still opens")
+                let printedKeyOpens = try record(box, "a", method: id, key: key) == "1"
+                #expect(printedKeyOpens, "\(outcome.description): the printed key must open")
+                let oldKeyOpens = try record(box, "a", method: facts["id"]!, key: facts["key"]!) == nil
+                #expect(oldKeyOpens, "\(outcome.description): the old key still opens")
             } else {
                 #expect(outcome.status != 0, "\(outcome.description)")
-                let holds3 = try record(box, "a", method: facts["id"]!, key: facts["key"]!) == "1"
-                #expect(holds3, "\(outcome.description): nothing printed, so the old key must open")
+                let oldKeyOpens = try record(box, "a", method: facts["id"]!, key: facts["key"]!) == "1"
+                #expect(oldKeyOpens, "\(outcome.description): nothing printed, so the old key must open")
             }
         }),
         Scenario(name: "enroll of a recovery key on a platform-only store", showsSecret: true, setup: { box in
@@ -65,31 +65,31 @@ import Testing
             (["enroll", "recovery", "--json", "--no-input"], nil)
         }, check: { box, _, outcome in
             if let printed = outcome.printed {
-                let holds4 = try record(box, "a", method: printed["id"] as? String, key: printed["recoveryKey"] as? String) == "1"
-                #expect(holds4, "\(outcome.description)")
-                let holds5 = try methodIDs(box) == [printed["id"] as! String]
-                #expect(holds5, "\(outcome.description)")
+                let printedKeyOpens = try record(box, "a", method: printed["id"] as? String, key: printed["recoveryKey"] as? String) == "1"
+                #expect(printedKeyOpens, "\(outcome.description)")
+                let onlyThePrintedMethod = try methodIDs(box) == [printed["id"] as! String]
+                #expect(onlyThePrintedMethod, "\(outcome.description)")
             } else {
                 #expect(outcome.status != 0, "\(outcome.description)")
-                let holds6 = try methodIDs(box).isEmpty
-                #expect(holds6, "\(outcome.description): a method nobody was shown")
-                let holds7 = try record(box, "a") == "1"
-                #expect(holds7, "\(outcome.description)")
+                let noMethod = try methodIDs(box).isEmpty
+                #expect(noMethod, "\(outcome.description): a method nobody was shown")
+                let recordReads = try record(box, "a") == "1"
+                #expect(recordReads, "\(outcome.description)")
             }
         }),
         Scenario(name: "the first enrollment, on an empty home", showsSecret: true, setup: { _ in [:] }, command: { _ in
             (["enroll", "recovery", "--json", "--no-input"], nil)
         }, check: { box, _, outcome in
             if let printed = outcome.printed {
-                let holds8 = try state(box) == "protected"
-                #expect(holds8, "\(outcome.description)")
+                let isProtected = try state(box) == "protected"
+                #expect(isProtected, "\(outcome.description)")
                 let keys = try box.cli("keys", "--method", printed["id"] as! String, "--recovery-key-fd", "0",
                                        stdin: Array((printed["recoveryKey"] as! String).utf8))
                 #expect(keys.status == 0, "\(outcome.description): \(keys.stderr)")
             } else {
                 #expect(outcome.status != 0, "\(outcome.description)")
-                let holds9 = try state(box) == "absent"
-                #expect(holds9, "\(outcome.description)")
+                let isAbsent = try state(box) == "absent"
+                #expect(isAbsent, "\(outcome.description)")
             }
         }),
         Scenario(name: "remove of the only method, a passphrase", setup: { box in
@@ -105,26 +105,26 @@ import Testing
                 let now = try state(box)
                 #expect(now == "platform-only" || now == "protected", "\(outcome.description): \(now)")
             } else if outcome.printed != nil {
-                let holds10 = try state(box) == "platform-only"
-                #expect(holds10, "\(outcome.description)")
-                let holds11 = try record(box, "a") == "1"
-                #expect(holds11, "\(outcome.description)")
+                let isPlatformOnly = try state(box) == "platform-only"
+                #expect(isPlatformOnly, "\(outcome.description)")
+                let recordReads = try record(box, "a") == "1"
+                #expect(recordReads, "\(outcome.description)")
             } else {
                 #expect(outcome.status != 0, "\(outcome.description)")
-                let holds12 = try state(box) == "protected"
-                #expect(holds12, "\(outcome.description)")
-                let holds13 = try record(box, "a", method: facts["id"]!, passphrase: "pw") == "1"
-                #expect(holds13, "\(outcome.description)")
+                let isProtected = try state(box) == "protected"
+                #expect(isProtected, "\(outcome.description)")
+                let passphraseOpens = try record(box, "a", method: facts["id"]!, passphrase: "pw") == "1"
+                #expect(passphraseOpens, "\(outcome.description)")
             }
         }),
         Scenario(name: "set on an existing store", setup: { box in
             try expectStatus(box.cli("set", "a", "1"), 0)
             return [:]
         }, command: { _ in (["set", "b", "2", "--json"], nil) }, check: { box, _, outcome in
-            let holds14 = try record(box, "a") == "1"
-            #expect(holds14, "\(outcome.description): an acknowledged record was lost")
-            let holds15 = try outcome.outputLost || record(box, "b") == (outcome.printed != nil ? "2" : nil)
-            #expect(holds15, "\(outcome.description)")
+            let acknowledgedReads = try record(box, "a") == "1"
+            #expect(acknowledgedReads, "\(outcome.description): an acknowledged record was lost")
+            let newRecordAsSaid = try outcome.outputLost || record(box, "b") == (outcome.printed != nil ? "2" : nil)
+            #expect(newRecordAsSaid, "\(outcome.description)")
             if outcome.printed == nil { #expect(outcome.status != 0, "\(outcome.description)") }
         }),
         Scenario(name: "the first set, on an empty home", setup: { _ in [:] }, command: { _ in (["set", "b", "2", "--json"], nil) },
@@ -136,8 +136,8 @@ import Testing
             } else {
                 #expect(outcome.status != 0 && (now == "absent" || now == "platform-only"), "\(outcome.description): \(now)")
                 if now == "platform-only" && !outcome.outputLost {
-                    let holds16 = try record(box, "b") == nil
-                    #expect(holds16, "\(outcome.description)")
+                    let newRecordAbsent = try record(box, "b") == nil
+                    #expect(newRecordAbsent, "\(outcome.description)")
                 }
             }
         }),

@@ -113,6 +113,17 @@ extension PassphraseTests {
         #expect(again.status == 0 && again.out.contains("api/token is 17 characters long"))
         let wrong = try run(host, ["--passphrase-stdin"], environment: env, stdin: Array("nope\n".utf8))
         #expect(wrong.status == 1 && wrong.out.contains("wrong-secret"))
+
+        // $KEYBAY_ROOT is the library's default root too, not only the CLI's.
+        let other = Sandbox(app: "com.example.hostapp")
+        var rooted = other.environment
+        rooted["KEYBAY_PLUGIN_PATH"] = unsanitizedPluginDirectory + ":" + testPluginDirectory
+        rooted["KEYBAY_ROOT"] = "test-floor-crash"
+        rooted["KEYBAY_TEST_WRAPPED_ROOT"] = unsanitizedPluginDirectory + "/libkeybay-file-root.so"
+        let created = try run(host, ["--passphrase-stdin"], environment: rooted, stdin: Array("pw\npw\npw\n".utf8))
+        #expect(created.status == 0, "\(created.out) \(created.stderr)")
+        let status = try run(cliPath, ["status", "--json"], environment: rooted)
+        #expect(status.out.contains("\"rootPlugin\":\"test-floor-crash\""), "\(status.out)")
     }
 
     /// The core and the CLI link libsodium only; libargon2 comes with the passphrase plugin.
