@@ -388,13 +388,15 @@ enum Command {
         moving.root = nil // the store opens with its own root; the target is the argument
         let session = try unlock(moving, c.interaction, createIfAbsent: false)
         let from = session.configuration
-        var left: String?
-        let unconfirmed = try tookEffect { left = try session.moveRoot(to: target, options: Dictionary(a.options, uniquingKeysWith: { $1 })) }
-        let status = try KeybayStore.status(from)
-        if let left { Output.error("warning: the store moved, but its old root at \(left) could not be removed; remove it by hand") }
-        a.json ? Output.line(JSON.render(.object([("rootPlugin", .string(status.rootPlugin)), ("rootLocation", .string(status.rootLocation)),
-                                                  ("oldRootRemoved", .bool(left == nil && unconfirmed == nil))])))
-               : Output.line("moved \(status.storePath) to the root \(status.rootPlugin) at \(status.rootLocation)")
+        var moved: KeybayRootMove?
+        let unconfirmed = try tookEffect { moved = try session.moveRoot(to: target, options: Dictionary(a.options, uniquingKeysWith: { $1 })) }
+        // A move that took effect unconfirmed is read back from the store itself.
+        let readBack = try moved == nil ? KeybayStore.status(from) : nil
+        let rootPlugin = moved?.rootPlugin ?? readBack!.rootPlugin, rootLocation = moved?.rootLocation ?? readBack!.rootLocation
+        if let left = moved?.oldRootLeftAt { Output.error("warning: the store moved, but its old root at \(left) could not be removed; remove it by hand") }
+        a.json ? Output.line(JSON.render(.object([("rootPlugin", .string(rootPlugin)), ("rootLocation", .string(rootLocation)),
+                                                  ("oldRootRemoved", .bool(moved != nil && moved?.oldRootLeftAt == nil))])))
+               : Output.line("moved \(from.storePath) to the root \(rootPlugin) at \(rootLocation)")
         return try succeeded(unless: unconfirmed)
     }
 

@@ -158,10 +158,47 @@ import Testing
         let template = Sandbox()
         let facts = try scenario.setup(template)
         let (arguments, stdin) = scenario.command(facts)
+        try Self.failEachCall(scenario.name, of: arguments, stdin: stdin, on: template, showsSecret: scenario.showsSecret) { box, outcome in
+            try scenario.check(box, facts, outcome)
+        }
+    }
+
+    /// `root move` from file-root to tpm2 (a swtpm) with each call failing in turn: the store
+    /// opens on the root the command's output names (on the old one when it printed nothing),
+    /// and one `reset` then leaves nothing, neither root file nor NV counter.
+    @Test func everyFailingCallOfARootMoveLeavesAStoreOnTheRootItSaid() throws {
+        let tpm = try SoftwareTPM(), template = Sandbox()
+        let tcti = ["KEYBAY_TPM2_TCTI": tpm.tcti]
+        let set = try run(cliPath, ["set", "a", "1"], environment: template.environment.merging(tcti) { $1 })
+        try expectStatus(set, 0)
+        try Self.failEachCall("root move", of: ["root", "move", "tpm2", "--json"], stdin: nil, on: template, environment: tcti) { box, outcome in
+            let env = box.environment.merging(tcti) { $1 }
+            let status = FaultInjectionTests.printedObject(try run(cliPath, ["status", "--json"], environment: env))
+            let root = status?["rootPlugin"] as? String
+            if outcome.printed != nil {
+                #expect(root == "tpm2", "\(outcome.description): \(String(describing: status))")
+            } else if !outcome.outputLost {
+                #expect(root == "file-root", "\(outcome.description): \(String(describing: status))")
+            }
+            let value = try run(cliPath, ["get", "a"], environment: env)
+            #expect(value.status == 0 && value.out == "1", "\(outcome.description): \(value.stderr)")
+            let reset = try run(cliPath, ["reset", "--yes"], environment: env)
+            #expect(reset.status == 0, "\(outcome.description): \(reset.stderr)")
+            let after = FaultInjectionTests.printedObject(try run(cliPath, ["status", "--json"], environment: env))?["state"] as? String
+            let nvIndexes = try tpm.handles("handles-nv-index")
+            #expect(after == "absent" && !exists(box.rootPath) && nvIndexes.isEmpty, "\(outcome.description): \(String(describing: after)), \(nvIndexes)")
+        }
+    }
+
+    /// Runs `arguments` on a copy of `template` once for every call it makes of `calls`, that
+    /// call failing (EIO; ENOSPC too for `noSpaceCalls`), and checks what every run must leave
+    /// before `check` looks at the rest.
+    static func failEachCall(_ name: String, of arguments: [String], stdin: String?, on template: Sandbox, environment: [String: String] = [:],
+                             showsSecret: Bool = false, check: (Sandbox, Outcome) throws -> Void) throws {
         // How often the command makes each call when nothing fails.
-        let made = try Self.calls(template, arguments, stdin: stdin)
+        let made = try Self.calls(template, arguments, stdin: stdin, environment: environment)
         #expect(made["fsync", default: []].count > 0 && made["pread64", default: []].count + made["write", default: []].count > 0,
-                "\(scenario.name): strace saw no calls (\(made))")
+                "\(name): strace saw no calls (\(made))")
         var runs = 0
         for call in Self.calls {
             for errno in Self.noSpaceCalls.contains(call) ? ["EIO", "ENOSPC"] : ["EIO"] {
@@ -170,33 +207,35 @@ import Testing
                     let box = try Self.copy(template)
                     let r = try run("/usr/bin/strace", ["-f", "-qq", "-o", "/dev/null", "-e", "trace=\(call)", "-e",
                                                         "inject=\(call):error=\(errno):when=\(n)", cliPath] + arguments,
-                                    environment: box.environment, stdin: stdin.map { Array($0.utf8) } ?? [])
+                                    environment: box.environment.merging(environment) { $1 }, stdin: stdin.map { Array($0.utf8) } ?? [])
                     let outputLost = call == "write" && target.hasPrefix("1<")
-                    let printed = outputLost && scenario.showsSecret ? nil : Self.printedObject(r)
-                    let outcome = Outcome(status: r.status, printed: printed, outputLost: outputLost && !scenario.showsSecret,
-                                          description: "\(scenario.name), \(call) #\(n) on \(target) failing with \(errno): exit \(r.status), \(r.stderr)")
+                    let printed = outputLost && showsSecret ? nil : Self.printedObject(r)
+                    let outcome = Outcome(status: r.status, printed: printed, outputLost: outputLost && !showsSecret,
+                                          description: "\(name), \(call) #\(n) on \(target) failing with \(errno): exit \(r.status), \(r.stderr)")
                     #expect(!r.signalled, "\(outcome.description)")
                     #expect(r.status == 0 || r.status == 1, "\(outcome.description)")
                     // Exit 0 always says what it did.
                     if r.status == 0 { #expect(printed != nil, "\(outcome.description)") }
-                    let now = try state(box)
+                    let now = try state(box, environment: environment)
                     #expect(now != "root-only" && now != "store-only", "\(outcome.description): left \(now)")
-                    try scenario.check(box, facts, outcome)
+                    try check(box, outcome)
                     runs += 1
                 }
             }
         }
-        #expect(runs >= 5, "\(scenario.name): only \(runs) runs")
+        #expect(runs >= 5, "\(name): only \(runs) runs")
     }
 
     /// The calls an undisturbed run of the command on a copy of `template` makes, in order for
     /// each system call: what its first argument names (`-y`: "3</path>", "1<pipe:[…]>").
-    static func calls(_ template: Sandbox, _ arguments: [String], stdin: String?) throws -> [String: [String]] {
+    static func calls(_ template: Sandbox, _ arguments: [String], stdin: String?, environment: [String: String]) throws -> [String: [String]] {
         let box = try copy(template)
         let trace = box.root + "/trace"
         let r = try run("/usr/bin/strace", ["-f", "-qq", "-y", "-o", trace, "-e", "trace=" + calls.joined(separator: ","), cliPath] + arguments,
-                        environment: box.environment, stdin: stdin.map { Array($0.utf8) } ?? [])
+                        environment: box.environment.merging(environment) { $1 }, stdin: stdin.map { Array($0.utf8) } ?? [])
         #expect(r.status == 0, "undisturbed run: \(r.stderr)")
+        // What the copy made outside its homes (a TPM's counter) goes with it.
+        _ = try run(cliPath, ["reset", "--yes"], environment: box.environment.merging(environment) { $1 })
         var made: [String: [String]] = [:]
         for line in String(decoding: readBytes(trace) ?? [], as: UTF8.self).split(separator: "\n") {
             // "PID name(first, ...) = result"
@@ -238,8 +277,8 @@ private func expectStatus(_ r: RunResult, _ status: Int32) throws {
 }
 
 /// `status --json`'s state.
-private func state(_ box: Sandbox) throws -> String {
-    let r = try box.cli("status", "--json")
+private func state(_ box: Sandbox, environment: [String: String] = [:]) throws -> String {
+    let r = try run(cliPath, ["status", "--json"], environment: box.environment.merging(environment) { $1 })
     return (FaultInjectionTests.printedObject(r)?["state"] as? String) ?? "status failed: \(r.stderr)"
 }
 

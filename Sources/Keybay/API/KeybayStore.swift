@@ -151,10 +151,10 @@ public enum KeybayStore {
 
     /// Moves the existing store to the root `rootPlugin` (a plugin id or `auto`), see
     /// `KeybaySession.moveRoot(to:)`; a protected store opens with `method` first, as for any
-    /// change of its key. Returns the old root's location if it could not be removed.
+    /// change of its key. Returns the new root, and the old root's location if it could not be removed.
     @discardableResult
     public static func moveRoot(_ configuration: KeybayConfiguration, to rootPlugin: String, options: [String: String] = [:],
-                                method: String? = nil, interaction: any KeybayInteraction = NonInteractive()) throws -> String? {
+                                method: String? = nil, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybayRootMove {
         try open(configuration, method: method, createIfAbsent: false, interaction: interaction).moveRoot(to: rootPlugin, options: options)
     }
 

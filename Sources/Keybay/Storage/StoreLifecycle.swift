@@ -397,17 +397,17 @@ struct StoreLifecycle: Sendable {
     /// root the store does not use, which `status` then shows and `reset` removes with the store.
     /// Roots such a record names, and a root of the target kind the store does not refer to, are
     /// removed before the new one is made. Returns the old root's location when it could not be
-    /// removed (the store has moved). A move that took effect but could not be confirmed durable
+    /// removed (the store has moved), with the new root. A move that took effect but could not be confirmed durable
     /// keeps the old root (a crash may still bring back the store it opens) and says so.
     func moveRoot(_ file: StoreFile, previous: Generation, to target: String, options: [String: String] = [:],
-                  interaction: any KeybayInteraction) throws -> String? {
+                  interaction: any KeybayInteraction) throws -> KeybayRootMove {
         let targetID = Self.resolve(target, configuration)
         guard targetID != root.id else {
             throw KeybayError(.invalidArgument, "the store at \(storePath) is already on the root \(root.id)")
         }
         let destination = try Self.keyring(root: targetID, configuration, interaction: interaction)
         let newRoot = destination.root
-        return try file.withLock(.exclusive) { () throws -> String? in
+        return try file.withLock(.exclusive) { () throws -> KeybayRootMove in
             guard let current = try current(file, previous: previous)?.snapshot else { throw try missingStore() }
             try removeLeftoverRoots(file)
             if try newRoot.exists() { try newRoot.reset() }
@@ -433,11 +433,11 @@ struct StoreLifecycle: Sendable {
             do {
                 try root.reset()
             } catch {
-                return root.location
+                return KeybayRootMove(rootPlugin: newRoot.id, rootLocation: newRoot.location, oldRootLeftAt: root.location)
             }
             // With both roots settled, a record that stays names no root that exists.
             try? file.removeMoveRecord()
-            return nil
+            return KeybayRootMove(rootPlugin: newRoot.id, rootLocation: newRoot.location, oldRootLeftAt: nil)
         }
     }
 
