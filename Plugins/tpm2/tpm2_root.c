@@ -10,9 +10,10 @@
  *
  * tpm2-tss's ESAPI is opened with dlopen on first use (libtss2-esys.so.0, libtss2-tctildr.so.0,
  * libtss2-mu.so.0, libtss2-rc.so.0): the headers give types only, so a process that never uses
- * this root never maps tss2 or the libcrypto it pulls in. The TCTI comes from KEYBAY_TPM2_TCTI
- * (Tss2_TctiLdr_Initialize's name-conf, e.g. "swtpm:host=127.0.0.1,port=2321"); unset, tss2's
- * own default (/dev/tpmrm0 first).
+ * this root never maps tss2 or the libcrypto it pulls in. The TPM is the device alone
+ * (/dev/tpmrm0, or /dev/tpm0 where there is none) unless KEYBAY_TPM2_TCTI names a TCTI of tss2's
+ * and its configuration ("swtpm:host=127.0.0.1,port=2321"): never tss2's default order, which
+ * ends with simulators on 127.0.0.1, and never a library path.
  *
  * Without a resource manager (swtpm's socket, /dev/tpm0) a killed process leaves its transient
  * objects loaded; a command that finds the TPM's object or session memory full flushes the
@@ -54,6 +55,7 @@
 #define NV_PROBES 32
 #define MAX_INCREMENTS 4096 /* one rotation is one increment; more than this is not a floor */
 #define DEFAULT_DEVICE "/dev/tpmrm0"
+#define FALLBACK_DEVICE "/dev/tpm0"
 static const char provider_state_label[] = "keybay:v2:s1:provider-state:tpm2";
 
 /* ---------------------------------------------------------------- tpm2-tss, opened on first use */
@@ -78,7 +80,7 @@ static const char provider_state_label[] = "keybay:v2:s1:provider-state:tpm2";
     X(ESYS, Esys_TR_GetName) \
     X(ESYS, Esys_TR_Close) \
     X(ESYS, Esys_GetCapability) \
-    X(TCTILDR, Tss2_TctiLdr_Initialize) \
+    X(TCTILDR, Tss2_TctiLdr_Initialize_Ex) \
     X(TCTILDR, Tss2_TctiLdr_Finalize) \
     X(MU, Tss2_MU_TPM2B_PUBLIC_Marshal) \
     X(MU, Tss2_MU_TPM2B_PUBLIC_Unmarshal) \
@@ -148,33 +150,91 @@ static int rc_unreachable(TSS2_RC rc) {
            rc == TSS2_ESYS_RC_TRY_AGAIN || rc == TSS2_ESYS_RC_MALFORMED_RESPONSE;
 }
 
-/* ---------------------------------------------------------------- the TPM connection */
+/* ---------------------------------------------------------------- which TPM */
+
+#define TCTI_MAX_BYTES 256
+
+/* The TCTIs KEYBAY_TPM2_TCTI may name: tpm2-tss's own, each loaded as libtss2-tcti-<name>.so.0
+   from the system's library path. Never a library path, and none that records the traffic
+   (pcap) or runs a command (cmd). */
+static const char *const tcti_names[] = { "device", "swtpm", "mssim", "tabrmd" };
 
 typedef struct tpm {
     TSS2_TCTI_CONTEXT *tcti;
     ESYS_CONTEXT *esys;
-    char where[300]; /* "KEYBAY_TPM2_TCTI=swtpm:..." or "the default TCTI (/dev/tpmrm0 first)" */
+    const char *device;       /* the device file a device TCTI opens (for messages), or NULL */
+    char library[40];         /* libtss2-tcti-<name>.so.0 */
+    char conf[TCTI_MAX_BYTES]; /* the TCTI's configuration; "" for its own default */
+    char where[TCTI_MAX_BYTES + 64]; /* "the TPM at KEYBAY_TPM2_TCTI=swtpm:..." or "the TPM at /dev/tpmrm0 (...)" */
 } tpm;
+
+/* `value` with anything but printable ASCII shown as '?', cut at TCTI_MAX_BYTES. */
+static void printable(char *out, size_t size, const char *value) {
+    size_t i = 0;
+    for (; value[i] && i + 1 < size && i < TCTI_MAX_BYTES; i++) out[i] = value[i] >= 0x20 && value[i] < 0x7f ? value[i] : '?';
+    out[i] = 0;
+}
+
+/* Without KEYBAY_TPM2_TCTI, the device alone: /dev/tpmrm0, or /dev/tpm0 where there is no
+   /dev/tpmrm0. Never a simulator or the network, which only the variable can name. */
+static const char *default_device(void) {
+    struct stat st;
+    return stat(DEFAULT_DEVICE, &st) != 0 && errno == ENOENT && stat(FALLBACK_DEVICE, &st) == 0 ? FALLBACK_DEVICE : DEFAULT_DEVICE;
+}
 
 static void describe_tcti(char *out, size_t size) {
     const char *conf = getenv("KEYBAY_TPM2_TCTI");
-    if (conf && *conf) snprintf(out, size, "the TPM at KEYBAY_TPM2_TCTI=%s", conf);
-    else snprintf(out, size, "the TPM at " DEFAULT_DEVICE " (tss2's default TCTI)");
+    char shown[TCTI_MAX_BYTES + 1];
+    if (conf && *conf) { printable(shown, sizeof shown, conf); snprintf(out, size, "the TPM at KEYBAY_TPM2_TCTI=%s", shown); }
+    else snprintf(out, size, "the TPM at %s (the default: the device alone, KEYBAY_TPM2_TCTI unset)", default_device());
 }
 
-/* Why a device cannot be used: missing, or no permission (/dev/tpmrm0 is usually root:tss 0660).
-   The device is tss2's default one, or the one a "device:PATH" TCTI names. */
+/* Which TCTI library, with which configuration; a value that is not a TCTI name and its
+   configuration is refused (INVALID_OPTION: the CLI's exit 2) before anything is loaded. */
+static keybay_status choose_tcti(const keybay_host *host, tpm *t) {
+    const char *value = getenv("KEYBAY_TPM2_TCTI");
+    describe_tcti(t->where, sizeof t->where);
+    if (!value || !*value) {
+        t->device = default_device();
+        snprintf(t->library, sizeof t->library, "libtss2-tcti-device.so.0");
+        snprintf(t->conf, sizeof t->conf, "%s", t->device);
+        return KEYBAY_OK;
+    }
+    const char *colon = strchr(value, ':');
+    size_t name_length = colon ? (size_t)(colon - value) : strlen(value);
+    const char *name = NULL;
+    for (size_t i = 0; i < sizeof tcti_names / sizeof tcti_names[0]; i++)
+        if (strlen(tcti_names[i]) == name_length && memcmp(tcti_names[i], value, name_length) == 0) name = tcti_names[i];
+    if (!name || strlen(value) >= TCTI_MAX_BYTES) {
+        char shown[TCTI_MAX_BYTES + 1];
+        printable(shown, sizeof shown, value);
+        return fail(host, KEYBAY_ERR_INVALID_OPTION, "KEYBAY_TPM2_TCTI=%s is not a TCTI the tpm2 root uses: give device, swtpm, mssim or "
+                    "tabrmd and its configuration (e.g. device:/dev/tpmrm0, swtpm:host=127.0.0.1,port=2321), never a library path%s",
+                    shown, strlen(value) >= TCTI_MAX_BYTES ? " (and at most 255 bytes)" : "");
+    }
+    snprintf(t->library, sizeof t->library, "libtss2-tcti-%s.so.0", name);
+    snprintf(t->conf, sizeof t->conf, "%s", colon ? colon + 1 : "");
+    if (strcmp(name, "device") == 0) t->device = t->conf[0] ? t->conf : DEFAULT_DEVICE;
+    return KEYBAY_OK;
+}
+
+/* ---------------------------------------------------------------- the TPM connection */
+
+/* Why the TPM cannot be used: its device is missing, or not this user's to use (/dev/tpmrm0 is
+   usually root:tss 0660); or what tss2 said. */
 static keybay_status unreachable(const keybay_host *host, const tpm *t, TSS2_RC rc) {
-    const char *conf = getenv("KEYBAY_TPM2_TCTI");
     const char *reason = rc ? T(Tss2_RC_Decode)(rc) : "no TCTI";
-    const char *device = NULL;
-    if (!conf || !*conf) device = DEFAULT_DEVICE;
-    else if (strncmp(conf, "device:", 7) == 0) device = conf[7] ? conf + 7 : DEFAULT_DEVICE;
+    const char *device = t->device;
+    const char *conf = getenv("KEYBAY_TPM2_TCTI");
     if (device) {
         struct stat st;
-        if (stat(device, &st) != 0)
+        if (stat(device, &st) != 0) {
+            if (!conf || !*conf)
+                return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no TPM: neither " DEFAULT_DEVICE " nor " FALLBACK_DEVICE " exists (no TPM 2.0 "
+                            "here, or its driver is not loaded); a simulator or another TPM is used only when KEYBAY_TPM2_TCTI names it (%s)", reason);
             return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no TPM: %s does not exist (no TPM 2.0 here, or its driver is not loaded; "
                         "set KEYBAY_TPM2_TCTI to reach another one) (%s)", device, reason);
+        }
         if (access(device, R_OK | W_OK) != 0) {
             struct group *g = getgrgid(st.st_gid);
             const char *name = g ? g->gr_name : "?";
@@ -189,6 +249,8 @@ static keybay_status unreachable(const keybay_host *host, const tpm *t, TSS2_RC 
                         device, (unsigned)(st.st_mode & 07777), name);
         }
     }
+    if (rc == TSS2_TCTI_RC_NOT_SUPPORTED)
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot reach %s: tpm2-tss cannot load %s here (%s)", t->where, t->library, reason);
     return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot reach %s: %s", t->where, reason);
 }
 
@@ -197,18 +259,19 @@ static void tpm_close(tpm *t) {
     if (t->tcti) T(Tss2_TctiLdr_Finalize)(&t->tcti);
 }
 
+/* Opens the TPM for one operation; cleans up after itself on failure. */
 static keybay_status tpm_open(const keybay_host *host, tpm *t) {
     memset(t, 0, sizeof *t);
-    describe_tcti(t->where, sizeof t->where);
+    keybay_status s = choose_tcti(host, t);
+    if (s != KEYBAY_OK) return s;
     pthread_once(&tss_once, tss_load);
     if (!tss_ok)
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2 cannot load tpm2-tss (%s); the TPM root needs libtss2-esys0, "
                     "libtss2-tctildr0, libtss2-mu0 and libtss2-rc0", tss_error);
-    const char *conf = getenv("KEYBAY_TPM2_TCTI");
-    TSS2_RC rc = T(Tss2_TctiLdr_Initialize)(conf && *conf ? conf : NULL, &t->tcti);
+    TSS2_RC rc = T(Tss2_TctiLdr_Initialize_Ex)(t->library, t->conf[0] ? t->conf : NULL, &t->tcti);
     if (rc != TSS2_RC_SUCCESS) { t->tcti = NULL; return unreachable(host, t, rc); }
     rc = T(Esys_Initialize)(&t->esys, t->tcti, NULL);
-    if (rc != TSS2_RC_SUCCESS) { t->esys = NULL; keybay_status s = unreachable(host, t, rc); tpm_close(t); return s; }
+    if (rc != TSS2_RC_SUCCESS) { t->esys = NULL; s = unreachable(host, t, rc); tpm_close(t); return s; }
     return KEYBAY_OK;
 }
 
