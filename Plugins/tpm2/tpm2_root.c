@@ -15,9 +15,11 @@
  * and its configuration ("swtpm:host=127.0.0.1,port=2321"): never tss2's default order, which
  * ends with simulators on 127.0.0.1, and never a library path.
  *
- * Without a resource manager (swtpm's socket, /dev/tpm0) a killed process leaves its transient
- * objects loaded; a command that finds the TPM's object or session memory full flushes the
- * leftovers and is tried once more.
+ * Every operation is bounded: reaching the TPM and every command share one deadline
+ * (KEYBAY_TPM2_TIMEOUT_MS, at most 30 s), after which the root answers NOT_AVAILABLE naming the
+ * TPM. Without a resource manager (swtpm's socket, /dev/tpm0) a killed process leaves its
+ * transient objects loaded; a command that finds the TPM's object or session memory full
+ * flushes the leftovers and is tried once more.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -25,10 +27,12 @@
 #include <errno.h>
 #include <grp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -150,8 +154,9 @@ static int rc_unreachable(TSS2_RC rc) {
            rc == TSS2_ESYS_RC_TRY_AGAIN || rc == TSS2_ESYS_RC_MALFORMED_RESPONSE;
 }
 
-/* ---------------------------------------------------------------- which TPM */
+/* ---------------------------------------------------------------- which TPM, and for how long */
 
+#define TIMEOUT_MAX_MS 30000L /* the bound of every root operation (docs/security.md) */
 #define TCTI_MAX_BYTES 256
 
 /* The TCTIs KEYBAY_TPM2_TCTI may name: tpm2-tss's own, each loaded as libtss2-tcti-<name>.so.0
@@ -159,9 +164,13 @@ static int rc_unreachable(TSS2_RC rc) {
    (pcap) or runs a command (cmd). */
 static const char *const tcti_names[] = { "device", "swtpm", "mssim", "tabrmd" };
 
+typedef struct bounded bounded;
+
 typedef struct tpm {
-    TSS2_TCTI_CONTEXT *tcti;
+    bounded *tcti;            /* what Esys talks to: ours, in front of tss2's (below) */
     ESYS_CONTEXT *esys;
+    long timeout_ms;
+    struct timespec deadline; /* CLOCK_MONOTONIC: the operation gives up then */
     const char *device;       /* the device file a device TCTI opens (for messages), or NULL */
     char library[40];         /* libtss2-tcti-<name>.so.0 */
     char conf[TCTI_MAX_BYTES]; /* the TCTI's configuration; "" for its own default */
@@ -218,11 +227,214 @@ static keybay_status choose_tcti(const keybay_host *host, tpm *t) {
     return KEYBAY_OK;
 }
 
+/* KEYBAY_TPM2_TIMEOUT_MS: milliseconds, 1 to 30000 (a larger number is 30000); unset, 30000. */
+static keybay_status choose_timeout(const keybay_host *host, tpm *t) {
+    const char *value = getenv("KEYBAY_TPM2_TIMEOUT_MS");
+    t->timeout_ms = TIMEOUT_MAX_MS;
+    if (!value || !*value) return KEYBAY_OK;
+    long ms = 0; /* all digits; saturates past the cap */
+    for (const char *p = value; *p && ms >= 0; p++) ms = *p < '0' || *p > '9' ? -1 : ms > TIMEOUT_MAX_MS ? ms : ms * 10 + (*p - '0');
+    if (ms < 1) {
+        char shown[32];
+        printable(shown, sizeof shown, value);
+        return fail(host, KEYBAY_ERR_INVALID_OPTION, "KEYBAY_TPM2_TIMEOUT_MS=%s: give the tpm2 root's bound in milliseconds, 1 to 30000", shown);
+    }
+    t->timeout_ms = ms < TIMEOUT_MAX_MS ? ms : TIMEOUT_MAX_MS;
+    return KEYBAY_OK;
+}
+
+/* ---------------------------------------------------------------- a TCTI that gives up
+
+   tss2's own TCTIs wait as long as the TPM takes: swtpm's and mssim's block on their sockets
+   (while connecting and initializing too), and ESAPI's synchronous calls wait for ever whatever
+   timeout is set. So the TCTI tss2 loads runs on a thread of its own, and the TCTI Esys talks
+   to (this one) hands each call over (initialization, every transmit and receive) and waits
+   for it until the operation's deadline. A TPM that has not answered by then is abandoned:
+   the thread finishes its call whenever the TPM answers, or never, then finalizes the TCTI and
+   frees what it holds; nothing of the caller's is touched after the caller has returned. */
+
+enum { OP_NONE, OP_INIT, OP_TRANSMIT, OP_RECEIVE, OP_FINALIZE };
+
+struct bounded {
+    TSS2_TCTI_CONTEXT_COMMON_V2 common; /* first: Esys calls through it */
+    pthread_mutex_t mutex;
+    pthread_cond_t changed;
+    int refs;                 /* the caller's and the thread's; the last one frees */
+    int op;                   /* the call the thread is to make; OP_NONE once made */
+    int abandoned;            /* set by the caller alone, when the deadline passed first */
+    TSS2_RC rc;
+    TSS2_TCTI_CONTEXT *inner; /* tss2's TCTI */
+    struct timespec deadline;
+    char library[40], conf[TCTI_MAX_BYTES];
+    int have_response;
+    size_t size;              /* bytes in buffer: the command to send, or the response */
+    uint8_t buffer[TPM2_MAX_COMMAND_SIZE > TPM2_MAX_RESPONSE_SIZE ? TPM2_MAX_COMMAND_SIZE : TPM2_MAX_RESPONSE_SIZE];
+};
+
+static void bounded_release(bounded *b) {
+    pthread_mutex_lock(&b->mutex);
+    int last = --b->refs == 0;
+    pthread_mutex_unlock(&b->mutex);
+    if (!last) return;
+    pthread_cond_destroy(&b->changed);
+    pthread_mutex_destroy(&b->mutex);
+    sodium_free(b); /* wipes the commands and responses (a sealed key's sensitive part, an unsealed key) */
+}
+
+/* On the thread, without the mutex: the caller does not touch the buffer while a call is pending. */
+static TSS2_RC bounded_perform(bounded *b, int op) {
+    TSS2_RC rc = TSS2_RC_SUCCESS;
+    size_t size = 0;
+    switch (op) {
+    case OP_INIT:
+        rc = T(Tss2_TctiLdr_Initialize_Ex)(b->library, b->conf[0] ? b->conf : NULL, &b->inner);
+        if (rc != TSS2_RC_SUCCESS) b->inner = NULL;
+        break;
+    case OP_TRANSMIT:
+        rc = Tss2_Tcti_Transmit(b->inner, b->size, b->buffer);
+        sodium_memzero(b->buffer, b->size);
+        b->size = 0;
+        break;
+    case OP_RECEIVE:
+        rc = Tss2_Tcti_Receive(b->inner, &size, NULL, TSS2_TCTI_TIMEOUT_BLOCK);
+        if (rc == TSS2_RC_SUCCESS) {
+            size = sizeof b->buffer;
+            rc = Tss2_Tcti_Receive(b->inner, &size, b->buffer, TSS2_TCTI_TIMEOUT_BLOCK);
+        }
+        b->size = rc == TSS2_RC_SUCCESS ? size : 0;
+        break;
+    case OP_FINALIZE:
+        if (b->inner) T(Tss2_TctiLdr_Finalize)(&b->inner);
+        break;
+    }
+    return rc;
+}
+
+static void *bounded_thread(void *argument) {
+    bounded *b = argument;
+    pthread_mutex_lock(&b->mutex);
+    for (;;) {
+        while (b->op == OP_NONE && !b->abandoned) pthread_cond_wait(&b->changed, &b->mutex);
+        if (b->abandoned) break; /* a call handed over but not begun is not made */
+        int op = b->op;
+        pthread_mutex_unlock(&b->mutex);
+        TSS2_RC rc = bounded_perform(b, op);
+        pthread_mutex_lock(&b->mutex);
+        b->rc = rc;
+        b->op = OP_NONE;
+        pthread_cond_broadcast(&b->changed);
+        if (op == OP_FINALIZE || b->abandoned) break;
+    }
+    pthread_mutex_unlock(&b->mutex);
+    if (b->inner) T(Tss2_TctiLdr_Finalize)(&b->inner); /* abandoned: the TPM answered at last */
+    bounded_release(b);
+    return NULL;
+}
+
+/* Hands `op` to the thread and waits until it is made or the deadline passes (then the TPM is
+   abandoned, and this and every later call says so at once). 1 when it was made in time. */
+static int bounded_call(bounded *b, int op, TSS2_RC *rc) {
+    if (b->abandoned) return 0;
+    pthread_mutex_lock(&b->mutex);
+    b->op = op;
+    pthread_cond_broadcast(&b->changed);
+    while (b->op != OP_NONE)
+        if (pthread_cond_timedwait(&b->changed, &b->mutex, &b->deadline) == ETIMEDOUT && b->op != OP_NONE) {
+            b->abandoned = 1;
+            pthread_cond_broadcast(&b->changed);
+            break;
+        }
+    *rc = b->rc;
+    pthread_mutex_unlock(&b->mutex);
+    return !b->abandoned;
+}
+
+static TSS2_RC bounded_transmit(TSS2_TCTI_CONTEXT *context, size_t size, const uint8_t *command) {
+    bounded *b = (bounded *)context;
+    TSS2_RC rc;
+    if (b->abandoned) return TSS2_TCTI_RC_IO_ERROR;
+    if (!command || size > sizeof b->buffer) return TSS2_TCTI_RC_BAD_VALUE;
+    memcpy(b->buffer, command, size);
+    b->size = size;
+    b->have_response = 0;
+    return bounded_call(b, OP_TRANSMIT, &rc) ? rc : TSS2_TCTI_RC_IO_ERROR;
+}
+
+/* The caller's timeout is ignored: the deadline bounds every wait. */
+static TSS2_RC bounded_receive(TSS2_TCTI_CONTEXT *context, size_t *size, uint8_t *response, int32_t timeout) {
+    (void)timeout;
+    bounded *b = (bounded *)context;
+    TSS2_RC rc;
+    if (b->abandoned) return TSS2_TCTI_RC_IO_ERROR;
+    if (!size) return TSS2_TCTI_RC_BAD_REFERENCE;
+    if (!b->have_response) {
+        if (!bounded_call(b, OP_RECEIVE, &rc)) return TSS2_TCTI_RC_IO_ERROR;
+        if (rc != TSS2_RC_SUCCESS) return rc;
+        b->have_response = 1;
+    }
+    if (!response) { *size = b->size; return TSS2_RC_SUCCESS; }
+    if (*size < b->size) { *size = b->size; return TSS2_TCTI_RC_INSUFFICIENT_BUFFER; }
+    memcpy(response, b->buffer, b->size);
+    *size = b->size;
+    sodium_memzero(b->buffer, b->size);
+    b->size = 0;
+    b->have_response = 0;
+    return TSS2_RC_SUCCESS;
+}
+
+static keybay_status bounded_start(const keybay_host *host, tpm *t) {
+    bounded *b = sodium_malloc(sizeof *b);
+    if (!b) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    memset(b, 0, sizeof *b);
+    b->common.v1.magic = 0x6b65796261797432ull; /* "keybayt2" */
+    b->common.v1.version = 2;
+    b->common.v1.transmit = bounded_transmit;
+    b->common.v1.receive = bounded_receive;
+    b->refs = 2;
+    b->deadline = t->deadline;
+    memcpy(b->library, t->library, sizeof b->library);
+    memcpy(b->conf, t->conf, sizeof b->conf);
+    pthread_condattr_t monotonic;
+    pthread_attr_t detached;
+    int e = pthread_condattr_init(&monotonic);
+    if (!e) { e = pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC); if (!e) e = pthread_cond_init(&b->changed, &monotonic); pthread_condattr_destroy(&monotonic); }
+    if (!e && (e = pthread_mutex_init(&b->mutex, NULL)) != 0) pthread_cond_destroy(&b->changed);
+    if (e) { sodium_free(b); return fail(host, KEYBAY_ERR_INTERNAL, "cannot set up the TPM's thread: %s", strerror(e)); }
+    /* The thread takes no signal: the host's handlers keep running on the host's threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t thread;
+    if (!(e = pthread_attr_init(&detached))) {
+        pthread_attr_setdetachstate(&detached, PTHREAD_CREATE_DETACHED);
+        e = pthread_create(&thread, &detached, bounded_thread, b);
+        pthread_attr_destroy(&detached);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e) {
+        pthread_cond_destroy(&b->changed);
+        pthread_mutex_destroy(&b->mutex);
+        sodium_free(b);
+        return fail(host, KEYBAY_ERR_INTERNAL, "cannot start the TPM's thread: %s", strerror(e));
+    }
+    t->tcti = b;
+    return KEYBAY_OK;
+}
+
+static void bounded_close(bounded *b) {
+    TSS2_RC rc;
+    if (!b->abandoned) bounded_call(b, OP_FINALIZE, &rc);
+    bounded_release(b);
+}
+
 /* ---------------------------------------------------------------- the TPM connection */
 
-/* Why the TPM cannot be used: its device is missing, or not this user's to use (/dev/tpmrm0 is
-   usually root:tss 0660); or what tss2 said. */
+/* Why the TPM cannot be used: it did not answer in time; its device is missing, or not this
+   user's to use (/dev/tpmrm0 is usually root:tss 0660); or what tss2 said. */
 static keybay_status unreachable(const keybay_host *host, const tpm *t, TSS2_RC rc) {
+    if (t->tcti && t->tcti->abandoned)
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s did not answer within %ld ms (a TPM or simulator that is stopped or hung; "
+                    "KEYBAY_TPM2_TIMEOUT_MS sets this bound, at most 30000)", t->where, t->timeout_ms);
     const char *reason = rc ? T(Tss2_RC_Decode)(rc) : "no TCTI";
     const char *device = t->device;
     const char *conf = getenv("KEYBAY_TPM2_TCTI");
@@ -256,23 +468,34 @@ static keybay_status unreachable(const keybay_host *host, const tpm *t, TSS2_RC 
 
 static void tpm_close(tpm *t) {
     if (t->esys) T(Esys_Finalize)(&t->esys);
-    if (t->tcti) T(Tss2_TctiLdr_Finalize)(&t->tcti);
+    if (t->tcti) bounded_close(t->tcti);
+    t->tcti = NULL;
 }
 
-/* Opens the TPM for one operation; cleans up after itself on failure. */
+/* Opens the TPM for one operation, everything it does bounded by one deadline,
+   KEYBAY_TPM2_TIMEOUT_MS (at most 30 s) from now. Cleans up after itself on failure. */
 static keybay_status tpm_open(const keybay_host *host, tpm *t) {
     memset(t, 0, sizeof *t);
     keybay_status s = choose_tcti(host, t);
+    if (s == KEYBAY_OK) s = choose_timeout(host, t);
     if (s != KEYBAY_OK) return s;
+    clock_gettime(CLOCK_MONOTONIC, &t->deadline);
+    t->deadline.tv_sec += t->timeout_ms / 1000;
+    t->deadline.tv_nsec += (t->timeout_ms % 1000) * 1000000;
+    if (t->deadline.tv_nsec >= 1000000000) { t->deadline.tv_sec++; t->deadline.tv_nsec -= 1000000000; }
     pthread_once(&tss_once, tss_load);
     if (!tss_ok)
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2 cannot load tpm2-tss (%s); the TPM root needs libtss2-esys0, "
                     "libtss2-tctildr0, libtss2-mu0 and libtss2-rc0", tss_error);
-    TSS2_RC rc = T(Tss2_TctiLdr_Initialize_Ex)(t->library, t->conf[0] ? t->conf : NULL, &t->tcti);
-    if (rc != TSS2_RC_SUCCESS) { t->tcti = NULL; return unreachable(host, t, rc); }
-    rc = T(Esys_Initialize)(&t->esys, t->tcti, NULL);
-    if (rc != TSS2_RC_SUCCESS) { t->esys = NULL; s = unreachable(host, t, rc); tpm_close(t); return s; }
-    return KEYBAY_OK;
+    s = bounded_start(host, t);
+    TSS2_RC rc = TSS2_RC_SUCCESS;
+    if (s == KEYBAY_OK && (!bounded_call(t->tcti, OP_INIT, &rc) || rc != TSS2_RC_SUCCESS)) s = unreachable(host, t, rc);
+    if (s == KEYBAY_OK && (rc = T(Esys_Initialize)(&t->esys, (TSS2_TCTI_CONTEXT *)t->tcti, NULL)) != TSS2_RC_SUCCESS) {
+        t->esys = NULL;
+        s = unreachable(host, t, rc);
+    }
+    if (s != KEYBAY_OK) tpm_close(t);
+    return s;
 }
 
 /* A failed command: unreachable, or the TPM's own refusal with `status`. */

@@ -59,6 +59,11 @@ final class SoftwareTPM: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: stateDirectory)
     }
 
+    /// SIGSTOP: its sockets still accept connections (the kernel completes them), nothing answers.
+    func stop() { kill(process.processIdentifier, SIGSTOP) }
+    /// SIGCONT: it answers again, what it was sent meanwhile first.
+    func resume() { kill(process.processIdentifier, SIGCONT) }
+
     /// Runs a tpm2-tools command against this TPM.
     func tools(_ tool: String, _ arguments: String...) throws -> RunResult {
         try run("/usr/bin/" + tool, arguments, environment: ["PATH": "/usr/bin:/bin", "TPM2TOOLS_TCTI": tcti, "TSS2_LOG": "all+none"])

@@ -3,7 +3,8 @@ import Glibc
 import Testing
 @testable import Keybay
 
-/// The tpm2 root reaches only the TPM it is told to (docs/security.md, "The tpm2 root").
+/// The tpm2 root reaches only the TPM it is told to and gives up on one that does not answer
+/// (docs/security.md, "The tpm2 root").
 extension Tpm2Tests {
     /// 127.0.0.1:2321 and 2322 are where tpm2-tss's default order looks for a simulator. A test
     /// that starts one there, or that runs the default TCTI, holds this lock (a file in /tmp, so
@@ -101,5 +102,124 @@ extension Tpm2Tests {
         }
         #expect(try readBytes(box.storePath) == store && root.cli(box, ["get", "k"]).out == "v")
         #expect(try tpm.handles("handles-nv-index").count == 1)
+    }
+
+    /// A TPM that does not answer (swtpm stopped: its sockets still accept, nothing answers) is
+    /// root-unavailable naming the TCTI once the bound passes (KEYBAY_TPM2_TIMEOUT_MS, here 1 s;
+    /// 30 s unset, and never more), for opening a store and for creating one, and the TPM works
+    /// again once it answers. A bound that is not 1–30000 ms is invalid-argument (exit 2); a
+    /// larger number is taken as 30000.
+    @Test func aTPMThatDoesNotAnswerTimesOut() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox(), root = RootUnderTest.tpm2(tpm)
+        #expect(try root.cli(box, ["set", "k", "v"]).status == 0)
+        var env = root.environment(box)
+        env["KEYBAY_TPM2_TIMEOUT_MS"] = "1000"
+        let fresh = Sandbox()
+        tpm.stop()
+        for (args, environment) in [(["get", "k"], env), (["init"], root.environment(fresh).merging(["KEYBAY_TPM2_TIMEOUT_MS": "1000"]) { $1 })] {
+            let (r, seconds) = try Self.runWithin(20, cliPath, args, environment: environment)
+            #expect(!r.signalled && r.status == 1 && r.stderr.contains("[root-unavailable]") && r.stderr.contains("KEYBAY_TPM2_TCTI=" + tpm.tcti)
+                    && r.stderr.contains("1000 ms"), "\(args[0]): \(r.signalled ? "killed after \(seconds) s" : "\(r.status)"): \(r.stderr)")
+            #expect(seconds >= 0.95 && seconds < 10, "\(args[0]) took \(seconds) s")
+        }
+        #expect(!exists(fresh.storePath) && !exists(Self.rootPath(fresh)))
+        tpm.resume()
+        let again = try Self.runWithin(20, cliPath, ["get", "k"], environment: env).result
+        #expect(again.status == 0 && again.out == "v", "\(again.stderr)")
+        for value in ["0", "-1", "abc", "1.5", " 100", "100ms", "0x10"] {
+            env["KEYBAY_TPM2_TIMEOUT_MS"] = value
+            let r = try run(cliPath, ["get", "k"], environment: env)
+            #expect(r.status == 2 && r.stderr.contains("[invalid-argument]") && r.stderr.contains("KEYBAY_TPM2_TIMEOUT_MS"), "\(value): \(r.stderr)")
+        }
+        env["KEYBAY_TPM2_TIMEOUT_MS"] = "99999999999999999999999"
+        #expect(try run(cliPath, ["get", "k"], environment: env).out == "v", "a larger bound is 30 s, not refused")
+    }
+
+    /// A TPM that takes commands but never answers them (a listener the test runs in swtpm's
+    /// place: the control channel answers, the command channel accepts and stays silent), so the
+    /// wait is for a command's answer, not the connection's: root-unavailable within the bound.
+    @Test func aTPMThatTakesCommandsButNeverAnswersTimesOut() throws {
+        let silent = try SilentTPM(), box = Sandbox()
+        var env = box.environment
+        env["KEYBAY_TPM2_TCTI"] = "swtpm:host=127.0.0.1,port=\(silent.port)"
+        env["KEYBAY_TPM2_TIMEOUT_MS"] = "1000"
+        let (r, seconds) = try Self.runWithin(20, cliPath, ["init", "--root", "tpm2"], environment: env)
+        #expect(!r.signalled && r.status == 1 && r.stderr.contains("[root-unavailable]") && r.stderr.contains("port=\(silent.port)")
+                && r.stderr.contains("1000 ms"), "\(r.signalled ? "killed after \(seconds) s" : "\(r.status)"): \(r.stderr)")
+        #expect(seconds >= 0.95 && seconds < 10, "init took \(seconds) s")
+        #expect(silent.commandsReceived() > 0, "a command was sent: the wait was for its answer")
+    }
+}
+
+/// In swtpm's place, a TPM that takes commands and never answers: on P, a listener whose
+/// connections the kernel completes and nobody reads; on P+1, swtpm's control channel, which
+/// answers every command with success (tss2's swtpm TCTI sets the locality there when it starts).
+final class SilentTPM: @unchecked Sendable {
+    let port: UInt16
+    private let command: Int32, control: Int32
+
+    init() throws {
+        var last = ""
+        for _ in 0..<50 {
+            guard let command = try? Self.listen(0) else { continue }
+            let port = command.port
+            guard port < 65535, let control = try? Self.listen(port + 1) else { Glibc.close(command.fd); last = "port \(port + 1) taken"; continue }
+            self.port = port
+            self.command = command.fd
+            self.control = control.fd
+            // Ends when the listener is shut down (accept fails).
+            Thread { [control = control.fd] in
+                while true {
+                    let c = accept(control, nil, nil)
+                    if c < 0 { if errno == EINTR { continue }; return }
+                    var request = [UInt8](repeating: 0, count: 64)
+                    _ = read(c, &request, request.count)
+                    let success: [UInt8] = [0, 0, 0, 0]
+                    _ = write(c, success, success.count)
+                    Glibc.close(c)
+                }
+            }.start()
+            return
+        }
+        throw KeybayTestFailure("no free loopback port pair for the silent TPM: \(last)")
+    }
+
+    deinit {
+        shutdown(control, Int32(SHUT_RDWR))
+        Glibc.close(control)
+        Glibc.close(command)
+    }
+
+    /// Commands sent on the command channel (connections accepted by the kernel, never answered,
+    /// that hold at least a TPM command header); tss2's connection that only checks the port
+    /// holds none.
+    func commandsReceived() -> Int {
+        var count = 0
+        while true {
+            var poller = pollfd(fd: command, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 0) == 1 else { return count }
+            let c = accept(command, nil, nil)
+            guard c >= 0 else { return count }
+            var header = [UInt8](repeating: 0, count: 10)
+            if recv(c, &header, header.count, Int32(MSG_DONTWAIT) | Int32(MSG_WAITALL)) == header.count { count += 1 }
+            Glibc.close(c)
+        }
+    }
+
+    private static func listen(_ port: UInt16) throws -> (fd: Int32, port: UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw KeybayTestFailure("socket: \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && Glibc.listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { Glibc.close(fd); throw KeybayTestFailure("bind 127.0.0.1:\(port): \(errno)") }
+        return (fd, UInt16(bigEndian: address.sin_port))
     }
 }
