@@ -15,22 +15,25 @@
  * and its configuration ("swtpm:host=127.0.0.1,port=2321"): never tss2's default order, which
  * ends with simulators on 127.0.0.1, and never a library path.
  *
- * Every operation is bounded: reaching the TPM and every command share one deadline
- * (KEYBAY_TPM2_TIMEOUT_MS, at most 30 s), after which the root answers NOT_AVAILABLE naming the
- * TPM. Without a resource manager (swtpm's socket, /dev/tpm0) a killed process leaves its
- * transient objects loaded; a command that finds the TPM's object or session memory full
- * flushes the leftovers and is tried once more.
+ * Every operation is bounded: the wait for this user's other processes, reaching the TPM and
+ * every command share one deadline (KEYBAY_TPM2_TIMEOUT_MS, at most 30 s), after which the
+ * root answers NOT_AVAILABLE naming the TPM. This user's processes take turns on a TPM (a lock
+ * file per TCTI), and without a resource manager (swtpm's socket, /dev/tpm0) a killed process
+ * leaves its transient objects loaded; a command that finds the TPM's object or session memory
+ * full flushes the leftovers and is tried once more.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -169,6 +172,7 @@ typedef struct bounded bounded;
 typedef struct tpm {
     bounded *tcti;            /* what Esys talks to: ours, in front of tss2's (below) */
     ESYS_CONTEXT *esys;
+    int lock;                 /* the lock file, held (flock) from open to close; -1 when none */
     long timeout_ms;
     struct timespec deadline; /* CLOCK_MONOTONIC: the operation gives up then */
     const char *device;       /* the device file a device TCTI opens (for messages), or NULL */
@@ -240,6 +244,62 @@ static keybay_status choose_timeout(const keybay_host *host, tpm *t) {
         return fail(host, KEYBAY_ERR_INVALID_OPTION, "KEYBAY_TPM2_TIMEOUT_MS=%s: give the tpm2 root's bound in milliseconds, 1 to 30000", shown);
     }
     t->timeout_ms = ms < TIMEOUT_MAX_MS ? ms : TIMEOUT_MAX_MS;
+    return KEYBAY_OK;
+}
+
+static long remaining_ms(const tpm *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long)(t->deadline.tv_sec - now.tv_sec) * 1000 + (t->deadline.tv_nsec - now.tv_nsec) / 1000000;
+}
+
+/* ---------------------------------------------------------------- one process at a time
+
+   Without a resource manager (swtpm's socket, /dev/tpm0) the TPM's few object slots are shared
+   by every process using it, and one that finds them full flushes the others' objects. So this
+   user's processes take turns: <state_home>/keybay/tpm2-<hash of the TCTI>.lock, held from the
+   TPM's opening to its closing, waited for until the operation's deadline. */
+
+static keybay_status lock_tpm(const keybay_host *host, const keybay_root_context *c, int create, tpm *t) {
+    char dir_path[4096], path[KEYBAY_ROOT_PATH_BYTES], name[64];
+    int dir;
+    keybay_status s = keybay_rf_open_dir(host, c, create, &dir, dir_path, sizeof dir_path);
+    /* No root directory (and none to create): there is no root of this store's to use in the
+       TPM, and the operation fails on its missing file. */
+    if (s != KEYBAY_OK || dir < 0) return s;
+    uint8_t digest[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256_state h;
+    crypto_hash_sha256_init(&h);
+    crypto_hash_sha256_update(&h, (const uint8_t *)t->library, strlen(t->library) + 1);
+    crypto_hash_sha256_update(&h, (const uint8_t *)t->conf, strlen(t->conf));
+    crypto_hash_sha256_final(&h, digest);
+    int at = snprintf(name, sizeof name, "../tpm2-");
+    for (int i = 0; i < 8; i++) at += snprintf(name + at, sizeof name - (size_t)at, "%02x", digest[i]);
+    snprintf(name + at, sizeof name - (size_t)at, ".lock");
+    snprintf(path, sizeof path, "%.4000s/%s", dir_path, name);
+    int fd = openat(dir, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    close(dir);
+    if (fd < 0) return keybay_rf_fail_errno(host, "cannot open the TPM lock file", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+        close(fd);
+        return fail(host, KEYBAY_ERR_INSECURE, "the TPM lock file %s is not a regular file of this user's that only it may write", path);
+    }
+    long pause_us = 500;
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EINTR) continue;
+        if (errno != EWOULDBLOCK) { s = keybay_rf_fail_errno(host, "cannot lock", path); close(fd); return s; }
+        long left = remaining_ms(t);
+        if (left <= 0) {
+            close(fd);
+            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s is busy: another process of this user held it for more than %ld ms (%s)",
+                        t->where, t->timeout_ms, path);
+        }
+        struct timespec nap = { 0, (left * 1000 < pause_us ? left * 1000 : pause_us) * 1000 };
+        nanosleep(&nap, NULL);
+        if (pause_us < 20000) pause_us *= 2;
+    }
+    t->lock = fd;
     return KEYBAY_OK;
 }
 
@@ -470,12 +530,16 @@ static void tpm_close(tpm *t) {
     if (t->esys) T(Esys_Finalize)(&t->esys);
     if (t->tcti) bounded_close(t->tcti);
     t->tcti = NULL;
+    if (t->lock >= 0) close(t->lock); /* releases the flock */
+    t->lock = -1;
 }
 
-/* Opens the TPM for one operation, everything it does bounded by one deadline,
-   KEYBAY_TPM2_TIMEOUT_MS (at most 30 s) from now. Cleans up after itself on failure. */
-static keybay_status tpm_open(const keybay_host *host, tpm *t) {
+/* Opens the TPM for one operation (create: the root's directory may be made for the lock file),
+   everything it does bounded by one deadline, KEYBAY_TPM2_TIMEOUT_MS (at most 30 s) from now.
+   Cleans up after itself on failure. */
+static keybay_status tpm_open(const keybay_host *host, const keybay_root_context *c, int create, tpm *t) {
     memset(t, 0, sizeof *t);
+    t->lock = -1;
     keybay_status s = choose_tcti(host, t);
     if (s == KEYBAY_OK) s = choose_timeout(host, t);
     if (s != KEYBAY_OK) return s;
@@ -487,7 +551,7 @@ static keybay_status tpm_open(const keybay_host *host, tpm *t) {
     if (!tss_ok)
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2 cannot load tpm2-tss (%s); the TPM root needs libtss2-esys0, "
                     "libtss2-tctildr0, libtss2-mu0 and libtss2-rc0", tss_error);
-    s = bounded_start(host, t);
+    if ((s = lock_tpm(host, c, create, t)) == KEYBAY_OK) s = bounded_start(host, t);
     TSS2_RC rc = TSS2_RC_SUCCESS;
     if (s == KEYBAY_OK && (!bounded_call(t->tcti, OP_INIT, &rc) || rc != TSS2_RC_SUCCESS)) s = unreachable(host, t, rc);
     if (s == KEYBAY_OK && (rc = T(Esys_Initialize)(&t->esys, (TSS2_TCTI_CONTEXT *)t->tcti, NULL)) != TSS2_RC_SUCCESS) {
@@ -866,7 +930,7 @@ static keybay_status root_create_with_options(const keybay_host *host, const key
     if (s == KEYBAY_OK && exists) s = fail(host, KEYBAY_ERR_ROOT_EXISTS, "%s already exists; refusing to overwrite it", path);
     if (s != KEYBAY_OK) return s;
     tpm t;
-    if ((s = tpm_open(host, &t)) != KEYBAY_OK) return s;
+    if ((s = tpm_open(host, c, 1, &t)) != KEYBAY_OK) return s;
     root_file *f = sodium_malloc(sizeof *f);
     TPM2B_SENSITIVE_CREATE *sensitive = sodium_malloc(sizeof *sensitive);
     ESYS_TR primary = ESYS_TR_NONE, trial = ESYS_TR_NONE;
@@ -928,7 +992,7 @@ static keybay_status with_root_key(const keybay_host *host, const keybay_root_co
                                    tpm *t, root_file **f, uint8_t **key) {
     *f = NULL;
     *key = NULL;
-    keybay_status s = tpm_open(host, t);
+    keybay_status s = tpm_open(host, c, 0, t);
     if (s != KEYBAY_OK) return s;
     char path[KEYBAY_ROOT_PATH_BYTES];
     keybay_rf_path(c, FILE_NAME, path, sizeof path);
@@ -1004,7 +1068,7 @@ static keybay_status root_open(const keybay_host *host, const keybay_root_contex
 static keybay_status root_raise_floor(const keybay_host *host, const keybay_root_context *c, const uint8_t *state,
                                       size_t state_length, uint64_t epoch) {
     tpm t;
-    keybay_status s = tpm_open(host, &t);
+    keybay_status s = tpm_open(host, c, 0, &t);
     if (s != KEYBAY_OK) return s;
     root_file *f = sodium_malloc(sizeof *f);
     if (!f) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
@@ -1034,7 +1098,7 @@ static keybay_status root_reset(const keybay_host *host, const keybay_root_conte
     keybay_status s = keybay_rf_exists(host, c, FILE_NAME, &exists);
     if (s != KEYBAY_OK || !exists) return s == KEYBAY_OK ? keybay_rf_remove(host, c, FILE_NAME) : s;
     tpm t;
-    if ((s = tpm_open(host, &t)) != KEYBAY_OK) {
+    if ((s = tpm_open(host, c, 0, &t)) != KEYBAY_OK) {
         if (s != KEYBAY_ERR_NOT_AVAILABLE) return s;
         keybay_host_log(host, KEYBAY_LOG_ERROR, "tpm2 reset: the TPM cannot be reached; its rollback counter stays in it");
         return keybay_rf_remove(host, c, FILE_NAME);

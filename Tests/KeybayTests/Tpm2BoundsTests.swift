@@ -1,10 +1,11 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 @testable import Keybay
 
-/// The tpm2 root reaches only the TPM it is told to and gives up on one that does not answer
-/// (docs/security.md, "The tpm2 root").
+/// The tpm2 root reaches only the TPM it is told to, gives up on one that does not answer, and
+/// lets this user's processes share one TPM (docs/security.md, "The tpm2 root").
 extension Tpm2Tests {
     /// 127.0.0.1:2321 and 2322 are where tpm2-tss's default order looks for a simulator. A test
     /// that starts one there, or that runs the default TCTI, holds this lock (a file in /tmp, so
@@ -148,6 +149,50 @@ extension Tpm2Tests {
                 && r.stderr.contains("1000 ms"), "\(r.signalled ? "killed after \(seconds) s" : "\(r.status)"): \(r.stderr)")
         #expect(seconds >= 0.95 && seconds < 10, "init took \(seconds) s")
         #expect(silent.commandsReceived() > 0, "a command was sent: the wait was for its answer")
+    }
+
+    /// This user's processes take turns on a TPM (a lock file per TCTI under the state
+    /// directory); one that holds it longer than the bound makes the others root-unavailable,
+    /// within the bound, and they go on once it lets go.
+    @Test func aProcessHoldingTheTPMIsWaitedForWithinTheBound() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox(), root = RootUnderTest.tpm2(tpm)
+        #expect(try root.cli(box, ["set", "k", "v"]).status == 0)
+        let directory = box.stateHome + "/keybay"
+        let locks = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("tpm2-") && $0.hasSuffix(".lock") }
+        try #require(locks.count == 1, "one lock file for one TCTI: \(locks)")
+        #expect(mode(directory + "/" + locks[0]) == 0o600)
+        let fd = open(directory + "/" + locks[0], O_RDONLY | O_CLOEXEC)
+        try #require(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+        var env = root.environment(box)
+        env["KEYBAY_TPM2_TIMEOUT_MS"] = "1000"
+        let (r, seconds) = try Self.runWithin(20, cliPath, ["get", "k"], environment: env)
+        close(fd)
+        #expect(!r.signalled && r.status == 1 && r.stderr.contains("[root-unavailable]") && r.stderr.contains(tpm.tcti)
+                && r.stderr.contains("1000 ms"), "\(r.signalled ? "killed after \(seconds) s" : "\(r.status)"): \(r.stderr)")
+        #expect(seconds >= 0.95 && seconds < 10, "get took \(seconds) s")
+        #expect(try run(cliPath, ["get", "k"], environment: env).out == "v")
+    }
+
+    /// 4 processes × 8 `get`s at once on one TPM without a resource manager (swtpm's socket, 3
+    /// object slots): every one succeeds.
+    @Test func concurrentProcessesOnOneTPMAllSucceed() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox(), root = RootUnderTest.tpm2(tpm)
+        #expect(try root.cli(box, ["set", "k", "v"]).status == 0)
+        let env = root.environment(box)
+        let failures = Mutex<[String]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { worker in
+            for i in 0..<8 {
+                let r = Result { try Self.runWithin(120, cliPath, ["get", "k"], environment: env).result }
+                switch r {
+                case .success(let got) where got.status == 0 && got.out == "v": break
+                case .success(let got): failures.withLock { $0.append("\(worker).\(i): \(got.status) \(got.stderr)") }
+                case .failure(let error): failures.withLock { $0.append("\(worker).\(i): \(error)") }
+                }
+            }
+        }
+        let failed = failures.withLock { $0 }
+        #expect(failed.isEmpty, "\(failed.count) of 32 failed: \(failed.prefix(3))")
+        #expect(try tpm.handles("handles-transient").isEmpty, "every transient object was flushed")
     }
 }
 
