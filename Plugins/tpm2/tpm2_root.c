@@ -276,9 +276,13 @@ static keybay_status lock_tpm(const keybay_host *host, const keybay_root_context
     int at = snprintf(name, sizeof name, "../tpm2-");
     for (int i = 0; i < 8; i++) at += snprintf(name + at, sizeof name - (size_t)at, "%02x", digest[i]);
     snprintf(name + at, sizeof name - (size_t)at, ".lock");
-    snprintf(path, sizeof path, "%.4000s/%s", dir_path, name);
-    int fd = openat(dir, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    snprintf(path, sizeof path, "%.4000s/keybay/%s", c->state_home, name + 3);
+    /* Read-only is enough for flock, and opens a lock file that exists on a read-only mount. */
+    int fd = openat(dir, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
     close(dir);
+    /* A read-only state directory without the lock file (a root made before the lock existed):
+       the operation goes on without taking turns, as before; creating a root fails there anyway. */
+    if (fd < 0 && errno == EROFS && !create) return KEYBAY_OK;
     if (fd < 0) return keybay_rf_fail_errno(host, "cannot open the TPM lock file", path);
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {

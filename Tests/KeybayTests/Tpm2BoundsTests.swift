@@ -173,6 +173,43 @@ extension Tpm2Tests {
         #expect(try run(cliPath, ["get", "k"], environment: env).out == "v")
     }
 
+    /// The lock file needs no write access: a store whose state directory is a read-only mount
+    /// still opens, with the lock file there (opened read-only, and taken: while the test holds
+    /// it, `get` waits and gives up) and without it (made before there was one: the reader goes
+    /// on without taking turns).
+    @Test(.enabled(if: geteuid() == 0, "mounting a read-only file system needs root"))
+    func aReadOnlyStateDirectoryStillOpens() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox()
+        let mountPoint = box.root + "/mnt"
+        mkdir(mountPoint, 0o700)
+        let tools = ["PATH": "/usr/bin:/bin"]
+        let mounted = try run("/bin/mount", ["-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", mountPoint], environment: tools)
+        try #require(mounted.status == 0, "cannot mount a tmpfs: \(mounted.stderr)")
+        defer { _ = try? run("/bin/umount", [mountPoint], environment: tools) }
+        var env = RootUnderTest.tpm2(tpm).environment(box)
+        env["XDG_STATE_HOME"] = mountPoint + "/state"
+        #expect(try run(cliPath, ["set", "k", "v"], environment: env).status == 0)
+        let directory = mountPoint + "/state/keybay"
+        let locks = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("tpm2-") }
+        try #require(locks.count == 1, "\(locks)")
+        for lockFile in [true, false] {
+            if !lockFile {
+                try #require(run("/bin/mount", ["-o", "remount,rw", mountPoint], environment: tools).status == 0)
+                unlink(directory + "/" + locks[0])
+            }
+            try #require(run("/bin/mount", ["-o", "remount,ro", mountPoint], environment: tools).status == 0)
+            if lockFile {
+                let fd = open(directory + "/" + locks[0], O_RDONLY | O_CLOEXEC)
+                try #require(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
+                let held = try Self.runWithin(20, cliPath, ["get", "k"], environment: env.merging(["KEYBAY_TPM2_TIMEOUT_MS": "500"]) { $1 }).result
+                close(fd)
+                #expect(held.status == 1 && held.stderr.contains("[root-unavailable]"), "the lock was not taken: \(held.status) \(held.stderr)")
+            }
+            let get = try run(cliPath, ["get", "k"], environment: env)
+            #expect(get.status == 0 && get.out == "v", "lock file \(lockFile): \(get.stderr)")
+        }
+    }
+
     /// 4 processes × 8 `get`s at once on one TPM without a resource manager (swtpm's socket, 3
     /// object slots): every one succeeds.
     @Test func concurrentProcessesOnOneTPMAllSucceed() throws {
