@@ -10,24 +10,32 @@
  *
  * tpm2-tss's ESAPI is opened with dlopen on first use (libtss2-esys.so.0, libtss2-tctildr.so.0,
  * libtss2-mu.so.0, libtss2-rc.so.0): the headers give types only, so a process that never uses
- * this root never maps tss2 or the libcrypto it pulls in. The TCTI comes from KEYBAY_TPM2_TCTI
- * (Tss2_TctiLdr_Initialize's name-conf, e.g. "swtpm:host=127.0.0.1,port=2321"); unset, tss2's
- * own default (/dev/tpmrm0 first).
+ * this root never maps tss2 or the libcrypto it pulls in. The TPM is the device alone
+ * (/dev/tpmrm0, or /dev/tpm0 where there is none) unless KEYBAY_TPM2_TCTI names a TCTI of tss2's
+ * and its configuration ("swtpm:host=127.0.0.1,port=2321"): never tss2's default order, which
+ * ends with simulators on 127.0.0.1, and never a library path.
  *
- * Without a resource manager (swtpm's socket, /dev/tpm0) a killed process leaves its transient
- * objects loaded; a command that finds the TPM's object or session memory full flushes the
- * leftovers and is tried once more.
+ * Every operation is bounded: the wait for this user's other processes, reaching the TPM and
+ * every command share one deadline (KEYBAY_TPM2_TIMEOUT_MS, at most 30 s), after which the
+ * root answers NOT_AVAILABLE naming the TPM. This user's processes take turns on a TPM (a lock
+ * file per TCTI), and without a resource manager (swtpm's socket, /dev/tpm0) a killed process
+ * leaves its transient objects loaded; a command that finds the TPM's object or session memory
+ * full flushes the leftovers and is tried once more.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -54,6 +62,7 @@
 #define NV_PROBES 32
 #define MAX_INCREMENTS 4096 /* one rotation is one increment; more than this is not a floor */
 #define DEFAULT_DEVICE "/dev/tpmrm0"
+#define FALLBACK_DEVICE "/dev/tpm0"
 static const char provider_state_label[] = "keybay:v2:s1:provider-state:tpm2";
 
 /* ---------------------------------------------------------------- tpm2-tss, opened on first use */
@@ -78,7 +87,7 @@ static const char provider_state_label[] = "keybay:v2:s1:provider-state:tpm2";
     X(ESYS, Esys_TR_GetName) \
     X(ESYS, Esys_TR_Close) \
     X(ESYS, Esys_GetCapability) \
-    X(TCTILDR, Tss2_TctiLdr_Initialize) \
+    X(TCTILDR, Tss2_TctiLdr_Initialize_Ex) \
     X(TCTILDR, Tss2_TctiLdr_Finalize) \
     X(MU, Tss2_MU_TPM2B_PUBLIC_Marshal) \
     X(MU, Tss2_MU_TPM2B_PUBLIC_Unmarshal) \
@@ -148,33 +157,360 @@ static int rc_unreachable(TSS2_RC rc) {
            rc == TSS2_ESYS_RC_TRY_AGAIN || rc == TSS2_ESYS_RC_MALFORMED_RESPONSE;
 }
 
-/* ---------------------------------------------------------------- the TPM connection */
+/* ---------------------------------------------------------------- which TPM, and for how long */
+
+#define TIMEOUT_MAX_MS 30000L /* the bound of every root operation (docs/security.md) */
+#define TCTI_MAX_BYTES 256
+
+/* The TCTIs KEYBAY_TPM2_TCTI may name: tpm2-tss's own, each loaded as libtss2-tcti-<name>.so.0
+   from the system's library path. Never a library path, and none that records the traffic
+   (pcap) or runs a command (cmd). */
+static const char *const tcti_names[] = { "device", "swtpm", "mssim", "tabrmd" };
+
+typedef struct bounded bounded;
 
 typedef struct tpm {
-    TSS2_TCTI_CONTEXT *tcti;
+    bounded *tcti;            /* what Esys talks to: ours, in front of tss2's (below) */
     ESYS_CONTEXT *esys;
-    char where[300]; /* "KEYBAY_TPM2_TCTI=swtpm:..." or "the default TCTI (/dev/tpmrm0 first)" */
+    int lock;                 /* the lock file, held (flock) from open to close; -1 when none */
+    long timeout_ms;
+    struct timespec deadline; /* CLOCK_MONOTONIC: the operation gives up then */
+    const char *device;       /* the device file a device TCTI opens (for messages), or NULL */
+    char library[40];         /* libtss2-tcti-<name>.so.0 */
+    char conf[TCTI_MAX_BYTES]; /* the TCTI's configuration; "" for its own default */
+    char where[TCTI_MAX_BYTES + 64]; /* "the TPM at KEYBAY_TPM2_TCTI=swtpm:..." or "the TPM at /dev/tpmrm0 (...)" */
 } tpm;
+
+/* `value` with anything but printable ASCII shown as '?', cut at TCTI_MAX_BYTES. */
+static void printable(char *out, size_t size, const char *value) {
+    size_t i = 0;
+    for (; value[i] && i + 1 < size && i < TCTI_MAX_BYTES; i++) out[i] = value[i] >= 0x20 && value[i] < 0x7f ? value[i] : '?';
+    out[i] = 0;
+}
+
+/* Without KEYBAY_TPM2_TCTI, the device alone: /dev/tpmrm0, or /dev/tpm0 where there is no
+   /dev/tpmrm0. Never a simulator or the network, which only the variable can name. */
+static const char *default_device(void) {
+    struct stat st;
+    return stat(DEFAULT_DEVICE, &st) != 0 && errno == ENOENT && stat(FALLBACK_DEVICE, &st) == 0 ? FALLBACK_DEVICE : DEFAULT_DEVICE;
+}
 
 static void describe_tcti(char *out, size_t size) {
     const char *conf = getenv("KEYBAY_TPM2_TCTI");
-    if (conf && *conf) snprintf(out, size, "the TPM at KEYBAY_TPM2_TCTI=%s", conf);
-    else snprintf(out, size, "the TPM at " DEFAULT_DEVICE " (tss2's default TCTI)");
+    char shown[TCTI_MAX_BYTES + 1];
+    if (conf && *conf) { printable(shown, sizeof shown, conf); snprintf(out, size, "the TPM at KEYBAY_TPM2_TCTI=%s", shown); }
+    else snprintf(out, size, "the TPM at %s (the default: the device alone, KEYBAY_TPM2_TCTI unset)", default_device());
 }
 
-/* Why a device cannot be used: missing, or no permission (/dev/tpmrm0 is usually root:tss 0660).
-   The device is tss2's default one, or the one a "device:PATH" TCTI names. */
+/* Which TCTI library, with which configuration; a value that is not a TCTI name and its
+   configuration is refused (INVALID_OPTION: the CLI's exit 2) before anything is loaded. */
+static keybay_status choose_tcti(const keybay_host *host, tpm *t) {
+    const char *value = getenv("KEYBAY_TPM2_TCTI");
+    describe_tcti(t->where, sizeof t->where);
+    if (!value || !*value) {
+        t->device = default_device();
+        snprintf(t->library, sizeof t->library, "libtss2-tcti-device.so.0");
+        snprintf(t->conf, sizeof t->conf, "%s", t->device);
+        return KEYBAY_OK;
+    }
+    const char *colon = strchr(value, ':');
+    size_t name_length = colon ? (size_t)(colon - value) : strlen(value);
+    const char *name = NULL;
+    for (size_t i = 0; i < sizeof tcti_names / sizeof tcti_names[0]; i++)
+        if (strlen(tcti_names[i]) == name_length && memcmp(tcti_names[i], value, name_length) == 0) name = tcti_names[i];
+    if (!name || strlen(value) >= TCTI_MAX_BYTES) {
+        char shown[TCTI_MAX_BYTES + 1];
+        printable(shown, sizeof shown, value);
+        return fail(host, KEYBAY_ERR_INVALID_OPTION, "KEYBAY_TPM2_TCTI=%s is not a TCTI the tpm2 root uses: give device, swtpm, mssim or "
+                    "tabrmd and its configuration (e.g. device:/dev/tpmrm0, swtpm:host=127.0.0.1,port=2321), never a library path%s",
+                    shown, strlen(value) >= TCTI_MAX_BYTES ? " (and at most 255 bytes)" : "");
+    }
+    snprintf(t->library, sizeof t->library, "libtss2-tcti-%s.so.0", name);
+    snprintf(t->conf, sizeof t->conf, "%s", colon ? colon + 1 : "");
+    if (strcmp(name, "device") == 0) t->device = t->conf[0] ? t->conf : DEFAULT_DEVICE;
+    return KEYBAY_OK;
+}
+
+/* KEYBAY_TPM2_TIMEOUT_MS: milliseconds, 1 to 30000 (a larger number is 30000); unset, 30000. */
+static keybay_status choose_timeout(const keybay_host *host, tpm *t) {
+    const char *value = getenv("KEYBAY_TPM2_TIMEOUT_MS");
+    t->timeout_ms = TIMEOUT_MAX_MS;
+    if (!value || !*value) return KEYBAY_OK;
+    long ms = 0; /* all digits; saturates past the cap */
+    for (const char *p = value; *p && ms >= 0; p++) ms = *p < '0' || *p > '9' ? -1 : ms > TIMEOUT_MAX_MS ? ms : ms * 10 + (*p - '0');
+    if (ms < 1) {
+        char shown[32];
+        printable(shown, sizeof shown, value);
+        return fail(host, KEYBAY_ERR_INVALID_OPTION, "KEYBAY_TPM2_TIMEOUT_MS=%s: give the tpm2 root's bound in milliseconds, 1 to 30000", shown);
+    }
+    t->timeout_ms = ms < TIMEOUT_MAX_MS ? ms : TIMEOUT_MAX_MS;
+    return KEYBAY_OK;
+}
+
+static long remaining_ms(const tpm *t) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (long)(t->deadline.tv_sec - now.tv_sec) * 1000 + (t->deadline.tv_nsec - now.tv_nsec) / 1000000;
+}
+
+/* ---------------------------------------------------------------- one process at a time
+
+   Without a resource manager (swtpm's socket, /dev/tpm0) the TPM's few object slots are shared
+   by every process using it, and one that finds them full flushes the others' objects. So this
+   user's processes take turns: <state_home>/keybay/tpm2-<hash of the TCTI>.lock, held from the
+   TPM's opening to its closing, waited for until the operation's deadline. */
+
+static keybay_status lock_tpm(const keybay_host *host, const keybay_root_context *c, int create, tpm *t) {
+    char dir_path[4096], path[KEYBAY_ROOT_PATH_BYTES], name[64];
+    int dir;
+    keybay_status s = keybay_rf_open_dir(host, c, create, &dir, dir_path, sizeof dir_path);
+    /* No root directory (and none to create): there is no root of this store's to use in the
+       TPM, and the operation fails on its missing file. */
+    if (s != KEYBAY_OK || dir < 0) return s;
+    uint8_t digest[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256_state h;
+    crypto_hash_sha256_init(&h);
+    crypto_hash_sha256_update(&h, (const uint8_t *)t->library, strlen(t->library) + 1);
+    crypto_hash_sha256_update(&h, (const uint8_t *)t->conf, strlen(t->conf));
+    crypto_hash_sha256_final(&h, digest);
+    int at = snprintf(name, sizeof name, "../tpm2-");
+    for (int i = 0; i < 8; i++) at += snprintf(name + at, sizeof name - (size_t)at, "%02x", digest[i]);
+    snprintf(name + at, sizeof name - (size_t)at, ".lock");
+    snprintf(path, sizeof path, "%.4000s/keybay/%s", c->state_home, name + 3);
+    /* Read-only is enough for flock, and opens a lock file that exists on a read-only mount. */
+    int fd = openat(dir, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    close(dir);
+    /* A read-only state directory without the lock file (a root made before the lock existed):
+       the operation goes on without taking turns, as before; creating a root fails there anyway. */
+    if (fd < 0 && errno == EROFS && !create) return KEYBAY_OK;
+    if (fd < 0) return keybay_rf_fail_errno(host, "cannot open the TPM lock file", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+        close(fd);
+        return fail(host, KEYBAY_ERR_INSECURE, "the TPM lock file %s is not a regular file of this user's that only it may write", path);
+    }
+    long pause_us = 500;
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EINTR) continue;
+        if (errno != EWOULDBLOCK) { s = keybay_rf_fail_errno(host, "cannot lock", path); close(fd); return s; }
+        long left = remaining_ms(t);
+        if (left <= 0) {
+            close(fd);
+            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s is busy: another process of this user held it for more than %ld ms (%s)",
+                        t->where, t->timeout_ms, path);
+        }
+        struct timespec nap = { 0, (left * 1000 < pause_us ? left * 1000 : pause_us) * 1000 };
+        nanosleep(&nap, NULL);
+        if (pause_us < 20000) pause_us *= 2;
+    }
+    t->lock = fd;
+    return KEYBAY_OK;
+}
+
+/* ---------------------------------------------------------------- a TCTI that gives up
+
+   tss2's own TCTIs wait as long as the TPM takes: swtpm's and mssim's block on their sockets
+   (while connecting and initializing too), and ESAPI's synchronous calls wait for ever whatever
+   timeout is set. So the TCTI tss2 loads runs on a thread of its own, and the TCTI Esys talks
+   to (this one) hands each call over (initialization, every transmit and receive) and waits
+   for it until the operation's deadline. A TPM that has not answered by then is abandoned:
+   the thread finishes its call whenever the TPM answers, or never, then finalizes the TCTI and
+   frees what it holds; nothing of the caller's is touched after the caller has returned. */
+
+enum { OP_NONE, OP_INIT, OP_TRANSMIT, OP_RECEIVE, OP_FINALIZE };
+
+struct bounded {
+    TSS2_TCTI_CONTEXT_COMMON_V2 common; /* first: Esys calls through it */
+    pthread_mutex_t mutex;
+    pthread_cond_t changed;
+    int refs;                 /* the caller's and the thread's; the last one frees */
+    int op;                   /* the call the thread is to make; OP_NONE once made */
+    int abandoned;            /* set by the caller alone, when the deadline passed first */
+    TSS2_RC rc;
+    TSS2_TCTI_CONTEXT *inner; /* tss2's TCTI */
+    struct timespec deadline;
+    char library[40], conf[TCTI_MAX_BYTES];
+    int have_response;
+    size_t size;              /* bytes in buffer: the command to send, or the response */
+    uint8_t buffer[TPM2_MAX_COMMAND_SIZE > TPM2_MAX_RESPONSE_SIZE ? TPM2_MAX_COMMAND_SIZE : TPM2_MAX_RESPONSE_SIZE];
+};
+
+static void bounded_release(bounded *b) {
+    pthread_mutex_lock(&b->mutex);
+    int last = --b->refs == 0;
+    pthread_mutex_unlock(&b->mutex);
+    if (!last) return;
+    pthread_cond_destroy(&b->changed);
+    pthread_mutex_destroy(&b->mutex);
+    sodium_free(b); /* wipes the commands and responses (a sealed key's sensitive part, an unsealed key) */
+}
+
+/* On the thread, without the mutex: the caller does not touch the buffer while a call is pending. */
+static TSS2_RC bounded_perform(bounded *b, int op) {
+    TSS2_RC rc = TSS2_RC_SUCCESS;
+    size_t size = 0;
+    switch (op) {
+    case OP_INIT:
+        rc = T(Tss2_TctiLdr_Initialize_Ex)(b->library, b->conf[0] ? b->conf : NULL, &b->inner);
+        if (rc != TSS2_RC_SUCCESS) b->inner = NULL;
+        break;
+    case OP_TRANSMIT:
+        rc = Tss2_Tcti_Transmit(b->inner, b->size, b->buffer);
+        sodium_memzero(b->buffer, b->size);
+        b->size = 0;
+        break;
+    case OP_RECEIVE:
+        rc = Tss2_Tcti_Receive(b->inner, &size, NULL, TSS2_TCTI_TIMEOUT_BLOCK);
+        if (rc == TSS2_RC_SUCCESS) {
+            size = sizeof b->buffer;
+            rc = Tss2_Tcti_Receive(b->inner, &size, b->buffer, TSS2_TCTI_TIMEOUT_BLOCK);
+        }
+        b->size = rc == TSS2_RC_SUCCESS ? size : 0;
+        break;
+    case OP_FINALIZE:
+        if (b->inner) T(Tss2_TctiLdr_Finalize)(&b->inner);
+        break;
+    }
+    return rc;
+}
+
+static void *bounded_thread(void *argument) {
+    bounded *b = argument;
+    pthread_mutex_lock(&b->mutex);
+    for (;;) {
+        while (b->op == OP_NONE && !b->abandoned) pthread_cond_wait(&b->changed, &b->mutex);
+        if (b->abandoned) break; /* a call handed over but not begun is not made */
+        int op = b->op;
+        pthread_mutex_unlock(&b->mutex);
+        TSS2_RC rc = bounded_perform(b, op);
+        pthread_mutex_lock(&b->mutex);
+        b->rc = rc;
+        b->op = OP_NONE;
+        pthread_cond_broadcast(&b->changed);
+        if (op == OP_FINALIZE || b->abandoned) break;
+    }
+    pthread_mutex_unlock(&b->mutex);
+    if (b->inner) T(Tss2_TctiLdr_Finalize)(&b->inner); /* abandoned: the TPM answered at last */
+    bounded_release(b);
+    return NULL;
+}
+
+/* Hands `op` to the thread and waits until it is made or the deadline passes (then the TPM is
+   abandoned, and this and every later call says so at once). 1 when it was made in time. */
+static int bounded_call(bounded *b, int op, TSS2_RC *rc) {
+    if (b->abandoned) return 0;
+    pthread_mutex_lock(&b->mutex);
+    b->op = op;
+    pthread_cond_broadcast(&b->changed);
+    while (b->op != OP_NONE)
+        if (pthread_cond_timedwait(&b->changed, &b->mutex, &b->deadline) == ETIMEDOUT && b->op != OP_NONE) {
+            b->abandoned = 1;
+            pthread_cond_broadcast(&b->changed);
+            break;
+        }
+    *rc = b->rc;
+    pthread_mutex_unlock(&b->mutex);
+    return !b->abandoned;
+}
+
+static TSS2_RC bounded_transmit(TSS2_TCTI_CONTEXT *context, size_t size, const uint8_t *command) {
+    bounded *b = (bounded *)context;
+    TSS2_RC rc;
+    if (b->abandoned) return TSS2_TCTI_RC_IO_ERROR;
+    if (!command || size > sizeof b->buffer) return TSS2_TCTI_RC_BAD_VALUE;
+    memcpy(b->buffer, command, size);
+    b->size = size;
+    b->have_response = 0;
+    return bounded_call(b, OP_TRANSMIT, &rc) ? rc : TSS2_TCTI_RC_IO_ERROR;
+}
+
+/* The caller's timeout is ignored: the deadline bounds every wait. */
+static TSS2_RC bounded_receive(TSS2_TCTI_CONTEXT *context, size_t *size, uint8_t *response, int32_t timeout) {
+    (void)timeout;
+    bounded *b = (bounded *)context;
+    TSS2_RC rc;
+    if (b->abandoned) return TSS2_TCTI_RC_IO_ERROR;
+    if (!size) return TSS2_TCTI_RC_BAD_REFERENCE;
+    if (!b->have_response) {
+        if (!bounded_call(b, OP_RECEIVE, &rc)) return TSS2_TCTI_RC_IO_ERROR;
+        if (rc != TSS2_RC_SUCCESS) return rc;
+        b->have_response = 1;
+    }
+    if (!response) { *size = b->size; return TSS2_RC_SUCCESS; }
+    if (*size < b->size) { *size = b->size; return TSS2_TCTI_RC_INSUFFICIENT_BUFFER; }
+    memcpy(response, b->buffer, b->size);
+    *size = b->size;
+    sodium_memzero(b->buffer, b->size);
+    b->size = 0;
+    b->have_response = 0;
+    return TSS2_RC_SUCCESS;
+}
+
+static keybay_status bounded_start(const keybay_host *host, tpm *t) {
+    bounded *b = sodium_malloc(sizeof *b);
+    if (!b) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    memset(b, 0, sizeof *b);
+    b->common.v1.magic = 0x6b65796261797432ull; /* "keybayt2" */
+    b->common.v1.version = 2;
+    b->common.v1.transmit = bounded_transmit;
+    b->common.v1.receive = bounded_receive;
+    b->refs = 2;
+    b->deadline = t->deadline;
+    memcpy(b->library, t->library, sizeof b->library);
+    memcpy(b->conf, t->conf, sizeof b->conf);
+    pthread_condattr_t monotonic;
+    pthread_attr_t detached;
+    int e = pthread_condattr_init(&monotonic);
+    if (!e) { e = pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC); if (!e) e = pthread_cond_init(&b->changed, &monotonic); pthread_condattr_destroy(&monotonic); }
+    if (!e && (e = pthread_mutex_init(&b->mutex, NULL)) != 0) pthread_cond_destroy(&b->changed);
+    if (e) { sodium_free(b); return fail(host, KEYBAY_ERR_INTERNAL, "cannot set up the TPM's thread: %s", strerror(e)); }
+    /* The thread takes no signal: the host's handlers keep running on the host's threads. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t thread;
+    if (!(e = pthread_attr_init(&detached))) {
+        pthread_attr_setdetachstate(&detached, PTHREAD_CREATE_DETACHED);
+        e = pthread_create(&thread, &detached, bounded_thread, b);
+        pthread_attr_destroy(&detached);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e) {
+        pthread_cond_destroy(&b->changed);
+        pthread_mutex_destroy(&b->mutex);
+        sodium_free(b);
+        return fail(host, KEYBAY_ERR_INTERNAL, "cannot start the TPM's thread: %s", strerror(e));
+    }
+    t->tcti = b;
+    return KEYBAY_OK;
+}
+
+static void bounded_close(bounded *b) {
+    TSS2_RC rc;
+    if (!b->abandoned) bounded_call(b, OP_FINALIZE, &rc);
+    bounded_release(b);
+}
+
+/* ---------------------------------------------------------------- the TPM connection */
+
+/* Why the TPM cannot be used: it did not answer in time; its device is missing, or not this
+   user's to use (/dev/tpmrm0 is usually root:tss 0660); or what tss2 said. */
 static keybay_status unreachable(const keybay_host *host, const tpm *t, TSS2_RC rc) {
-    const char *conf = getenv("KEYBAY_TPM2_TCTI");
+    if (t->tcti && t->tcti->abandoned)
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s did not answer within %ld ms (a TPM or simulator that is stopped or hung; "
+                    "KEYBAY_TPM2_TIMEOUT_MS sets this bound, at most 30000)", t->where, t->timeout_ms);
     const char *reason = rc ? T(Tss2_RC_Decode)(rc) : "no TCTI";
-    const char *device = NULL;
-    if (!conf || !*conf) device = DEFAULT_DEVICE;
-    else if (strncmp(conf, "device:", 7) == 0) device = conf[7] ? conf + 7 : DEFAULT_DEVICE;
+    const char *device = t->device;
+    const char *conf = getenv("KEYBAY_TPM2_TCTI");
     if (device) {
         struct stat st;
-        if (stat(device, &st) != 0)
+        if (stat(device, &st) != 0) {
+            if (!conf || !*conf)
+                return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no TPM: neither " DEFAULT_DEVICE " nor " FALLBACK_DEVICE " exists (no TPM 2.0 "
+                            "here, or its driver is not loaded); a simulator or another TPM is used only when KEYBAY_TPM2_TCTI names it (%s)", reason);
             return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no TPM: %s does not exist (no TPM 2.0 here, or its driver is not loaded; "
                         "set KEYBAY_TPM2_TCTI to reach another one) (%s)", device, reason);
+        }
         if (access(device, R_OK | W_OK) != 0) {
             struct group *g = getgrgid(st.st_gid);
             const char *name = g ? g->gr_name : "?";
@@ -189,27 +525,45 @@ static keybay_status unreachable(const keybay_host *host, const tpm *t, TSS2_RC 
                         device, (unsigned)(st.st_mode & 07777), name);
         }
     }
+    if (rc == TSS2_TCTI_RC_NOT_SUPPORTED)
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot reach %s: tpm2-tss cannot load %s here (%s)", t->where, t->library, reason);
     return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot reach %s: %s", t->where, reason);
 }
 
 static void tpm_close(tpm *t) {
     if (t->esys) T(Esys_Finalize)(&t->esys);
-    if (t->tcti) T(Tss2_TctiLdr_Finalize)(&t->tcti);
+    if (t->tcti) bounded_close(t->tcti);
+    t->tcti = NULL;
+    if (t->lock >= 0) close(t->lock); /* releases the flock */
+    t->lock = -1;
 }
 
-static keybay_status tpm_open(const keybay_host *host, tpm *t) {
+/* Opens the TPM for one operation (create: the root's directory may be made for the lock file),
+   everything it does bounded by one deadline, KEYBAY_TPM2_TIMEOUT_MS (at most 30 s) from now.
+   Cleans up after itself on failure. */
+static keybay_status tpm_open(const keybay_host *host, const keybay_root_context *c, int create, tpm *t) {
     memset(t, 0, sizeof *t);
-    describe_tcti(t->where, sizeof t->where);
+    t->lock = -1;
+    keybay_status s = choose_tcti(host, t);
+    if (s == KEYBAY_OK) s = choose_timeout(host, t);
+    if (s != KEYBAY_OK) return s;
+    clock_gettime(CLOCK_MONOTONIC, &t->deadline);
+    t->deadline.tv_sec += t->timeout_ms / 1000;
+    t->deadline.tv_nsec += (t->timeout_ms % 1000) * 1000000;
+    if (t->deadline.tv_nsec >= 1000000000) { t->deadline.tv_sec++; t->deadline.tv_nsec -= 1000000000; }
     pthread_once(&tss_once, tss_load);
     if (!tss_ok)
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2 cannot load tpm2-tss (%s); the TPM root needs libtss2-esys0, "
                     "libtss2-tctildr0, libtss2-mu0 and libtss2-rc0", tss_error);
-    const char *conf = getenv("KEYBAY_TPM2_TCTI");
-    TSS2_RC rc = T(Tss2_TctiLdr_Initialize)(conf && *conf ? conf : NULL, &t->tcti);
-    if (rc != TSS2_RC_SUCCESS) { t->tcti = NULL; return unreachable(host, t, rc); }
-    rc = T(Esys_Initialize)(&t->esys, t->tcti, NULL);
-    if (rc != TSS2_RC_SUCCESS) { t->esys = NULL; keybay_status s = unreachable(host, t, rc); tpm_close(t); return s; }
-    return KEYBAY_OK;
+    if ((s = lock_tpm(host, c, create, t)) == KEYBAY_OK) s = bounded_start(host, t);
+    TSS2_RC rc = TSS2_RC_SUCCESS;
+    if (s == KEYBAY_OK && (!bounded_call(t->tcti, OP_INIT, &rc) || rc != TSS2_RC_SUCCESS)) s = unreachable(host, t, rc);
+    if (s == KEYBAY_OK && (rc = T(Esys_Initialize)(&t->esys, (TSS2_TCTI_CONTEXT *)t->tcti, NULL)) != TSS2_RC_SUCCESS) {
+        t->esys = NULL;
+        s = unreachable(host, t, rc);
+    }
+    if (s != KEYBAY_OK) tpm_close(t);
+    return s;
 }
 
 /* A failed command: unreachable, or the TPM's own refusal with `status`. */
@@ -580,7 +934,7 @@ static keybay_status root_create_with_options(const keybay_host *host, const key
     if (s == KEYBAY_OK && exists) s = fail(host, KEYBAY_ERR_ROOT_EXISTS, "%s already exists; refusing to overwrite it", path);
     if (s != KEYBAY_OK) return s;
     tpm t;
-    if ((s = tpm_open(host, &t)) != KEYBAY_OK) return s;
+    if ((s = tpm_open(host, c, 1, &t)) != KEYBAY_OK) return s;
     root_file *f = sodium_malloc(sizeof *f);
     TPM2B_SENSITIVE_CREATE *sensitive = sodium_malloc(sizeof *sensitive);
     ESYS_TR primary = ESYS_TR_NONE, trial = ESYS_TR_NONE;
@@ -642,7 +996,7 @@ static keybay_status with_root_key(const keybay_host *host, const keybay_root_co
                                    tpm *t, root_file **f, uint8_t **key) {
     *f = NULL;
     *key = NULL;
-    keybay_status s = tpm_open(host, t);
+    keybay_status s = tpm_open(host, c, 0, t);
     if (s != KEYBAY_OK) return s;
     char path[KEYBAY_ROOT_PATH_BYTES];
     keybay_rf_path(c, FILE_NAME, path, sizeof path);
@@ -718,7 +1072,7 @@ static keybay_status root_open(const keybay_host *host, const keybay_root_contex
 static keybay_status root_raise_floor(const keybay_host *host, const keybay_root_context *c, const uint8_t *state,
                                       size_t state_length, uint64_t epoch) {
     tpm t;
-    keybay_status s = tpm_open(host, &t);
+    keybay_status s = tpm_open(host, c, 0, &t);
     if (s != KEYBAY_OK) return s;
     root_file *f = sodium_malloc(sizeof *f);
     if (!f) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
@@ -748,7 +1102,7 @@ static keybay_status root_reset(const keybay_host *host, const keybay_root_conte
     keybay_status s = keybay_rf_exists(host, c, FILE_NAME, &exists);
     if (s != KEYBAY_OK || !exists) return s == KEYBAY_OK ? keybay_rf_remove(host, c, FILE_NAME) : s;
     tpm t;
-    if ((s = tpm_open(host, &t)) != KEYBAY_OK) {
+    if ((s = tpm_open(host, c, 0, &t)) != KEYBAY_OK) {
         if (s != KEYBAY_ERR_NOT_AVAILABLE) return s;
         keybay_host_log(host, KEYBAY_LOG_ERROR, "tpm2 reset: the TPM cannot be reached; its rollback counter stays in it");
         return keybay_rf_remove(host, c, FILE_NAME);

@@ -3,9 +3,9 @@ import Glibc
 import Testing
 
 /// A throwaway TPM 2.0: `swtpm` in socket mode on a free loopback port pair (commands on P,
-/// control on P+1), its state in a temporary directory, already started up (`startup-clear`).
-/// A fresh state directory is another machine's TPM. Stopped when released. A TPM that does not
-/// start throws: the tests that need one fail loudly, never skip.
+/// control on P+1), or on the pair it is given, its state in a temporary directory, already
+/// started up (`startup-clear`). A fresh state directory is another machine's TPM. Killed when
+/// released. A TPM that does not start throws: the tests that need one fail loudly, never skip.
 final class SoftwareTPM: @unchecked Sendable {
     let stateDirectory: String
     let port: UInt16
@@ -14,7 +14,9 @@ final class SoftwareTPM: @unchecked Sendable {
     /// The TCTI configuration for tpm2-tss (`KEYBAY_TPM2_TCTI`, `TPM2TOOLS_TCTI`).
     var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
 
-    init() throws {
+    /// `port`: P for commands and P+1 for control, which must be free (no listener) within 20 s;
+    /// nil, a pair the kernel picks.
+    init(port fixed: UInt16? = nil) throws {
         var template = Array("/tmp/keybay-swtpm-XXXXXX".utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw KeybayTestFailure("mkdtemp failed for the swtpm state")
@@ -25,8 +27,8 @@ final class SoftwareTPM: @unchecked Sendable {
             throw KeybayTestFailure("\(swtpm) is missing: scripts/setup.sh installs swtpm (Debian: swtpm, swtpm-tools)")
         }
         var lastError = ""
-        for _ in 0..<8 {
-            let port = try Self.freePortPair()
+        for _ in 0..<(fixed == nil ? 8 : 3) {
+            let port = try fixed.map { try Self.waitUntilFree($0) } ?? Self.freePortPair()
             let p = Process()
             p.executableURL = URL(fileURLWithPath: swtpm)
             p.arguments = ["socket", "--tpmstate", "dir=\(stateDirectory)", "--tpm2",
@@ -37,7 +39,7 @@ final class SoftwareTPM: @unchecked Sendable {
             p.standardOutput = FileHandle.nullDevice
             p.standardError = err
             try p.run()
-            if Self.waitUntilListening(port: port, process: p) {
+            if Self.waitUntilListening(port: port, process: p) && Self.stillRunning(p) {
                 self.port = port
                 process = p
                 return
@@ -56,6 +58,11 @@ final class SoftwareTPM: @unchecked Sendable {
         process.waitUntilExit()
         try? FileManager.default.removeItem(atPath: stateDirectory)
     }
+
+    /// SIGSTOP: its sockets still accept connections (the kernel completes them), nothing answers.
+    func stop() { kill(process.processIdentifier, SIGSTOP) }
+    /// SIGCONT: it answers again, what it was sent meanwhile first.
+    func resume() { kill(process.processIdentifier, SIGCONT) }
 
     /// Runs a tpm2-tools command against this TPM.
     func tools(_ tool: String, _ arguments: String...) throws -> RunResult {
@@ -90,9 +97,29 @@ final class SoftwareTPM: @unchecked Sendable {
         throw KeybayTestFailure("no free loopback port pair for swtpm")
     }
 
-    private static func bindLoopback(_ port: UInt16) throws -> (fd: Int32, port: UInt16) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    /// `port` once it and port + 1 can be bound (with SO_REUSEADDR: a listener blocks that, a
+    /// closed connection's TIME_WAIT does not); throws after 20 s.
+    private static func waitUntilFree(_ port: UInt16) throws -> UInt16 {
+        var last = ""
+        for _ in 0..<200 {
+            do {
+                let first = try bindLoopback(port, reuse: true)
+                defer { close(first.fd) }
+                close(try bindLoopback(port + 1, reuse: true).fd)
+                return port
+            } catch {
+                last = "\(error)"
+                usleep(100_000)
+            }
+        }
+        throw KeybayTestFailure("127.0.0.1:\(port) and \(port + 1) were not free within 20 s (another listener): \(last)")
+    }
+
+    private static func bindLoopback(_ port: UInt16, reuse: Bool = false) throws -> (fd: Int32, port: UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw KeybayTestFailure("socket: \(errno)") }
+        var on: Int32 = 1
+        if reuse { setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size)) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
@@ -103,6 +130,13 @@ final class SoftwareTPM: @unchecked Sendable {
         }
         guard bound else { close(fd); throw KeybayTestFailure("bind 127.0.0.1:\(port): \(errno)") }
         return (fd, UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Still running a moment after it listens: what answered was this swtpm, not another
+    /// listener that took the port meanwhile (this one then exits, failing to bind).
+    private static func stillRunning(_ p: Process) -> Bool {
+        usleep(50_000)
+        return p.isRunning
     }
 
     /// Polls until swtpm accepts connections on `port` (up to 10 s) or exits.
