@@ -241,7 +241,8 @@ import Testing
             // "PID name(first, ...) = result"
             guard let call = line.split(separator: " ", maxSplits: 1).last, let open = call.firstIndex(of: "(") else { continue }
             let first = call[call.index(after: open)...].prefix { $0 != "," && $0 != ")" }
-            made[String(call[..<open]), default: []].append(String(first))
+            // strace pads the pid column: the name may follow more than one space.
+            made[String(call[..<open].drop { $0 == " " }), default: []].append(String(first))
         }
         return made
     }
