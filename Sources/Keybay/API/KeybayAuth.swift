@@ -181,9 +181,13 @@ public struct KeybayAuth: Sendable {
         let current = try session.freshSnapshot()
         let method = try method(id, in: current)
         let about = MethodCallContext(applicationID: session.configuration.applicationID, label: method.label)
-        let secret = try session.loadMethodPlugin(method.pluginId).unwrap(params: method.params, interaction: interaction ?? session.interaction,
-                                                                          about: about, forVerification: true)
-        _ = try method.privateKey(secret: secret, storeId: current.keys.storeId)
+        do {
+            let secret = try session.loadMethodPlugin(method.pluginId).unwrap(params: method.params, interaction: interaction ?? session.interaction,
+                                                                              about: about, forVerification: true)
+            _ = try method.privateKey(secret: secret, storeId: current.keys.storeId)
+        } catch let e as KeybayError {
+            throw e.with(methodID: id)
+        }
     }
 
     /// A plugin's one-line description of a method's parameters (this loads the plugin).
@@ -198,7 +202,7 @@ extension KeybayAuth {
     private func method(_ id: String, in snapshot: StoreSnapshot) throws -> MethodEnvelope.Public {
         let bytes = try MethodNames.parseMethodID(id)
         guard let method = snapshot.methods.first(where: { $0.methodId == bytes }) else {
-            throw KeybayError(.methodNotFound, "no method \(id) in \(session.storePath)")
+            throw KeybayError(.methodNotFound, "no method \(id) in \(session.storePath)").with(path: session.storePath, methodID: id)
         }
         return method
     }
