@@ -129,10 +129,10 @@ struct Keyring: Sendable {
     // MARK: Making generations
 
     /// The first generation of a new store: epoch 1, a fresh store id and Kstore; platform-only,
-    /// or protected from the start by the method of `enrollment`.
-    func first(providerState: [UInt8], enrollment: Enrollment? = nil) throws -> Sealed {
-        let storeId = Sodium.randomBytes(Suite1.storeIdBytes)
-        return try seal(storeId: storeId, epoch: 1, methods: enrollment.map { [$0.method(storeId: storeId)] } ?? [], providerState: providerState)
+    /// or protected from the start by `first`'s method, made for `first`'s store id.
+    func first(providerState: [UInt8], first: FirstMethod? = nil) throws -> Sealed {
+        let storeId = first?.storeId ?? Sodium.randomBytes(Suite1.storeIdBytes)
+        return try seal(storeId: storeId, epoch: 1, methods: first.map { [$0.method] } ?? [], providerState: providerState)
     }
 
     /// The generation after `current` with `methods` enrolled: the same store id, the next epoch

@@ -197,15 +197,15 @@ struct StoreLifecycle: Sendable {
     }
 
     /// `init`: creates a store only when there is nothing at all, platform-only or protected from
-    /// its first write by `enrollment` (whose ceremony the caller ran before anything was created).
+    /// its first write by `first` (whose ceremony the caller ran before anything was created).
     /// A store whose link happened but could not be confirmed durable comes back with why.
-    func initialize(enrollment: Enrollment? = nil) throws -> (StoreFile, Landed) {
+    func initialize(first: FirstMethod? = nil) throws -> (StoreFile, Landed) {
         let file = try storeFileCreating()
         let landed = try file.withLock(.exclusive) { () throws -> Landed in
             if try file.hasLiveFile() {
                 throw KeybayError(.alreadyInitialized, "a store already exists at \(storePath); refusing to initialise over it").with(path: storePath)
             }
-            return try createStore(in: file, enrollment: enrollment)
+            return try createStore(in: file, first: first)
         }
         return (file, landed)
     }
@@ -254,7 +254,7 @@ struct StoreLifecycle: Sendable {
     /// Caller holds the exclusive lock and has seen no live file. A failure before the store's
     /// link leaves nothing (the root made here is removed again); from the link on, the store
     /// exists, and a failure is returned as unconfirmed.
-    private func createStore(in file: StoreFile, enrollment: Enrollment? = nil) throws -> Landed {
+    private func createStore(in file: StoreFile, first: FirstMethod? = nil) throws -> Landed {
         if try root.exists() { throw try missingStore() }
         let providerState: [UInt8]
         do {
@@ -267,7 +267,7 @@ struct StoreLifecycle: Sendable {
         }
         let sealed: Keyring.Sealed, encoded: EncodedStore, afterLink: KeybayError?
         do {
-            sealed = try keyring.first(providerState: providerState, enrollment: enrollment)
+            sealed = try keyring.first(providerState: providerState, first: first)
             encoded = try StoreEncoder.encodeStore(bootstrap: sealed.bootstrap, sealedPackage: sealed.package, frames: [],
                                                    keys: sealed.keys, domain: keyring.domain)
             afterLink = try file.create(with: encoded.file)
