@@ -161,4 +161,41 @@ import Testing
             #expect(r.status == 1 && r.stderr.contains("cannot find '\(name)' in scope"), "\(module).\(name): \(r.status) \(r.stderr)")
         }
     }
+
+    /// A root whose seal fails with IO: that check fails with the error's code, and exactly the
+    /// root checks after it are not run, by name; the ones before it passed.
+    @Test func aRootOperationThatFailsMarksTheRestNotRun() throws {
+        let box = Sandbox()
+        let source = """
+            #include <stdlib.h>
+            #include "keybay_plugin.h"
+            static int made;
+            static void fb(keybay_buffer *b) { free(b->data); b->data = 0; b->length = 0; }
+            static keybay_status ex(const keybay_host *h, const keybay_root_context *c, int *e) { *e = made; return KEYBAY_OK; }
+            static keybay_status cr(const keybay_host *h, const keybay_root_context *c, keybay_buffer *s) {
+                if (made) return KEYBAY_ERR_ROOT_EXISTS;
+                made = 1; s->data = malloc(1); s->data[0] = 1; s->length = 1; return KEYBAY_OK;
+            }
+            static keybay_status se(const keybay_host *h, const keybay_root_context *c, const uint8_t *st, size_t sn, const uint8_t *p, size_t pn,
+                                    const uint8_t *a, size_t an, keybay_buffer *out) { h->set_error(h->context, "disk full"); return KEYBAY_ERR_IO; }
+            static keybay_status op(const keybay_host *h, const keybay_root_context *c, const uint8_t *st, size_t sn, const uint8_t *s, size_t n,
+                                    const uint8_t *a, size_t an, keybay_buffer *out) { return KEYBAY_ERR_INTEGRITY; }
+            static keybay_status lo(const keybay_root_context *c, keybay_buffer *t) { t->data = malloc(1); t->data[0] = 'x'; t->length = 1; return KEYBAY_OK; }
+            static keybay_status re(const keybay_host *h, const keybay_root_context *c) { made = 0; return KEYBAY_OK; }
+            static const keybay_plugin d = { .abi_version = KEYBAY_PLUGIN_ABI_VERSION, .struct_size = sizeof(keybay_plugin), .id = "com.example.full",
+                .name = "full", .version = "1", .kind = KEYBAY_KIND_ROOT, .free_buffer = fb, .root_exists = ex, .root_create = cr,
+                .root_seal = se, .root_open = op, .root_location = lo, .root_reset = re };
+            const keybay_plugin *keybay_plugin_entry_v1(void) { return &d; }
+            """
+        let path = try PluginLoaderTests.build(source, fileID: "com.example.full", in: box.root + "/full")
+        let results = PluginCheck.run(path: path, changeCredential: "true")
+        let seal = try #require(results.firstIndex { $0.key == "root-seal-open" }, "\(results)")
+        #expect(results[seal].outcome == .fail && results[seal].detail.hasSuffix("[io]"), "\(results[seal])")
+        #expect(results.prefix(seal).allSatisfy { $0.outcome == .pass }, "\(results)")
+        let rest = results.dropFirst(seal + 1)
+        #expect(rest.map(\.key) == ["root-tampered", "root-other-aad", "root-other-state", "root-reset", "root-reset-again", "root-missing",
+                                    "root-location", "root-change-credential"], "\(rest.map(\.key))")
+        let names = Self.tableNames(path: path, changeCredential: "true")
+        #expect(rest.allSatisfy { $0.outcome == .notRun && names[$0.key] == $0.name }, "\(rest)")
+    }
 }
