@@ -57,9 +57,9 @@ final class CheckRun {
         }
         let home = String(cString: made)
         stateHome = home
-        let made_ = plugin.root(applicationID: "plugin-check", stateHome: home, domain: [UInt8](repeating: 0x42, count: 32))
-        root = made_
-        return made_
+        let fresh = plugin.root(applicationID: "plugin-check", stateHome: home, domain: [UInt8](repeating: 0x42, count: 32))
+        root = fresh
+        return fresh
     }
 
     /// Removes the temporary state home, if a root check made one.
