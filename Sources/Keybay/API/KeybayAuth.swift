@@ -4,22 +4,64 @@
 /// public keys.
 /// Like `KeybayStore.open`, each comes synchronous (blocking while the user is involved) and
 /// `async` (the same work on a thread of its own; cancelling the task cancels the ceremony).
+///
+/// Get it from ``KeybaySession/auth``. Every change of methods (`add`, `replace`, `remove`)
+/// gives the store a fresh store key and the next epoch, re-encrypts every record and replaces
+/// the store file in one atomic write; it fails with `.stateConflict` when another session or
+/// process changed the methods meanwhile (try again). A change that took effect but could not be
+/// confirmed durable throws `.io` with `tookEffect` set: the session holds the new store.
+/// Another process's session of the same store then gets `.keyChanged` and must open it again.
+///
+/// ## Concurrency
+///
+/// `Sendable`, like its session: call it from any task. Its ceremonies use the interaction the
+/// session was opened with; from async code use the `async` forms, so that a plugin waiting for
+/// the user holds none of Swift's cooperative threads.
 public struct KeybayAuth: Sendable {
     let session: KeybaySession
 
-    /// The enrolled methods, in enrollment order.
+    /// The enrolled methods, in enrollment order. Calls no plugin.
+    ///
+    /// - Returns: The methods; empty for a platform-only store.
+    /// - Throws: `.closed` after the session's `close()`, and the failures of reading the store
+    ///   again when another process replaced it.
     public func list() throws -> [KeybayMethod] {
         try session.freshSnapshot().methods.map(KeybayMethod.init)
     }
 
     /// Enrolls a method with `plugin` (e.g. `passphrase`) and returns it. The store gets a fresh
     /// Kstore and epoch; every record is re-encrypted in one atomic replace.
+    ///
+    /// The plugin is probed first (an absent device fails before any ceremony), then runs its
+    /// enrollment ceremony through the session's interaction (a passphrase is asked twice,
+    /// ``KeybaySecretRequest/isConfirmation``). This form blocks the calling thread meanwhile.
+    /// For a plugin that shows the user a secret to keep, use
+    /// ``add(plugin:options:label:confirm:)``.
+    /// - Parameters:
+    ///   - pluginID: The method plugin's id, e.g. `passphrase`.
+    ///   - options: The plugin's enrollment options in order (e.g. `("memory-kib", "65536")`),
+    ///     each name at most once.
+    ///   - label: The method's label (``KeybayMethod/isValidLabel(_:)``); the plugin id if nil.
+    /// - Returns: The new method.
+    /// - Throws: `.invalidArgument` for a label, an option given twice or refused, a second
+    ///   method of a plugin that allows one per store, or a store already holding 32 methods;
+    ///   `.pluginNotFound`, `.pluginRefused`; `.methodUnavailable`; the ceremony's failures
+    ///   (`.cancelled`, `.interactionRequired`, `.wrongSecret` when the two entries differ);
+    ///   `.stateConflict`; `.closed`; `.io` (with `tookEffect` as above).
     @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) throws -> KeybayMethod {
         try addMethod(plugin: pluginID, options: options, label: label).get()
     }
 
-    /// `add`, from async code.
+    /// `add`, from async code: the ceremony runs on a thread of its own, and cancelling the
+    /// calling task cancels it (nothing is written; `.cancelled`).
+    ///
+    /// - Parameters:
+    ///   - pluginID: The method plugin's id, e.g. `passphrase`.
+    ///   - options: The plugin's enrollment options in order, each name at most once.
+    ///   - label: The method's label; the plugin id if nil.
+    /// - Returns: The new method.
+    /// - Throws: What the synchronous form throws.
     @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
         try await CeremonyThread.run(session.interaction) { ceremony in
@@ -32,6 +74,16 @@ public struct KeybayAuth: Sendable {
     /// throws, the method is removed again and the error rethrown, so a secret nobody received
     /// never stays a way in. `confirm` runs also when the method took effect but could not be
     /// confirmed durable (the store needs it now); that error (`tookEffect`) is thrown after it.
+    ///
+    /// - Parameters:
+    ///   - pluginID: The method plugin's id, e.g. `recovery`.
+    ///   - options: The plugin's enrollment options in order, each name at most once.
+    ///   - label: The method's label; the plugin id if nil.
+    ///   - confirm: Runs on the calling thread with the stored method; show the user what the
+    ///     plugin passed to ``KeybayInteraction/showSecret(_:)`` here, and throw if that failed.
+    /// - Returns: The new method.
+    /// - Throws: What `add(plugin:options:label:)` throws, and what `confirm` throws
+    ///   (after the method was removed again).
     @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil,
                     confirm: (KeybayMethod) throws -> Void) throws -> KeybayMethod {
@@ -62,12 +114,30 @@ public struct KeybayAuth: Sendable {
     /// gives a new one): the new one is enrolled and the old envelope dropped in one rotation, so
     /// the store is never without the method and never holds both. Works for a plugin that
     /// allows one method per store too: that is how its secret changes.
+    ///
+    /// The old method's credential is not asked for; the new one's enrollment ceremony runs
+    /// through the session's interaction, blocking the calling thread.
+    /// - Parameters:
+    ///   - id: The method to replace (``KeybayMethod/id``).
+    ///   - options: The plugin's enrollment options for the new credential.
+    ///   - label: A new label; the old one if nil.
+    /// - Returns: The new method (a new id).
+    /// - Throws: `.methodNotFound`, `.invalidArgument` for a malformed id, and what
+    ///   `add(plugin:options:label:)` throws.
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil) throws -> KeybayMethod {
         try replaceMethod(id, options: options, label: label).get().method
     }
 
-    /// `replace`, from async code.
+    /// `replace`, from async code: the ceremony runs on a thread of its own, and cancelling the
+    /// calling task cancels it (nothing is changed; `.cancelled`).
+    ///
+    /// - Parameters:
+    ///   - id: The method to replace.
+    ///   - options: The plugin's enrollment options for the new credential.
+    ///   - label: A new label; the old one if nil.
+    /// - Returns: The new method.
+    /// - Throws: What the synchronous form throws.
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
         try await CeremonyThread.run(session.interaction) { ceremony in
@@ -80,6 +150,16 @@ public struct KeybayAuth: Sendable {
     /// (from its public record: no credential is needed) and the error rethrown, so the store
     /// opens as before and never with a secret nobody received. As with `add(confirm:)`,
     /// `confirm` runs also when the change took effect but could not be confirmed durable.
+    ///
+    /// - Parameters:
+    ///   - id: The method to replace.
+    ///   - options: The plugin's enrollment options for the new credential.
+    ///   - label: A new label; the old one if nil.
+    ///   - confirm: Runs on the calling thread with the new method; hand the shown secret over
+    ///     here, and throw if that failed.
+    /// - Returns: The new method.
+    /// - Throws: What the form without `confirm` throws, and what `confirm` throws (after the
+    ///   old method was put back).
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil,
                         confirm: (KeybayMethod) throws -> Void) throws -> KeybayMethod {
@@ -149,12 +229,20 @@ public struct KeybayAuth: Sendable {
         return Enrollment(pluginId: plugin.id, label: label, params: params, secret: secret)
     }
 
-    /// Removes a method; with none left the store is platform-only again. Needs no credential.
+    /// Removes a method; with none left the store is platform-only again. Needs no credential
+    /// and calls no method plugin: the survivors are re-sealed from their public keys.
+    ///
+    /// - Parameter id: The method to remove (``KeybayMethod/id``).
+    /// - Throws: `.methodNotFound`, `.invalidArgument` for a malformed id, `.stateConflict`,
+    ///   `.closed`, the root's failures, `.io` (with `tookEffect` as above).
     public func remove(_ id: String) throws {
         if let unconfirmed = try removeMethod(id) { throw unconfirmed }
     }
 
-    /// `remove`, from async code.
+    /// `remove`, from async code, on a thread of its own (the root may still involve the user).
+    ///
+    /// - Parameter id: The method to remove.
+    /// - Throws: What the synchronous form throws.
     public func remove(_ id: String) async throws {
         try await CeremonyThread.run(session.interaction) { _ in if let unconfirmed = try removeMethod(id) { throw unconfirmed } }
     }
@@ -167,12 +255,21 @@ public struct KeybayAuth: Sendable {
     }
 
     /// Runs a method's ceremony and checks the secret against its stored public key, without
-    /// changing anything.
+    /// changing anything. Blocks the calling thread during the ceremony.
+    ///
+    /// - Parameter id: The method to check (``KeybayMethod/id``).
+    /// - Throws: `.methodNotFound`, `.invalidArgument` for a malformed id; the ceremony's
+    ///   failures (`.wrongSecret`, `.cancelled`, `.interactionRequired`, …); `.pluginNotFound`,
+    ///   `.pluginRefused`; `.wrongSecret` also when the secret does not derive the stored public key.
     public func verify(_ id: String) throws {
         try verifyMethod(id)
     }
 
-    /// `verify`, from async code.
+    /// `verify`, from async code: the ceremony runs on a thread of its own, and cancelling the
+    /// calling task cancels it (`.cancelled`).
+    ///
+    /// - Parameter id: The method to check.
+    /// - Throws: What the synchronous form throws.
     public func verify(_ id: String) async throws {
         try await CeremonyThread.run(session.interaction) { ceremony in try verifyMethod(id, interaction: ceremony) }
     }
@@ -186,7 +283,13 @@ public struct KeybayAuth: Sendable {
         _ = try method.privateKey(secret: secret, storeId: current.keys.storeId)
     }
 
-    /// A plugin's one-line description of a method's parameters (this loads the plugin).
+    /// A plugin's one-line description of a method's parameters (this loads the plugin; no
+    /// ceremony, no credential).
+    ///
+    /// - Parameter id: The method to describe.
+    /// - Returns: One line, e.g. "Argon2id v1.3, 256 MiB, t=3, p=4".
+    /// - Throws: `.methodNotFound`, `.invalidArgument` for a malformed id, `.pluginNotFound`,
+    ///   `.pluginRefused`, and the plugin's failure (`.malformed` for parameters it cannot read).
     public func describe(_ id: String) throws -> String {
         let method = try method(id, in: session.freshSnapshot())
         return try session.loadMethodPlugin(method.pluginId).describe(params: method.params)
