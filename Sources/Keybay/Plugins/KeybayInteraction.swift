@@ -153,10 +153,15 @@ public struct KeybayShownSecret: Sendable {
     public let picture: SecureBytes?
 }
 
-/// How a ``KeybayInteraction/message(_:level:)`` line is meant: `info` (a fact), `progress`
-/// (a step of a long operation, e.g. calibration), `warning` (something the user should know
-/// that did not fail the operation).
-public enum KeybayMessageLevel: Sendable { case info, progress, warning }
+/// How a ``KeybayInteraction/message(_:level:)`` line is meant.
+public enum KeybayMessageLevel: Sendable {
+    /// A fact or an instruction ("Touch your security key", the parameters chosen).
+    case info
+    /// A step of a long operation (calibration).
+    case progress
+    /// Something the user should know that did not fail the operation.
+    case warning
+}
 
 extension KeybayInteraction {
     /// Drops the message.
