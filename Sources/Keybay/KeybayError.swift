@@ -55,6 +55,22 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
     /// secret only the new store accepts (a recovery key) must still be handed to the user.
     /// Such an error is always `.io`.
     public let tookEffect: Bool
+    /// The file or directory the failure is about (a store, a root file, a plugin), when there
+    /// is one: the same path the message names.
+    public private(set) var path: String?
+    /// The plugin that failed, refused or was not found, when one is concerned.
+    public private(set) var pluginID: String?
+    /// The unlock method concerned (its 32 lowercase hex characters): the one whose secret was
+    /// wrong, or that the store does not have.
+    public private(set) var methodID: String?
+    /// What the layer below said, when the failure came from it.
+    public private(set) var underlying: Underlying?
+
+    /// The cause below Keybay: a system call's `errno`, or a plugin's `keybay_status`.
+    public enum Underlying: Sendable, Equatable {
+        case errno(Int32)
+        case pluginStatus(Int32)
+    }
 
     public init(_ code: Code, _ message: String) {
         self.init(code, message, tookEffect: false)
@@ -64,6 +80,17 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
         self.code = code
         self.message = message
         self.tookEffect = tookEffect
+    }
+
+    /// This error with the fields given filled in; a field already set is kept (the innermost
+    /// layer knows best).
+    func with(path: String? = nil, pluginID: String? = nil, methodID: String? = nil, underlying: Underlying? = nil) -> KeybayError {
+        var e = self
+        e.path = e.path ?? path
+        e.pluginID = e.pluginID ?? pluginID
+        e.methodID = e.methodID ?? methodID
+        e.underlying = e.underlying ?? underlying
+        return e
     }
 
     public var description: String { "\(message) [\(code.rawValue)]" }
@@ -82,6 +109,7 @@ extension KeybayError {
     /// effect, but `cause` kept it from being confirmed durable.
     static func unconfirmed(_ what: String, cause: KeybayError) -> KeybayError {
         KeybayError(.io, "\(what) took effect but could not be confirmed durable (\(cause.message)): the new store is in place and opens, but a crash before the disk has it may still undo the change", tookEffect: true)
+            .with(path: cause.path, underlying: cause.underlying)
     }
 
     /// The failure `errno` describes, for `what` was done to `path`: refused access is
@@ -89,9 +117,7 @@ extension KeybayError {
     static func posix(_ what: String, _ path: String) -> KeybayError {
         let code = errno
         let reason = String(cString: strerror(code))
-        if code == EACCES || code == EPERM {
-            return KeybayError(.insecurePermissions, "\(what) \(path): \(reason)")
-        }
-        return KeybayError(.io, "\(what) \(path): \(reason)")
+        let kind: Code = code == EACCES || code == EPERM ? .insecurePermissions : .io
+        return KeybayError(kind, "\(what) \(path): \(reason)").with(path: path, underlying: .errno(code))
     }
 }

@@ -16,8 +16,6 @@ enum Command {
         var attempt = 0, vanished = 0
         while true {
             do {
-                // A retry enrolls again: only the secret its own enrollment shows is printed.
-                interaction.forgetShownSecret()
                 return try runOnce(a, interaction: interaction, standardInput: standardInput)
             } catch let e as KeybayError where attempt < 2 && (e.code == .keyChanged || (e.code == .authenticationRequired && a.method == nil)) {
                 attempt += 1
@@ -241,17 +239,15 @@ enum Command {
         do {
             session = try unlock(a, c.interaction, createIfAbsent: false)
         } catch let e as KeybayError where e.code == .storeNotFound && a.method == nil {
-            let created = try KeybayStore.initialize(configuration(a), enrolling: plugin, options: a.options, label: a.label,
-                                                     interaction: c.interaction) { method in
-                try printEnrolled(c, method, verb: "created the store with", undone: "the store it created was removed again")
-            }
-            created.close()
+            let prepared = try KeybayStore.prepare(configuration(a), enrolling: plugin, options: a.options, label: a.label,
+                                                   interaction: c.interaction)
+            try StoredEnrollment.commitAndPrint(c, prepared, enrolledAs: "created the store with", undone: "the store it created was removed again")
             return Exit.success
         }
         defer { session.close() }
-        try session.auth.add(plugin: plugin, options: a.options, label: a.label) { method in
-            try printEnrolled(c, method, verb: "enrolled", undone: "the \(method.plugin) method \(method.id) was removed again")
-        }
+        let prepared = try session.auth.prepare(plugin: plugin, options: a.options, label: a.label)
+        try StoredEnrollment.commitAndPrint(c, prepared, enrolledAs: "enrolled",
+                                            undone: "the \(prepared.method.plugin) method \(prepared.method.id) was removed again")
         return Exit.success
     }
 
@@ -282,41 +278,12 @@ enum Command {
         if a.method == nil { withMethod.method = id }
         let session = try unlock(withMethod, c.interaction, createIfAbsent: false, requireMethod: true)
         defer { session.close() }
-        try session.auth.replace(id, options: a.options, label: a.label) { method in
-            try printStored(c, json: [("changed", .string(id)), ("method", methodJSON(method)), ("methodId", .string(method.id))],
-                            text: "changed \(method.plugin) method \(id) (\(method.label)): it is now \(method.id); the old secret no longer opens the store",
-                            undone: "the change was taken back: method \(id) opens the store as before")
-        }
+        let prepared = try session.auth.prepare(replacing: id, options: a.options, label: a.label)
+        let method = prepared.method
+        try StoredEnrollment.commitAndPrint(c, prepared, json: [("changed", .string(id)), ("method", methodJSON(method)), ("methodId", .string(method.id))],
+                                            text: "changed \(method.plugin) method \(id) (\(method.label)): it is now \(method.id); the old secret no longer opens the store",
+                                            undone: "the change was taken back: method \(id) opens the store as before")
         return Exit.success
-    }
-
-    /// What `enroll` prints once the method is stored.
-    private static func printEnrolled(_ c: Context, _ method: KeybayMethod, verb: String, undone: String) throws {
-        var fields: [(String, JSON.Value)] = [("id", .string(method.id)), ("plugin", .string(method.plugin)), ("label", .string(method.label))]
-        if c.interaction.shownSecret != nil { fields.append(("methodId", .string(method.id))) }
-        try printStored(c, json: fields,
-                        text: "\(verb) \(method.plugin) method \(method.id) (\(method.label)); the store now needs the platform root and one method",
-                        undone: undone)
-    }
-
-    /// The result of a stored enrollment (`enroll`, `change`): the JSON object or the text line,
-    /// with the secret the plugin showed (a recovery key), if any, printed once. When that secret
-    /// may not have reached standard output (a failed or short write, a failing close), this
-    /// throws, and the caller takes the enrollment back (`undone` says how): a secret nobody may
-    /// have is never left as a way in.
-    private static func printStored(_ c: Context, json fields: [(String, JSON.Value)], text: String, undone: String) throws {
-        let shown = c.interaction.shownSecret
-        if c.a.json {
-            let object = JSON.render(.object(fields))
-            if let shown { ShownSecretOutput.printJSON(object, adding: shown) } else { Output.line(object) }
-        } else {
-            Output.line(text)
-            if let shown { ShownSecretOutput.printText(shown) }
-        }
-        guard let shown else { return }
-        Output.closeStandardOutput()
-        guard let failure = Output.standardOutputFailure else { return }
-        throw KeybayError(.io, "cannot write standard output: \(failure); the \(shown.kind.displayName) may not have been shown in full, so \(undone)")
     }
 
     static func removeMethod(_ c: Context) throws -> Int32 {

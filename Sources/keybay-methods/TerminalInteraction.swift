@@ -5,15 +5,14 @@ import Keybay
 /// Secrets for the CLI: from the secret descriptors (read once, to EOF, one trailing newline
 /// removed), else from /dev/tty with echo off; never from an argument. `--no-input` or the lack
 /// of a terminal turns every question into `.interactionRequired` (exit 4). A secret a plugin
-/// shows (a recovery key) is kept until the command has stored the enrollment.
+/// shows (a recovery key) never comes here: the command prepares the enrollment, and prints the
+/// prepared enrollment's `shownSecret` once it is stored (`StoredEnrollment`).
 final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
     let descriptors: SecretDescriptors
     let noInput: Bool
     /// Whether a new secret may come from the unlock descriptor of its kind (`enroll`: yes).
     var newFromUnlockDescriptors = true
     private var fromDescriptor: [Int32: SecureBytes] = [:]
-    /// What a plugin asked to show during this command (shown by the command once stored).
-    private(set) var shownSecret: KeybayShownSecret?
 
     init(descriptors: SecretDescriptors, noInput: Bool) {
         self.descriptors = descriptors
@@ -69,14 +68,6 @@ final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
         return what + whose + ": "
     }
 
-    /// Drops (and so wipes: SecureBytes frees into sodium_free) what an earlier attempt showed.
-    func forgetShownSecret() { shownSecret = nil }
-
-    func showSecret(_ secret: KeybayShownSecret) throws {
-        guard shownSecret == nil else { throw KeybayError(.pluginFailed, "a plugin showed a second secret in one enrollment") }
-        try ShownSecretOutput.check(secret)
-        shownSecret = secret
-    }
 
     /// Plugins' diagnostic lines: errors by default; `KEYBAY_LOG=debug|info|error` sets the least
     /// level shown (read when a plugin first logs, not at start-up).

@@ -12,11 +12,16 @@
 /// confirmed durable throws `.io` with `tookEffect` set: the session holds the new store.
 /// Another process's session of the same store then gets `.keyChanged` and must open it again.
 ///
+/// An enrollment comes in one phase (`add`, `replace`) or two: `prepare(plugin:)` or
+/// `prepare(replacing:)` runs the ceremony and stores nothing, ``PreparedEnrollment/commit()``
+/// stores it, and ``PreparedEnrollment/takeBack()`` undoes a commit whose shown secret (a
+/// recovery key) could not be handed over.
+///
 /// ## Concurrency
 ///
 /// `Sendable`, like its session: call it from any task. Its ceremonies use the interaction the
-/// session was opened with; from async code use the `async` forms, so that a plugin waiting for
-/// the user holds none of Swift's cooperative threads.
+/// session was opened with (or the one `prepare` is given); from async code use the `async`
+/// forms, so that a plugin waiting for the user holds none of Swift's cooperative threads.
 public struct KeybayAuth: Sendable {
     let session: KeybaySession
 
@@ -29,14 +34,17 @@ public struct KeybayAuth: Sendable {
         try session.freshSnapshot().methods.map(KeybayMethod.init)
     }
 
-    /// Enrolls a method with `plugin` (e.g. `passphrase`) and returns it. The store gets a fresh
-    /// Kstore and epoch; every record is re-encrypted in one atomic replace.
+    /// Enrolls a method with `plugin` (e.g. `passphrase`) and returns it: `prepare`, then a
+    /// secret the plugin shows (a recovery key) goes to the interaction's `showSecret` (a host
+    /// that cannot show it gets no method), then `commit`. The store gets a fresh Kstore and
+    /// epoch; every record is re-encrypted in one atomic replace.
     ///
     /// The plugin is probed first (an absent device fails before any ceremony), then runs its
     /// enrollment ceremony through the session's interaction (a passphrase is asked twice,
     /// ``KeybaySecretRequest/isConfirmation``). This form blocks the calling thread meanwhile.
-    /// For a plugin that shows the user a secret to keep, use
-    /// ``add(plugin:options:label:confirm:)``.
+    /// A secret the plugin shows reaches ``KeybayInteraction/showSecret(_:)`` before anything is
+    /// stored; keep it and show it once `add` returns (until then it opens nothing). To show it
+    /// only after the method is stored, use `prepare(plugin:)`.
     /// - Parameters:
     ///   - pluginID: The method plugin's id, e.g. `passphrase`.
     ///   - options: The plugin's enrollment options in order (e.g. `("memory-kib", "65536")`),
@@ -47,10 +55,11 @@ public struct KeybayAuth: Sendable {
     ///   method of a plugin that allows one per store, or a store already holding 32 methods;
     ///   `.pluginNotFound`, `.pluginRefused`; `.methodUnavailable`; the ceremony's failures
     ///   (`.cancelled`, `.interactionRequired`, `.wrongSecret` when the two entries differ);
-    ///   `.stateConflict`; `.closed`; `.io` (with `tookEffect` as above).
+    ///   what `showSecret` throws (nothing is stored then); `.stateConflict`; `.closed`; `.io`
+    ///   (with `tookEffect` as above).
     @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) throws -> KeybayMethod {
-        try addMethod(plugin: pluginID, options: options, label: label).get()
+        try Self.showAndCommit(try prepare(plugin: pluginID, options: options, label: label), to: session.interaction).method
     }
 
     /// `add`, from async code: the ceremony runs on a thread of its own, and cancelling the
@@ -65,35 +74,26 @@ public struct KeybayAuth: Sendable {
     @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
         try await CeremonyThread.run(session.interaction) { ceremony in
-            try addMethod(plugin: pluginID, options: options, label: label, interaction: ceremony).get()
+            try Self.showAndCommit(try prepare(plugin: pluginID, options: options, label: label, interaction: ceremony), to: ceremony).method
         }
     }
 
-    /// `add`, for a method whose plugin shows the user a secret to keep (a recovery key): once
-    /// the method is stored, `confirm` gets it (to hand the secret to the user); if `confirm`
-    /// throws, the method is removed again and the error rethrown, so a secret nobody received
-    /// never stays a way in. `confirm` runs also when the method took effect but could not be
-    /// confirmed durable (the store needs it now); that error (`tookEffect`) is thrown after it.
+    /// The first phase of `add`: checks, loads the plugin and runs its enrollment ceremony through
+    /// `interaction` (the session's unless given), storing nothing. A secret the plugin shows is
+    /// kept in the result's `shownSecret` instead of going to `showSecret`.
     ///
+    /// Blocks the calling thread during the ceremony.
     /// - Parameters:
     ///   - pluginID: The method plugin's id, e.g. `recovery`.
     ///   - options: The plugin's enrollment options in order, each name at most once.
     ///   - label: The method's label; the plugin id if nil.
-    ///   - confirm: Runs on the calling thread with the stored method; show the user what the
-    ///     plugin passed to ``KeybayInteraction/showSecret(_:)`` here, and throw if that failed.
-    /// - Returns: The new method.
-    /// - Throws: What `add(plugin:options:label:)` throws, and what `confirm` throws
-    ///   (after the method was removed again).
-    @discardableResult
-    public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil,
-                    confirm: (KeybayMethod) throws -> Void) throws -> KeybayMethod {
-        let stored = try addMethod(plugin: pluginID, options: options, label: label)
-        try Self.confirming(stored.value, confirm) { try removeMethod(stored.value.id).map { throw $0 } }
-        return try stored.get()
-    }
-
-    func addMethod(plugin pluginID: String, options: [(String, String)], label: String?,
-                   interaction: (any KeybayInteraction)? = nil) throws -> StoredChange<KeybayMethod> {
+    ///   - interaction: Who the plugin may ask; the session's if nil.
+    /// - Returns: The enrollment, to ``PreparedEnrollment/commit()`` or
+    ///   ``PreparedEnrollment/discard()``.
+    /// - Throws: `.invalidArgument` (a label or option refused, the store full, a second method of
+    ///   a one-per-store plugin), `.methodUnavailable` (the probe says no), the plugin's errors.
+    public func prepare(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil,
+                        interaction: (any KeybayInteraction)? = nil) throws -> PreparedEnrollment {
         let current = try session.freshSnapshot()
         guard current.methods.count < MethodsPackage.maxMethods else {
             throw KeybayError(.invalidArgument, "the store already has \(MethodsPackage.maxMethods) methods, the most it can hold")
@@ -102,18 +102,37 @@ public struct KeybayAuth: Sendable {
         // A plugin may declare that a store holds at most one of its methods (a passphrase: one to remember).
         if plugin.isOnePerStore, let old = current.methods.first(where: { $0.pluginId == pluginID }) {
             throw KeybayError(.invalidArgument, "the store already has a \(pluginID) method and \(pluginID) allows one per store; to change its secret, use change \(hexString(old.methodId))")
+                .with(pluginID: pluginID, methodID: hexString(old.methodId))
         }
+        let capture = ShownSecretCapture(interaction ?? session.interaction)
         let enrollment = try Self.enroll(plugin, options: options, label: label ?? pluginID, configuration: session.configuration,
-                                         interaction: interaction ?? session.interaction)
-        let method = enrollment.method(storeId: current.keys.storeId)
-        let unconfirmed = try session.rotate(expecting: current) { $0 + [method] }
-        return StoredChange(value: KeybayMethod(method), unconfirmed: unconfirmed)
+                                         interaction: capture)
+        return PreparedEnrollment(step: .add(session, expecting: current, method: enrollment.method(storeId: current.keys.storeId)),
+                                  shownSecret: capture.secret)
+    }
+
+    /// `prepare(plugin:)`, from async code: the ceremony runs on a thread of its own, and
+    /// cancelling the task cancels it.
+    ///
+    /// - Parameters:
+    ///   - pluginID: The method plugin's id.
+    ///   - options: The plugin's enrollment options in order, each name at most once.
+    ///   - label: The method's label; the plugin id if nil.
+    ///   - interaction: Who the plugin may ask; the session's if nil.
+    /// - Returns: The enrollment, not stored.
+    /// - Throws: What the synchronous form throws, and `.cancelled` when the task is cancelled.
+    public func prepare(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil,
+                        interaction: (any KeybayInteraction)? = nil) async throws -> PreparedEnrollment {
+        try await CeremonyThread.run(interaction ?? session.interaction) { ceremony in
+            try prepare(plugin: pluginID, options: options, label: label, interaction: ceremony)
+        }
     }
 
     /// Replaces method `id` with a fresh credential of the same plugin (its label unless `label`
     /// gives a new one): the new one is enrolled and the old envelope dropped in one rotation, so
     /// the store is never without the method and never holds both. Works for a plugin that
-    /// allows one method per store too: that is how its secret changes.
+    /// allows one method per store too: that is how its secret changes. A shown secret goes to
+    /// `showSecret` before anything is stored, as for `add`.
     ///
     /// The old method's credential is not asked for; the new one's enrollment ceremony runs
     /// through the session's interaction, blocking the calling thread.
@@ -126,7 +145,7 @@ public struct KeybayAuth: Sendable {
     ///   `add(plugin:options:label:)` throws.
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil) throws -> KeybayMethod {
-        try replaceMethod(id, options: options, label: label).get().method
+        try Self.showAndCommit(try prepare(replacing: id, options: options, label: label), to: session.interaction).method
     }
 
     /// `replace`, from async code: the ceremony runs on a thread of its own, and cancelling the
@@ -141,68 +160,62 @@ public struct KeybayAuth: Sendable {
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
         try await CeremonyThread.run(session.interaction) { ceremony in
-            try replaceMethod(id, options: options, label: label, interaction: ceremony).get().method
+            try Self.showAndCommit(try prepare(replacing: id, options: options, label: label, interaction: ceremony), to: ceremony).method
         }
     }
 
-    /// `replace`, for a plugin that shows the user a secret to keep: once the new method is
-    /// stored, `confirm` gets it; if `confirm` throws, the old method is put back in its place
-    /// (from its public record: no credential is needed) and the error rethrown, so the store
-    /// opens as before and never with a secret nobody received. As with `add(confirm:)`,
-    /// `confirm` runs also when the change took effect but could not be confirmed durable.
+    /// The first phase of `replace`: the new credential's ceremony, nothing stored. `commit()`
+    /// puts it in the place of method `id`; `takeBack()` after a commit puts the old one back.
     ///
     /// - Parameters:
     ///   - id: The method to replace.
     ///   - options: The plugin's enrollment options for the new credential.
     ///   - label: A new label; the old one if nil.
-    ///   - confirm: Runs on the calling thread with the new method; hand the shown secret over
-    ///     here, and throw if that failed.
-    /// - Returns: The new method.
-    /// - Throws: What the form without `confirm` throws, and what `confirm` throws (after the
-    ///   old method was put back).
-    @discardableResult
-    public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil,
-                        confirm: (KeybayMethod) throws -> Void) throws -> KeybayMethod {
-        let stored = try replaceMethod(id, options: options, label: label)
-        let (method, old) = stored.value
-        try Self.confirming(method, confirm) {
-            let now = try session.freshSnapshot()
-            let new = try self.method(method.id, in: now).methodId
-            try session.rotate(expecting: now) { methods in methods.map { $0.methodId == new ? old : $0 } }.map { throw $0 }
-        }
-        return try stored.get().method
-    }
-
-    /// The new method, and the public record of the one it replaced.
-    func replaceMethod(_ id: String, options: [(String, String)], label: String?,
-                       interaction: (any KeybayInteraction)? = nil) throws -> StoredChange<(method: KeybayMethod, replaced: MethodEnvelope.Public)> {
+    ///   - interaction: Who the plugin may ask; the session's if nil.
+    /// - Returns: The enrollment, not stored.
+    /// - Throws: `.methodNotFound` (`methodID` says which), the same as `prepare(plugin:)`.
+    public func prepare(replacing id: String, options: [(String, String)] = [], label: String? = nil,
+                        interaction: (any KeybayInteraction)? = nil) throws -> PreparedEnrollment {
         let current = try session.freshSnapshot()
         let old = try method(id, in: current)
         let plugin = try Self.checkedPlugin(old.pluginId, label: label, options: options, configuration: session.configuration)
+        let capture = ShownSecretCapture(interaction ?? session.interaction)
         let enrollment = try Self.enroll(plugin, options: options, label: label ?? old.label, configuration: session.configuration,
-                                         interaction: interaction ?? session.interaction)
-        let method = enrollment.method(storeId: current.keys.storeId)
-        let unconfirmed = try session.rotate(expecting: current) { methods in methods.map { $0.methodId == old.methodId ? method : $0 } }
-        return StoredChange(value: (KeybayMethod(method), old), unconfirmed: unconfirmed)
+                                         interaction: capture)
+        return PreparedEnrollment(step: .replace(session, expecting: current, old: old, method: enrollment.method(storeId: current.keys.storeId)),
+                                  shownSecret: capture.secret)
     }
 
-    /// Runs `confirm` on a method just stored; if it throws, `undo` (one more rotation) takes the
-    /// change back and the error is rethrown. An undo that fails too is said in the error (with
-    /// confirm's code, so nothing retries it), naming the method that stays.
-    static func confirming(_ method: KeybayMethod, _ confirm: (KeybayMethod) throws -> Void, undo: () throws -> Void) throws {
-        do {
-            try confirm(method)
-        } catch {
-            do {
-                try undo()
-            } catch let undoError {
-                let code = (error as? KeybayError)?.code ?? .io
-                let why = (error as? KeybayError)?.message ?? "\(error)"
-                let undoWhy = (undoError as? KeybayError)?.message ?? "\(undoError)"
-                throw KeybayError(code, "\(why); taking the change back failed too (\(undoWhy)): method \(method.id) (\(method.plugin)) stays in the store, and its secret was not handed over; remove it with another method")
-            }
-            throw error
+    /// `prepare(replacing:)`, from async code: the ceremony runs on a thread of its own, and
+    /// cancelling the task cancels it.
+    ///
+    /// - Parameters:
+    ///   - id: The method to replace.
+    ///   - options: The plugin's enrollment options for the new credential.
+    ///   - label: A new label; the old one if nil.
+    ///   - interaction: Who the plugin may ask; the session's if nil.
+    /// - Returns: The enrollment, not stored.
+    /// - Throws: What the synchronous form throws, and `.cancelled` when the task is cancelled.
+    public func prepare(replacing id: String, options: [(String, String)] = [], label: String? = nil,
+                        interaction: (any KeybayInteraction)? = nil) async throws -> PreparedEnrollment {
+        try await CeremonyThread.run(interaction ?? session.interaction) { ceremony in
+            try prepare(replacing: id, options: options, label: label, interaction: ceremony)
         }
+    }
+
+    /// The one-phase forms: a shown secret goes to `interaction` before anything is stored (if it
+    /// cannot take it, nothing is), then the enrollment is committed.
+    /// Returns the enrollment and its store's session.
+    static func showAndCommit(_ prepared: PreparedEnrollment, to interaction: any KeybayInteraction) throws -> (method: KeybayMethod, session: KeybaySession) {
+        if let shown = prepared.shownSecret {
+            do {
+                try interaction.showSecret(shown)
+            } catch {
+                prepared.discard()
+                throw error
+            }
+        }
+        return (prepared.method, try prepared.commit())
     }
 
     /// Checks what an enrollment is given (a label, options given once) and loads its plugin, before
@@ -260,7 +273,7 @@ public struct KeybayAuth: Sendable {
     /// - Parameter id: The method to check (``KeybayMethod/id``).
     /// - Throws: `.methodNotFound`, `.invalidArgument` for a malformed id; the ceremony's
     ///   failures (`.wrongSecret`, `.cancelled`, `.interactionRequired`, …); `.pluginNotFound`,
-    ///   `.pluginRefused`; `.wrongSecret` also when the secret does not derive the stored public key.
+    ///   `.pluginRefused`; `.wrongSecret` also when the secret does not derive the stored key.
     public func verify(_ id: String) throws {
         try verifyMethod(id)
     }
@@ -278,9 +291,13 @@ public struct KeybayAuth: Sendable {
         let current = try session.freshSnapshot()
         let method = try method(id, in: current)
         let about = MethodCallContext(applicationID: session.configuration.applicationID, label: method.label)
-        let secret = try session.loadMethodPlugin(method.pluginId).unwrap(params: method.params, interaction: interaction ?? session.interaction,
-                                                                          about: about, forVerification: true)
-        _ = try method.privateKey(secret: secret, storeId: current.keys.storeId)
+        do {
+            let secret = try session.loadMethodPlugin(method.pluginId).unwrap(params: method.params, interaction: interaction ?? session.interaction,
+                                                                              about: about, forVerification: true)
+            _ = try method.privateKey(secret: secret, storeId: current.keys.storeId)
+        } catch let e as KeybayError {
+            throw e.with(methodID: id)
+        }
     }
 
     /// A plugin's one-line description of a method's parameters (this loads the plugin; no
@@ -301,20 +318,8 @@ extension KeybayAuth {
     private func method(_ id: String, in snapshot: StoreSnapshot) throws -> MethodEnvelope.Public {
         let bytes = try MethodNames.parseMethodID(id)
         guard let method = snapshot.methods.first(where: { $0.methodId == bytes }) else {
-            throw KeybayError(.methodNotFound, "no method \(id) in \(session.storePath)")
+            throw KeybayError(.methodNotFound, "no method \(id) in \(session.storePath)").with(path: session.storePath, methodID: id)
         }
         return method
-    }
-}
-
-/// A method change that took effect, and why it could not be confirmed durable, if it could not
-/// (thrown by `get`, or once the caller has handed over what the new method shows).
-struct StoredChange<Value> {
-    let value: Value
-    let unconfirmed: KeybayError?
-
-    func get() throws -> Value {
-        if let unconfirmed { throw unconfirmed }
-        return value
     }
 }

@@ -173,55 +173,29 @@ public enum KeybayStore {
     }
 
     /// Creates a new store protected from its first write by a method of `plugin` (label: the
-    /// plugin id unless given). The plugin's enrollment ceremony runs before anything is created,
-    /// so a failed or cancelled one leaves nothing on disk; then the store and its method are
-    /// written in one write. Fails with `.alreadyInitialized` or `.stateConflict` if anything exists.
+    /// plugin id unless given): `prepare(_:enrolling:)`, then a shown secret (a recovery key) to
+    /// `interaction.showSecret` (if it cannot take it, nothing is created), then `commit()`. The
+    /// ceremony runs before anything is created, so a failed or cancelled one leaves nothing on
+    /// disk; then the store and its method are written in one write. Fails with
+    /// `.alreadyInitialized` or `.stateConflict` if anything exists.
     ///
-    /// For a plugin that shows the user a secret to keep (`recovery`), use the form with
-    /// `confirm`. This form blocks the calling thread during the ceremony.
+    /// This form blocks the calling thread during the ceremony.
     /// - Parameters:
     ///   - configuration: Which application's store, and where.
     ///   - plugin: The method plugin's id, e.g. `passphrase`.
     ///   - options: The plugin's enrollment options in order, each name at most once.
     ///   - label: The method's label (``KeybayMethod/isValidLabel(_:)``); the plugin id if nil.
-    ///   - interaction: Who the plugin and the root may ask; kept by the session.
+    ///   - interaction: Who the plugin and the root may ask (a shown secret goes to its
+    ///     ``KeybayInteraction/showSecret(_:)``); kept by the session.
     /// - Returns: A session on the new protected store.
     /// - Throws: `.alreadyInitialized`, `.stateConflict`; `.invalidArgument` for a label, an
     ///   option given twice or refused; `.methodUnavailable` when the plugin cannot work here;
-    ///   the ceremony's failures; the failures of `initialize(_:interaction:)`.
+    ///   the ceremony's failures; what `showSecret` throws (nothing is created then); the
+    ///   failures of `initialize(_:interaction:)`.
     public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
                                   label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
-        try initializeStore(configuration, enrolling: plugin, options: options, label: label, ceremony: interaction, interaction: interaction).get()
-    }
-
-    /// `initialize(_:enrolling:)`, for a plugin that shows the user a secret to keep (a recovery
-    /// key): once the store is written, `confirm` gets its method; if `confirm` throws, the store
-    /// is removed again (nothing existed before it) and the error rethrown, as `auth.add(confirm:)`
-    /// does for an existing store; `confirm` runs also when the store was created but could not
-    /// be confirmed durable, and that error (`tookEffect`) is thrown after it.
-    ///
-    /// - Parameters:
-    ///   - configuration: Which application's store, and where.
-    ///   - plugin: The method plugin's id, e.g. `recovery`.
-    ///   - options: The plugin's enrollment options in order, each name at most once.
-    ///   - label: The method's label; the plugin id if nil.
-    ///   - interaction: Who the plugin and the root may ask; it keeps what the plugin shows
-    ///     (``KeybayInteraction/showSecret(_:)``) for `confirm` to hand over.
-    ///   - confirm: Runs on the calling thread once the store is written; hand the shown secret
-    ///     to the user here, and throw if it could not be.
-    /// - Returns: A session on the new protected store.
-    /// - Throws: What the form without `confirm` throws, and what `confirm` throws.
-    public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
-                                  label: String? = nil, interaction: any KeybayInteraction = NonInteractive(),
-                                  confirm: (KeybayMethod) throws -> Void) throws -> KeybaySession {
-        let stored = try initializeStore(configuration, enrolling: plugin, options: options, label: label, ceremony: interaction,
-                                         interaction: interaction)
-        let session = stored.value
-        try KeybayAuth.confirming(try session.auth.list()[0], confirm) {
-            session.close()
-            try reset(configuration)
-        }
-        return try stored.get()
+        try KeybayAuth.showAndCommit(try prepare(configuration, enrolling: plugin, options: options, label: label, interaction: interaction),
+                                     to: interaction).session
     }
 
     /// `initialize(_:enrolling:)`, from async code: the ceremony runs on a thread of its own,
@@ -238,27 +212,69 @@ public enum KeybayStore {
     public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
                                   label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
         try await CeremonyThread.run(interaction) { ceremony in
-            try initializeStore(configuration, enrolling: plugin, options: options, label: label, ceremony: ceremony, interaction: interaction).get()
+            try KeybayAuth.showAndCommit(try prepareStore(configuration, enrolling: plugin, options: options, label: label, ceremony: ceremony,
+                                                          interaction: interaction), to: ceremony).session
         }
     }
 
-    static func initializeStore(_ configuration: KeybayConfiguration, enrolling pluginID: String, options: [(String, String)], label: String?,
-                                ceremony: any KeybayInteraction, interaction: any KeybayInteraction) throws -> StoredChange<KeybaySession> {
+    /// The first phase of `initialize(_:enrolling:)`: on a home where nothing exists, runs
+    /// `plugin`'s enrollment ceremony and creates nothing. `commit()` then creates the store with
+    /// this method as its first (and returns its session); `takeBack()` after that removes the
+    /// store again. A secret the plugin shows is in `shownSecret`.
+    ///
+    /// Blocks the calling thread during the ceremony.
+    /// - Parameters:
+    ///   - configuration: Which application's store, and where.
+    ///   - pluginID: The method plugin's id, e.g. `recovery`.
+    ///   - options: The plugin's enrollment options in order, each name at most once.
+    ///   - label: The method's label; the plugin id if nil.
+    ///   - interaction: Who the plugin and the root may ask; kept by the new store's session.
+    /// - Returns: The enrollment, to ``PreparedEnrollment/commit()`` or
+    ///   ``PreparedEnrollment/discard()``.
+    /// - Throws: `.alreadyInitialized` (a store exists), `.stateConflict` (a partial state: run
+    ///   `reset`), and what `KeybayAuth.prepare(plugin:)` throws.
+    public static func prepare(_ configuration: KeybayConfiguration, enrolling pluginID: String, options: [(String, String)] = [],
+                               label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) throws -> PreparedEnrollment {
+        try prepareStore(configuration, enrolling: pluginID, options: options, label: label, ceremony: interaction, interaction: interaction)
+    }
+
+    /// `ceremony` runs the plugin; the store's session keeps `interaction`.
+    static func prepareStore(_ configuration: KeybayConfiguration, enrolling pluginID: String, options: [(String, String)], label: String?,
+                             ceremony: any KeybayInteraction, interaction: any KeybayInteraction) throws -> PreparedEnrollment {
         let lifecycle = try StoreLifecycle(configuration, interaction: interaction)
         // Nothing may exist: checked before the ceremony too, so nobody enrolls a secret for nothing.
         switch try lifecycle.status().state {
         case .absent: break
         case .rootOnly, .storeOnly:
             throw KeybayError(.stateConflict, "\(configuration.storePath) is in a partial state; refusing to create a store over it (run reset to start over)")
+                .with(path: configuration.storePath)
         case .platformOnly, .protected:
             throw KeybayError(.alreadyInitialized, "a store already exists at \(configuration.storePath); refusing to initialise over it")
+                .with(path: configuration.storePath)
         }
         let plugin = try KeybayAuth.checkedPlugin(pluginID, label: label, options: options, configuration: configuration)
+        let capture = ShownSecretCapture(ceremony)
         let enrollment = try KeybayAuth.enroll(plugin, options: options, label: label ?? pluginID, configuration: configuration,
-                                               interaction: ceremony)
-        let (file, landed) = try lifecycle.initialize(enrollment: enrollment)
-        return StoredChange(value: KeybaySession(lifecycle: lifecycle, file: file, generation: landed.generation, interaction: interaction),
-                            unconfirmed: landed.unconfirmed)
+                                               interaction: capture)
+        return PreparedEnrollment(step: .create(configuration, interaction: interaction, first: enrollment.first()), shownSecret: capture.secret)
+    }
+
+    /// `prepare(_:enrolling:)`, from async code: the ceremony runs on a thread of its own, and
+    /// cancelling the calling task cancels it (`.cancelled`).
+    ///
+    /// - Parameters:
+    ///   - configuration: Which application's store, and where.
+    ///   - pluginID: The method plugin's id.
+    ///   - options: The plugin's enrollment options in order, each name at most once.
+    ///   - label: The method's label; the plugin id if nil.
+    ///   - interaction: Who the plugin and the root may ask; kept by the new store's session.
+    /// - Returns: The enrollment, not stored.
+    /// - Throws: What the synchronous form throws, and `.cancelled` when the task is cancelled.
+    public static func prepare(_ configuration: KeybayConfiguration, enrolling pluginID: String, options: [(String, String)] = [],
+                               label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) async throws -> PreparedEnrollment {
+        try await CeremonyThread.run(interaction) { ceremony in
+            try prepareStore(configuration, enrolling: pluginID, options: options, label: label, ceremony: ceremony, interaction: interaction)
+        }
     }
 
     /// Moves the existing store to the root `rootPlugin` (a plugin id or `auto`), see

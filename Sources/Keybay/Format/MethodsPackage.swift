@@ -82,6 +82,7 @@ extension MethodEnvelope.Public {
         let (sk, pk) = MethodEnvelope.keyPair(secret: secret, storeId: storeId, methodId: methodId, pluginId: pluginId, salt: salt)
         guard Sodium.constantTimeEqual(pk, publicKey) else {
             throw KeybayError(.wrongSecret, "the \(pluginId) secret for method \(hexString(methodId)) (\(label)) is wrong")
+                .with(pluginID: pluginId, methodID: hexString(methodId))
         }
         return sk
     }

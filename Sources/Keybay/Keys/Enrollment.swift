@@ -7,6 +7,12 @@ struct Enrollment: Sendable {
     let params: [UInt8]
     let secret: SecureBytes
 
+    /// The first method of a store not made yet, and the store id it is made for.
+    func first() -> FirstMethod {
+        let storeId = Sodium.randomBytes(Suite1.storeIdBytes)
+        return FirstMethod(storeId: storeId, method: method(storeId: storeId))
+    }
+
     /// The envelope's public half for the store `storeId`: a fresh method id and salt, and the
     /// public key M derives with them.
     func method(storeId: [UInt8]) -> MethodEnvelope.Public {
@@ -15,4 +21,11 @@ struct Enrollment: Sendable {
         let publicKey = MethodEnvelope.keyPair(secret: secret, storeId: storeId, methodId: methodId, pluginId: pluginId, salt: salt).publicKey
         return MethodEnvelope.Public(methodId: methodId, pluginId: pluginId, label: label, params: params, salt: salt, publicKey: publicKey)
     }
+}
+
+/// A new store's first method: its envelope's public half, bound to the store id the store will
+/// be sealed with.
+struct FirstMethod: Sendable {
+    let storeId: [UInt8]
+    let method: MethodEnvelope.Public
 }

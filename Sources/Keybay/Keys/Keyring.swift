@@ -34,6 +34,7 @@ struct Keyring: Sendable {
             try refuseRollback(epoch: package.epoch, floor: floor)
             if case .method = unlock {
                 throw KeybayError(.protectionMismatch, "\(context) is protected by the platform root only; it has no unlock methods")
+                    .with(path: context)
             }
             return Opened(keys: StoreKeys(package: package), methods: [])
         case .methods:
@@ -45,6 +46,7 @@ struct Keyring: Sendable {
             case .platform:
                 let listed = package.envelopes.map { "\(hexString($0.method.methodId)) (\($0.method.pluginId), \($0.method.label))" }
                 throw KeybayError(.authenticationRequired, "\(context) is protected: unlock it with one of its methods: \(listed.joined(separator: "; "))")
+                    .with(path: context)
             case .method(let id, let run):
                 envelope = try Self.envelope(id, in: package, context: context)
                 ceremony = run
@@ -52,7 +54,12 @@ struct Keyring: Sendable {
                 envelope = try Self.envelope(try choose(package.envelopes.map(\.method)), in: package, context: context)
                 ceremony = run
             }
-            let storeKey = try envelope.open(secret: try ceremony(envelope.method), storeId: package.storeId, epoch: package.epoch)
+            let storeKey: SecureBytes
+            do {
+                storeKey = try envelope.open(secret: try ceremony(envelope.method), storeId: package.storeId, epoch: package.epoch)
+            } catch let e as KeybayError {
+                throw e.with(methodID: hexString(envelope.method.methodId))
+            }
             return Opened(keys: StoreKeys(suite: .methods, storeId: package.storeId, epoch: package.epoch, storeKey: storeKey),
                           methods: package.envelopes.map(\.method))
         }
@@ -97,6 +104,7 @@ struct Keyring: Sendable {
     private func refuseRollback(epoch: UInt64, floor: UInt64) throws {
         guard epoch < floor else { return }
         throw KeybayError(.rolledBack, "\(context) is older than its platform root remembers (its key package is epoch \(epoch); \(root.id) at \(root.location) recorded epoch \(floor) at the last change of the unlock methods): an older copy of the store was put back. Put back the newest copy of the store, or restore this copy's root together with it where the root keeps its floor in something that can be restored (a file, a keyring item; a TPM's counter cannot); otherwise start over with reset")
+            .with(path: context, pluginID: root.id)
     }
 
     /// Records `sealed`'s epoch as the root's rollback floor. Called once a rotation's store is
@@ -113,6 +121,7 @@ struct Keyring: Sendable {
     private static func envelope(_ id: [UInt8], in package: MethodsPackage, context: String) throws -> MethodEnvelope {
         guard let envelope = package.envelopes.first(where: { $0.method.methodId == id }) else {
             throw KeybayError(.methodNotFound, "no method \(hexString(id)) in \(context); it has \(package.envelopes.map { hexString($0.method.methodId) }.joined(separator: ", "))")
+                .with(path: context, methodID: hexString(id))
         }
         return envelope
     }
@@ -120,10 +129,10 @@ struct Keyring: Sendable {
     // MARK: Making generations
 
     /// The first generation of a new store: epoch 1, a fresh store id and Kstore; platform-only,
-    /// or protected from the start by the method of `enrollment`.
-    func first(providerState: [UInt8], enrollment: Enrollment? = nil) throws -> Sealed {
-        let storeId = Sodium.randomBytes(Suite1.storeIdBytes)
-        return try seal(storeId: storeId, epoch: 1, methods: enrollment.map { [$0.method(storeId: storeId)] } ?? [], providerState: providerState)
+    /// or protected from the start by `first`'s method, made for `first`'s store id.
+    func first(providerState: [UInt8], first: FirstMethod? = nil) throws -> Sealed {
+        let storeId = first?.storeId ?? Sodium.randomBytes(Suite1.storeIdBytes)
+        return try seal(storeId: storeId, epoch: 1, methods: first.map { [$0.method] } ?? [], providerState: providerState)
     }
 
     /// The generation after `current` with `methods` enrolled: the same store id, the next epoch

@@ -110,7 +110,7 @@ public final class LoadedPlugin: @unchecked Sendable {
         let status = callLock.withLock { _ in bridge.withHost { body(descriptor, $0) } }
         guard status != KEYBAY_OK else { return }
         if let failure = bridge.failure, status == KEYBAY_ERR_INTERACTION_UNAVAILABLE || status == KEYBAY_ERR_CANCELLED {
-            throw failure
+            throw failure.with(pluginID: id, underlying: .pluginStatus(Int32(bitPattern: status.rawValue)))
         }
         throw Self.error(for: status, plugin: id, root: isRoot, what: what, detail: bridge.errorText)
     }
@@ -135,7 +135,7 @@ public final class LoadedPlugin: @unchecked Sendable {
         case KEYBAY_ERR_IO: (.io, "I/O failure")
         default: (.pluginFailed, "failed with status \(status.rawValue)")
         }
-        return KeybayError(code, "\(plugin) \(what): \(detail ?? fallback)")
+        return KeybayError(code, "\(plugin) \(what): \(detail ?? fallback)").with(pluginID: plugin, underlying: .pluginStatus(Int32(bitPattern: status.rawValue)))
     }
 
     /// Runs `body` under the plugin's call lock (the ABI promises one thread at a time).

@@ -21,20 +21,25 @@ enum PluginLoader {
             let candidate = directory + "/" + name
             var st = stat()
             guard lstat(candidate, &st) == 0 else { continue }
-            let resolved = try checkedPath(candidate, directory: directory)
-            if let hit = cache.withLock({ $0[resolved] }) {
-                try hit.expect(id: id, kind: kind)
-                return hit
-            }
-            let plugin = try open(resolved, displayPath: candidate)
-            try plugin.expect(id: id, kind: kind)
-            return cache.withLock { table in
-                if let raced = table[resolved] { return raced }
-                table[resolved] = plugin
-                return plugin
+            do {
+                let resolved = try checkedPath(candidate, directory: directory)
+                if let hit = cache.withLock({ $0[resolved] }) {
+                    try hit.expect(id: id, kind: kind)
+                    return hit
+                }
+                let plugin = try open(resolved, displayPath: candidate)
+                try plugin.expect(id: id, kind: kind)
+                return cache.withLock { table in
+                    if let raced = table[resolved] { return raced }
+                    table[resolved] = plugin
+                    return plugin
+                }
+            } catch let e as KeybayError {
+                throw e.with(path: candidate, pluginID: id)
             }
         }
         throw KeybayError(.pluginNotFound, "plugin '\(id)' not found: no \(name) in \(directories.joined(separator: ", ")) (KEYBAY_PLUGIN_PATH adds directories to search)")
+            .with(pluginID: id)
     }
 
     /// The method plugin `id` on the configuration's search path.

@@ -49,7 +49,7 @@ final class PrivateDirectory: @unchecked Sendable {
             if next < 0 {
                 if openErrno == ENOENT && !create { return nil }
                 if openErrno == ELOOP || openErrno == ENOTDIR {
-                    throw KeybayError(.insecurePermissions, "\(path) is a symbolic link or not a directory; refusing to use it")
+                    throw KeybayError(.insecurePermissions, "\(path) is a symbolic link or not a directory; refusing to use it").with(path: path)
                 }
                 errno = openErrno
                 throw posixError("cannot open directory", path)
@@ -88,14 +88,15 @@ final class PrivateDirectory: @unchecked Sendable {
         guard fstat(fd, &st) == 0 else { throw posixError("cannot inspect", path) }
         let kind = st.st_mode & S_IFMT
         if directory ? kind != S_IFDIR : kind != S_IFREG {
-            throw KeybayError(.insecurePermissions, "\(path) is not a \(directory ? "directory" : "regular file"); refusing to use it")
+            throw KeybayError(.insecurePermissions, "\(path) is not a \(directory ? "directory" : "regular file"); refusing to use it").with(path: path)
         }
         if st.st_uid != geteuid() {
-            throw KeybayError(.insecurePermissions, "\(path) is owned by uid \(st.st_uid), not by this user (uid \(geteuid())); refusing to use it")
+            throw KeybayError(.insecurePermissions, "\(path) is owned by uid \(st.st_uid), not by this user (uid \(geteuid())); refusing to use it").with(path: path)
         }
         if st.st_mode & 0o077 != 0 {
             let mode = String(st.st_mode & 0o777, radix: 8)
             throw KeybayError(.insecurePermissions, "\(path) has mode \(mode), expected \(directory ? "0700" : "0600"); refusing to use it (fix the permissions by hand)")
+                .with(path: path)
         }
         return st
     }
@@ -122,7 +123,7 @@ final class PrivateDirectory: @unchecked Sendable {
         let f = openat(fd, name, flags | O_NOFOLLOW | O_CLOEXEC)
         if f < 0 {
             if errno == ENOENT { return nil }
-            if errno == ELOOP { throw KeybayError(.insecurePermissions, "\(pathOf(name)) is a symbolic link; refusing to use it") }
+            if errno == ELOOP { throw KeybayError(.insecurePermissions, "\(pathOf(name)) is a symbolic link; refusing to use it").with(path: pathOf(name)) }
             throw Self.posixError("cannot open", pathOf(name))
         }
         do { return (f, try Self.checkPrivate(fd: f, path: pathOf(name), directory: false)) } catch { close(f); throw error }
@@ -134,7 +135,7 @@ final class PrivateDirectory: @unchecked Sendable {
         guard let (f, st) = try openFile(name, flags: O_RDONLY) else { return nil }
         defer { close(f) }
         guard Int(st.st_size) <= maxBytes else {
-            throw KeybayError(.malformed, "\(pathOf(name)) is \(st.st_size) bytes, larger than any valid file of its kind (\(maxBytes))")
+            throw KeybayError(.malformed, "\(pathOf(name)) is \(st.st_size) bytes, larger than any valid file of its kind (\(maxBytes))").with(path: pathOf(name))
         }
         let size = min(Int(st.st_size), prefix ?? Int.max)
         // Not zero-filled first: every byte is read into (a short read throws and drops the array).
@@ -172,7 +173,7 @@ final class PrivateDirectory: @unchecked Sendable {
         while done < buffer.count {
             let n = pread(f, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
             if n < 0 { if errno == EINTR { continue }; throw Self.posixError("cannot read", pathOf(name)) }
-            if n == 0 { throw KeybayError(.io, "\(pathOf(name)) shrank while it was read") }
+            if n == 0 { throw KeybayError(.io, "\(pathOf(name)) shrank while it was read").with(path: pathOf(name)) }
             done += n
         }
     }
@@ -203,7 +204,7 @@ final class PrivateDirectory: @unchecked Sendable {
         guard linked else {
             _ = unlinkat(fd, stagingName, 0)
             errno = linkErrno
-            if linkErrno == EEXIST { throw KeybayError(.stateConflict, "\(pathOf(name)) already exists; refusing to overwrite it") }
+            if linkErrno == EEXIST { throw KeybayError(.stateConflict, "\(pathOf(name)) already exists; refusing to overwrite it").with(path: pathOf(name)) }
             throw Self.posixError("cannot create", pathOf(name))
         }
         // The staging name is a second link to the live file now; one left behind is the next
@@ -271,7 +272,7 @@ final class PrivateDirectory: @unchecked Sendable {
     func removeIfEmptyDirectory(_ name: String) throws {
         if unlinkat(fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT || errno == ENOTDIR { return }
         guard errno == ENOTEMPTY || errno == EEXIST else { throw Self.posixError("cannot remove", pathOf(name)) }
-        throw KeybayError(.io, "\(pathOf(name)) is a directory that is not empty (Keybay never makes one there); remove it by hand")
+        throw KeybayError(.io, "\(pathOf(name)) is a directory that is not empty (Keybay never makes one there); remove it by hand").with(path: pathOf(name))
     }
 
     /// fsync of the directory makes renames, links and unlinks in it durable.

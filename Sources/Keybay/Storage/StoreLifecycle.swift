@@ -197,15 +197,15 @@ struct StoreLifecycle: Sendable {
     }
 
     /// `init`: creates a store only when there is nothing at all, platform-only or protected from
-    /// its first write by `enrollment` (whose ceremony the caller ran before anything was created).
+    /// its first write by `first` (whose ceremony the caller ran before anything was created).
     /// A store whose link happened but could not be confirmed durable comes back with why.
-    func initialize(enrollment: Enrollment? = nil) throws -> (StoreFile, Landed) {
+    func initialize(first: FirstMethod? = nil) throws -> (StoreFile, Landed) {
         let file = try storeFileCreating()
         let landed = try file.withLock(.exclusive) { () throws -> Landed in
             if try file.hasLiveFile() {
-                throw KeybayError(.alreadyInitialized, "a store already exists at \(storePath); refusing to initialise over it")
+                throw KeybayError(.alreadyInitialized, "a store already exists at \(storePath); refusing to initialise over it").with(path: storePath)
             }
-            return try createStore(in: file, enrollment: enrollment)
+            return try createStore(in: file, first: first)
         }
         return (file, landed)
     }
@@ -246,14 +246,15 @@ struct StoreLifecycle: Sendable {
     private func missingStore(_ unlock: Unlock = .platform) throws -> KeybayError {
         if !unlock.needsExistingStore, try root.exists() {
             return KeybayError(.stateConflict, "state conflict: the platform root \(root.location) exists but there is no store at \(storePath) (interrupted initialisation or partial restore); run reset to start over")
+                .with(path: storePath, pluginID: root.id)
         }
-        return KeybayError(.storeNotFound, "no store at \(storePath)")
+        return KeybayError(.storeNotFound, "no store at \(storePath)").with(path: storePath)
     }
 
     /// Caller holds the exclusive lock and has seen no live file. A failure before the store's
     /// link leaves nothing (the root made here is removed again); from the link on, the store
     /// exists, and a failure is returned as unconfirmed.
-    private func createStore(in file: StoreFile, enrollment: Enrollment? = nil) throws -> Landed {
+    private func createStore(in file: StoreFile, first: FirstMethod? = nil) throws -> Landed {
         if try root.exists() { throw try missingStore() }
         let providerState: [UInt8]
         do {
@@ -266,7 +267,7 @@ struct StoreLifecycle: Sendable {
         }
         let sealed: Keyring.Sealed, encoded: EncodedStore, afterLink: KeybayError?
         do {
-            sealed = try keyring.first(providerState: providerState, enrollment: enrollment)
+            sealed = try keyring.first(providerState: providerState, first: first)
             encoded = try StoreEncoder.encodeStore(bootstrap: sealed.bootstrap, sealedPackage: sealed.package, frames: [],
                                                    keys: sealed.keys, domain: keyring.domain)
             afterLink = try file.create(with: encoded.file)
@@ -287,16 +288,21 @@ struct StoreLifecycle: Sendable {
     /// `previous` when the package is the same), then its manifest.
     private func authenticate(_ read: (bytes: [UInt8], identity: FileIdentity), unlock: Unlock = .platform,
                               reusing previous: StoreSnapshot? = nil) throws -> Generation {
-        let layout = try StoreLayout.decode(read.bytes, context: storePath)
-        let opened: Keyring.Opened
-        if let previous, previous.hasSamePackage(as: layout, in: read.bytes) {
-            opened = Keyring.Opened(keys: previous.keys, methods: previous.methods)
-        } else {
-            opened = try keyring.open(layout, in: read.bytes, unlock: unlock)
+        do {
+            let layout = try StoreLayout.decode(read.bytes, context: storePath)
+            let opened: Keyring.Opened
+            if let previous, previous.hasSamePackage(as: layout, in: read.bytes) {
+                opened = Keyring.Opened(keys: previous.keys, methods: previous.methods)
+            } else {
+                opened = try keyring.open(layout, in: read.bytes, unlock: unlock)
+            }
+            let snapshot = try StoreSnapshot.authenticate(file: read.bytes, layout: layout, keys: opened.keys, methods: opened.methods,
+                                                          domain: keyring.domain, context: storePath)
+            return Generation(snapshot: snapshot, identity: read.identity)
+        } catch let e as KeybayError where [.malformed, .integrity, .unsupported, .rolledBack].contains(e.code) {
+            // The bytes of this file are what failed.
+            throw e.with(path: storePath)
         }
-        let snapshot = try StoreSnapshot.authenticate(file: read.bytes, layout: layout, keys: opened.keys, methods: opened.methods,
-                                                      domain: keyring.domain, context: storePath)
-        return Generation(snapshot: snapshot, identity: read.identity)
     }
 
     /// Reads and authenticates the live file; nil if there is none. Only a platform-only store,
@@ -428,7 +434,7 @@ struct StoreLifecycle: Sendable {
             }
             if let unconfirmed = landed.unconfirmed {
                 throw KeybayError(.io, unconfirmed.message + "; the old root \(root.id) at \(root.location) is kept until then (reset, or the next root move, removes it)",
-                                  tookEffect: true)
+                                  tookEffect: true).with(path: unconfirmed.path, pluginID: root.id, underlying: unconfirmed.underlying)
             }
             do {
                 try root.reset()
