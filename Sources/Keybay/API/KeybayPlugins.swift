@@ -89,7 +89,7 @@ public enum KeybayPlugins {
     /// for a secret are answered by Keybay with a fixed throwaway text, never asked.
     /// - Parameters:
     ///   - id: A method plugin that calibrates.
-    ///   - options: Enrollment options, as for ``KeybayAuth/add(plugin:options:label:confirm:)``.
+    ///   - options: Enrollment options, as for `KeybayAuth.add(plugin:options:label:)`.
     ///   - search: Where to look.
     ///   - interaction: Receives the plugin's messages; its `isCancelled` ends the calibration.
     /// - Returns: The plugin's description of the parameters it chose, and how long one unlock

@@ -17,8 +17,12 @@ import Synchronization
 /// and used from them at once. Its state (the open generation of the store) is behind a lock
 /// inside the session; writes are also serialised between processes by the store's lock file.
 /// Every record operation is synchronous and short (it reads or replaces one file; a write waits
-/// for another process's write to finish) and never waits for the user, so it may be called from
-/// async code directly. After ``close()`` every call throws `.closed`, in whichever task it runs.
+/// for another process's write to finish), never asks for a secret and never calls a method
+/// plugin, so it may be called from async code directly. (One case reaches the root: when
+/// another process gave a platform-only store a new key, by adding and removing a method, the
+/// next call opens the new generation with the root, which for a `secret-service` root on a
+/// locked keyring asks the session's interaction to `confirm`.) After ``close()`` every call
+/// throws `.closed`, in whichever task it runs.
 public final class KeybaySession: Sendable {
     private let lifecycle: StoreLifecycle
     private let file: StoreFile

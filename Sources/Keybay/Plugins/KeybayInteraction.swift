@@ -69,10 +69,11 @@ public protocol KeybayInteraction: Sendable {
     /// enrollment is stored (`auth.add` or `auth.replace` returned): until then it opens nothing.
     /// Throw `.interactionRequired` when nobody can be shown it: the enrollment then fails.
     ///
-    /// Keep `secret` (its bytes are in guarded memory and wiped when the last reference goes),
-    /// and show it from the `confirm` closure of ``KeybayAuth/add(plugin:options:label:confirm:)``
-    /// (or `replace(_:options:label:confirm:)`, `KeybayStore.initialize(_:enrolling:options:label:interaction:confirm:)`),
-    /// which runs once the method is stored.
+    /// The one-phase enrollments (`auth.add`, `auth.replace`, `KeybayStore.initialize(_:enrolling:)`)
+    /// call this before anything is stored: keep `secret` (its bytes are in guarded memory and
+    /// wiped when the last reference goes) and show it once the call returned; if the call
+    /// throws, drop it. The two-phase ones (`prepare`) never call this: the secret is in
+    /// ``PreparedEnrollment/shownSecret``, to hand over after ``PreparedEnrollment/commit()``.
     ///
     /// Default: throws `.interactionRequired`.
     /// - Parameter secret: The secret's kind, its text and, when the plugin draws one, a picture.
