@@ -63,8 +63,11 @@ let package = Package(
         .target(name: "CKeybaySHA256", path: "Sources/CKeybaySHA256"),
 
         .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256"]),
+        // plugin-check's table of conformance checks: linked by the CLI, no product (not API of
+        // the library); it reaches the loader through Keybay's package-access PluginUnderCheck.
+        .target(name: "KeybayConformance", dependencies: ["Keybay", "CKeybayPlugin"]),
         // The CLI links its runtimes statically (cliLinking above, docs/performance.md).
-        .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "CSodium"],
+        .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "KeybayConformance", "CSodium"],
                          linkerSettings: cliLinking),
 
         // First-party plugins (C11). file-root: the TPM-less platform root. passphrase: Argon2id
@@ -115,7 +118,7 @@ let package = Package(
         // Side-by-side speed ratios (links libargon2 for the bare reference call; the core does not).
         .executableTarget(name: "keybay-bench", dependencies: ["Keybay", "CArgon2"]),
 
-        .testTarget(name: "KeybayTests", dependencies: ["Keybay", "CKeybaySHA256"]),
+        .testTarget(name: "KeybayTests", dependencies: ["Keybay", "KeybayConformance", "CKeybaySHA256"]),
     ],
     swiftLanguageModes: [.v6]
 )

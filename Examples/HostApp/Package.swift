@@ -10,6 +10,8 @@ let package = Package(
     dependencies: [.package(name: "Keybay", path: "../..")],
     targets: [
         .executableTarget(name: "keybay-example-host", dependencies: [.product(name: "Keybay", package: "Keybay")], path: "Sources"),
+        // A recovery key in two phases, and KeybayError's fields.
+        .executableTarget(name: "keybay-example-recovery", dependencies: [.product(name: "Keybay", package: "Keybay")], path: "Recovery"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,6 @@
 import Glibc
 import Keybay
+import KeybayConformance
 
 enum Command {
     /// Runs the command; if another process rotated the store key (enrolled or removed a method)
@@ -326,15 +327,15 @@ enum Command {
     static func pluginCheck(_ c: Context) throws -> Int32 {
         let a = c.a
         try a.expect(["PATH.so"])
-        let results = KeybayPluginCheck.run(path: a.positionals[0], options: a.options, wrongOptions: a.wrongOptions,
+        let results = PluginCheck.run(path: a.positionals[0], options: a.options, wrongOptions: a.wrongOptions,
                                               changeCredential: a.changeCredential)
-        let count = { (o: KeybayPluginCheck.Result.Outcome) in results.filter { $0.outcome == o }.count }
+        let count = { (o: CheckResult.Outcome) in results.filter { $0.outcome == o }.count }
         if a.json {
             Output.line(JSON.render(.array(results.map {
                 .object([("check", .string($0.name)), ("result", .string($0.outcome.rawValue)), ("passed", .bool($0.passed)), ("detail", .string($0.detail))])
             })))
         } else {
-            let tags: [KeybayPluginCheck.Result.Outcome: String] = [.pass: "PASS", .fail: "FAIL", .skip: "SKIP", .notRun: "NOT RUN"]
+            let tags: [CheckResult.Outcome: String] = [.pass: "PASS", .fail: "FAIL", .skip: "SKIP", .notRun: "NOT RUN"]
             for r in results { Output.line("\(tags[r.outcome]!)  \(r.name)\(r.detail.isEmpty ? "" : ": " + r.detail)") }
             Output.line("\(count(.pass)) passed, \(count(.fail)) failed, \(count(.skip)) skipped, \(count(.notRun)) not run")
         }

@@ -124,6 +124,24 @@ extension PassphraseTests {
         #expect(created.status == 0, "\(created.out) \(created.stderr)")
         let status = try run(cliPath, ["status", "--json"], environment: rooted)
         #expect(status.out.contains("\"rootPlugin\":\"test-floor-crash\""), "\(status.out)")
+
+        // The second example: a recovery key in two phases, and the fields of KeybayError.
+        let recoveryBox = Sandbox(app: "com.example.recoveryhost")
+        var recoveryEnv = recoveryBox.environment
+        recoveryEnv["KEYBAY_PLUGIN_PATH"] = unsanitizedPluginDirectory
+        let recovery = try run(packageDirectory + "/.build/example-host/debug/keybay-example-recovery", [], environment: recoveryEnv)
+        let lines = recovery.out.split(separator: "\n").map(String.init)
+        #expect(recovery.status == 0 && lines.count == 4, "\(recovery.out) \(recovery.stderr)")
+        if recovery.status == 0 && lines.count == 4 {
+            let id = String(lines[0].dropFirst("stored method ".count).prefix(32))
+            let key = lines[1]
+            #expect(lines[2] == "wrong key: wrong-secret for method \(id)", "\(lines[2])")
+            #expect(lines[3] == "missing: store-not-found at \(recoveryBox.dataHome)/keybay/com.example.recoveryhost.missing/keybay.v2.store", "\(lines[3])")
+            // The key it showed opens the store.
+            let get = try run(cliPath, ["get", "api/token", "--method", id, "--recovery-key-fd", "0"], environment: recoveryEnv.merging(["KEYBAY_APP_ID": "com.example.recoveryhost"]) { $1 },
+                              stdin: Array(key.utf8))
+            #expect(get.status == 0 && get.out == "example-token-123", "\(get.stderr)")
+        }
     }
 
     /// The core and the CLI link libsodium only; libargon2 comes with the passphrase plugin.

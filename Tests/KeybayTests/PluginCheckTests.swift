@@ -1,6 +1,8 @@
 import Foundation
+import Glibc
 import Testing
 @testable import Keybay
+@testable import KeybayConformance
 
 /// `keybay-methods plugin-check`: every first-party plugin passes; a broken one fails.
 @Suite struct PluginCheckTests {
@@ -38,5 +40,162 @@ import Testing
         let r = try run(cliPath, ["plugin-check", box.root + "/missing/libkeybay-passphrase.so"], environment: box.environment)
         #expect(r.status == 1 && r.out.hasPrefix("FAIL  \(box.root)/missing/libkeybay-passphrase.so exists: lstat: No such file or directory\n"), "\(r.out)")
         #expect(!r.out.contains("PASS"), "\(r.out)")
+    }
+
+    /// A method plugin that passes every check: M is its PIN, spread and numbered; its
+    /// parameters are "GOOD"; `enroll` is replaceable (a C body) to break it.
+    static func goodSource(id: String, enroll: String? = nil) -> String {
+        let ask = """
+            uint8_t pin[64]; size_t len = 0;
+            keybay_status st = h->ask_secret(h->context, KEYBAY_SECRET_PIN, 0, "PIN", -1, pin, sizeof pin, &len);
+            if (st != KEYBAY_OK) return st;
+            if (len == 0) { h->set_error(h->context, "empty PIN"); return KEYBAY_ERR_WRONG_SECRET; }
+            for (int i = 0; i < 32; i++) s[i] = (uint8_t)(pin[i % len] ^ i);
+            """
+        return PluginLoaderTests.source(
+            id: id, flags: "KEYBAY_FLAG_INTERACTIVE",
+            enroll: enroll ?? """
+                if (n) { h->set_error(h->context, "unknown option"); return KEYBAY_ERR_INVALID_OPTION; }
+                \(ask)
+                p->data = malloc(4); memcpy(p->data, "GOOD", 4); p->length = 4; return KEYBAY_OK;
+                """,
+            unwrap: """
+                if (n != 4 || memcmp(p, "GOOD", 4)) { h->set_error(h->context, "not GOOD"); return KEYBAY_ERR_MALFORMED_PARAMS; }
+                \(ask)
+                return KEYBAY_OK;
+                """,
+            describe: "t->data = malloc(4); memcpy(t->data, \"good\", 4); t->length = 4; return KEYBAY_OK;")
+    }
+
+    /// The names of every check of the table for a run with these inputs (names do not depend on
+    /// what the run finds).
+    static func tableNames(path: String, wrongOptions: [(String, String)] = [], changeCredential: String? = nil) -> [String: String] {
+        let run = CheckRun(path: path, options: [], wrongOptions: wrongOptions, changeCredential: changeCredential)
+        return Dictionary(uniqueKeysWithValues: PluginCheck.table.map { ($0.key, $0.name(run)) })
+    }
+
+    /// Results are labelled by the table entry that ran, never by position: an inserted check
+    /// (failing, or throwing) changes no other result's name, and a check that throws marks
+    /// exactly the checks after it that apply as not run, each by its own name.
+    @Test func everyResultCarriesTheNameOfTheEntryThatRan() throws {
+        let box = Sandbox()
+        let path = try PluginLoaderTests.build(Self.goodSource(id: "com.example.good"), fileID: "com.example.good", in: box.root + "/good")
+        let wrong = [("pin", "2")], change = "true"
+        let keys = PluginCheck.table.map(\.key)
+        #expect(Set(keys).count == keys.count, "keys: \(keys)")
+        let names = Self.tableNames(path: path, wrongOptions: wrong, changeCredential: change)
+        #expect(Set(names.values).count == names.count, "names: \(names.values.sorted())")
+
+        let plain = PluginCheck.run(path: path)
+        #expect(plain.allSatisfy { $0.outcome == .pass }, "\(plain.filter { $0.outcome != .pass })")
+        #expect(plain.map(\.key) == keys.filter { !["exists", "file-name", "second-enrollment-shows", "wrong-credential", "changed-credential"].contains($0)
+                                                     && !$0.hasPrefix("root-") && !$0.hasPrefix("floor-") })
+        let full = PluginCheck.run(path: path, wrongOptions: wrong, changeCredential: change)
+        #expect(full.allSatisfy { names[$0.key] == $0.name }, "\(full.map { ($0.key, $0.name) })")
+
+        // A check inserted after unwrap that fails: every other result is as it was, by name.
+        let failing = Check("inserted", "an inserted check", appliesTo: Applies.methods) { _ in .fail("inserted") }
+        var table = PluginCheck.table
+        table.insert(failing, at: try #require(table.firstIndex { $0.key == "unwrap" }) + 1)
+        let inserted = PluginCheck.run(path: path, table: table)
+        #expect(inserted.filter { $0.key != "inserted" } == plain, "\(inserted)")
+        #expect(inserted.filter { $0.outcome == .fail }.map(\.name) == ["an inserted check"])
+
+        // One that throws: it fails, and exactly the checks after it are not run, by name.
+        let throwing = Check("throwing", "a throwing check", appliesTo: Applies.methods) { _ in throw KeybayError(.io, "thrown") }
+        table = PluginCheck.table
+        let at = try #require(table.firstIndex { $0.key == "wrong-secret" })
+        table.insert(throwing, at: at)
+        let stopped = PluginCheck.run(path: path, table: table)
+        let before = plain.prefix { $0.key != "wrong-secret" }
+        #expect(Array(stopped.prefix(before.count)) == Array(before))
+        #expect(stopped.dropFirst(before.count).first.map { [$0.key: $0.outcome] } == ["throwing": .fail])
+        let rest = stopped.dropFirst(before.count + 1)
+        #expect(rest.map(\.name) == plain.dropFirst(before.count).map(\.name) && rest.allSatisfy { $0.outcome == .notRun }, "\(stopped)")
+    }
+
+    /// A failed enroll marks exactly the checks after it that apply to this plugin and these
+    /// options as not run, each by its own name; those before it ran as usual.
+    @Test func aFailedEnrollMarksExactlyTheRestNotRunByName() throws {
+        let box = Sandbox()
+        let good = try PluginLoaderTests.build(Self.goodSource(id: "com.example.same"), fileID: "com.example.same", in: box.root + "/good")
+        let broken = try PluginLoaderTests.build(Self.goodSource(id: "com.example.same", enroll: "return KEYBAY_ERR_UNSUPPORTED;"),
+                                                 fileID: "com.example.same", in: box.root + "/broken")
+        let wrong = [("pin", "2")], change = "true"
+        let passing = PluginCheck.run(path: good, wrongOptions: wrong, changeCredential: change)
+        let failed = PluginCheck.run(path: broken, wrongOptions: wrong, changeCredential: change)
+        let enroll = try #require(failed.firstIndex { $0.key == "enroll" })
+        #expect(failed[enroll].outcome == .fail && failed.prefix(enroll).allSatisfy { $0.outcome == .pass }, "\(failed)")
+        #expect(failed.prefix(enroll).map(\.key) == passing.prefix(enroll).map(\.key))
+        let rest = failed.dropFirst(enroll + 1)
+        #expect(rest.map(\.key) == passing.dropFirst(enroll + 1).map(\.key), "\(rest.map(\.key))")
+        #expect(rest.count == 13 && rest.allSatisfy { $0.outcome == .notRun }, "\(rest)")
+        let names = Self.tableNames(path: broken, wrongOptions: wrong, changeCredential: change)
+        #expect(rest.allSatisfy { names[$0.key] == $0.name })
+    }
+
+    /// Neither the conformance API nor the plugin loader is part of Keybay's public interface: a
+    /// client that imports Keybay (not @testable, not of this package) cannot name them, while
+    /// the same set-up compiles with the public types. KeybayConformance is package-only too.
+    @Test func aClientOfKeybaySeesNoConformanceAPIAndNoLoadedPlugin() throws {
+        let box = Sandbox()
+        let modules = buildDirectory + "/Modules"
+        let maps = [buildDirectory + "/CKeybayPlugin.build/module.modulemap", buildDirectory + "/CKeybaySHA256.build/module.modulemap",
+                    packageDirectory + "/Sources/CSodium/module.modulemap"]
+        let swiftc = try #require((ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
+            .map { String($0) + "/swiftc" }.first { access($0, X_OK) == 0 }, "swiftc is not on PATH")
+        func typecheck(_ module: String, _ name: String) throws -> RunResult {
+            let file = box.root + "/client-\(module)-\(name).swift"
+            try "import \(module)\nlet _ = \(name).self\n".write(toFile: file, atomically: true, encoding: .utf8)
+            return try run(swiftc, ["-typecheck", "-I", modules] + maps.flatMap { ["-Xcc", "-fmodule-map-file=" + $0] } + [file],
+                           environment: ProcessInfo.processInfo.environment)
+        }
+        for name in ["KeybayStore", "KeybayPluginSearch", "KeybayInteraction"] {
+            let r = try typecheck("Keybay", name)
+            #expect(r.status == 0, "\(name): \(r.stderr)")
+        }
+        for (module, name) in [("Keybay", "LoadedPlugin"), ("Keybay", "KeybayPluginCheck"), ("Keybay", "PluginUnderCheck"),
+                               ("Keybay", "RootUnderCheck"), ("Keybay", "PluginLoader"), ("KeybayConformance", "PluginCheck"),
+                               ("KeybayConformance", "CheckResult")] {
+            let r = try typecheck(module, name)
+            #expect(r.status == 1 && r.stderr.contains("cannot find '\(name)' in scope"), "\(module).\(name): \(r.status) \(r.stderr)")
+        }
+    }
+
+    /// A root whose seal fails with IO: that check fails with the error's code, and exactly the
+    /// root checks after it are not run, by name; the ones before it passed.
+    @Test func aRootOperationThatFailsMarksTheRestNotRun() throws {
+        let box = Sandbox()
+        let source = """
+            #include <stdlib.h>
+            #include "keybay_plugin.h"
+            static int made;
+            static void fb(keybay_buffer *b) { free(b->data); b->data = 0; b->length = 0; }
+            static keybay_status ex(const keybay_host *h, const keybay_root_context *c, int *e) { *e = made; return KEYBAY_OK; }
+            static keybay_status cr(const keybay_host *h, const keybay_root_context *c, keybay_buffer *s) {
+                if (made) return KEYBAY_ERR_ROOT_EXISTS;
+                made = 1; s->data = malloc(1); s->data[0] = 1; s->length = 1; return KEYBAY_OK;
+            }
+            static keybay_status se(const keybay_host *h, const keybay_root_context *c, const uint8_t *st, size_t sn, const uint8_t *p, size_t pn,
+                                    const uint8_t *a, size_t an, keybay_buffer *out) { h->set_error(h->context, "disk full"); return KEYBAY_ERR_IO; }
+            static keybay_status op(const keybay_host *h, const keybay_root_context *c, const uint8_t *st, size_t sn, const uint8_t *s, size_t n,
+                                    const uint8_t *a, size_t an, keybay_buffer *out) { return KEYBAY_ERR_INTEGRITY; }
+            static keybay_status lo(const keybay_root_context *c, keybay_buffer *t) { t->data = malloc(1); t->data[0] = 'x'; t->length = 1; return KEYBAY_OK; }
+            static keybay_status re(const keybay_host *h, const keybay_root_context *c) { made = 0; return KEYBAY_OK; }
+            static const keybay_plugin d = { .abi_version = KEYBAY_PLUGIN_ABI_VERSION, .struct_size = sizeof(keybay_plugin), .id = "com.example.full",
+                .name = "full", .version = "1", .kind = KEYBAY_KIND_ROOT, .free_buffer = fb, .root_exists = ex, .root_create = cr,
+                .root_seal = se, .root_open = op, .root_location = lo, .root_reset = re };
+            const keybay_plugin *keybay_plugin_entry_v1(void) { return &d; }
+            """
+        let path = try PluginLoaderTests.build(source, fileID: "com.example.full", in: box.root + "/full")
+        let results = PluginCheck.run(path: path, changeCredential: "true")
+        let seal = try #require(results.firstIndex { $0.key == "root-seal-open" }, "\(results)")
+        #expect(results[seal].outcome == .fail && results[seal].detail.hasSuffix("[io]"), "\(results[seal])")
+        #expect(results.prefix(seal).allSatisfy { $0.outcome == .pass }, "\(results)")
+        let rest = results.dropFirst(seal + 1)
+        #expect(rest.map(\.key) == ["root-tampered", "root-other-aad", "root-other-state", "root-reset", "root-reset-again", "root-missing",
+                                    "root-location", "root-change-credential"], "\(rest.map(\.key))")
+        let names = Self.tableNames(path: path, changeCredential: "true")
+        #expect(rest.allSatisfy { $0.outcome == .notRun && names[$0.key] == $0.name }, "\(rest)")
     }
 }

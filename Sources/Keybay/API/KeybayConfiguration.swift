@@ -25,8 +25,13 @@ public struct KeybayConfiguration: Sendable, Equatable {
     /// Refuse (`.invalidArgument`) to open or initialise an existing store whose root is not
     /// `rootPlugin` (the CLI's explicit `--root`), instead of opening it with its own root.
     public var requireRootPlugin = false
-    /// The `rootPlugin` value that picks a root when the store is created.
+    /// The `rootPlugin` value that picks a root when the store is created: the first of
+    /// `automaticRoots` whose probe says it is usable here.
     public static let automaticRoot = "auto"
+    /// What `auto` tries, in order: each root plugin's probe is asked (a root without one is
+    /// usable once it loads); one that cannot be loaded is passed over. Default: `secret-service`
+    /// (when a Secret Service answers), then `file-root`.
+    public var automaticRoots = ["secret-service", "file-root"]
     /// Where plugins are looked for; `allowExternal = false` limits it to the installation.
     public var pluginSearch = KeybayPluginSearch()
 

@@ -165,6 +165,6 @@ private func bridgeSetError(_ context: UnsafeMutableRawPointer?, _ text: UnsafeP
 
 /// An interaction that wants to see the plugin's set_error lines too (the conformance run checks
 /// that errors a plugin originates come with one).
-protocol ErrorLineObserver {
+package protocol ErrorLineObserver {
     func pluginSetError(_ line: String)
 }

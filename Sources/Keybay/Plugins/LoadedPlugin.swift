@@ -4,24 +4,24 @@ import Synchronization
 
 /// A checked plugin descriptor. Calls into the plugin are serialised (the ABI promises plugins
 /// one thread at a time) and every buffer it hands out goes back to its own `free_buffer`.
-public final class LoadedPlugin: @unchecked Sendable {
+final class LoadedPlugin: @unchecked Sendable {
     /// The host's own copy of the descriptor: the plugin's first `struct_size` bytes, the fields
     /// an older plugin does not have left NULL. (Reading the plugin's struct as this header
     /// declares it would read past an older plugin's smaller descriptor.)
     let descriptor: UnsafePointer<keybay_plugin>
-    public let path: String
-    public let id: String
-    public let name: String
-    public let version: String
-    public let isRoot: Bool
-    public let isInteractive: Bool
+    let path: String
+    let id: String
+    let name: String
+    let version: String
+    let isRoot: Bool
+    let isInteractive: Bool
     /// The plugin says its method needs hardware to be present (`plugins` shows it).
-    public let needsDevice: Bool
+    let needsDevice: Bool
     /// A store may hold at most one method of this plugin.
-    public let isOnePerStore: Bool
+    let isOnePerStore: Bool
     /// Enrollment tunes a cost to this machine on any secret (`benchmark` can run it).
-    public let calibrates: Bool
-    public let options: [(name: String, help: String)]
+    let calibrates: Bool
+    let options: [(name: String, help: String)]
     private let callLock = Mutex(())
 
     /// The smallest descriptor a host accepts: the first version-1 header's, which ends at

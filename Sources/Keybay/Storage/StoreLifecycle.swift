@@ -27,7 +27,7 @@ struct StoreLifecycle: Sendable {
         } catch let e as KeybayError where forReset && (e.code == .malformed || e.code == .unsupported) {
             stored = nil
         }
-        let id = stored ?? Self.newStoreRoot(configuration)
+        let id = try stored ?? Self.newStoreRoot(configuration)
         keyring = try Self.keyring(root: id, configuration, interaction: interaction)
     }
 
@@ -63,17 +63,25 @@ struct StoreLifecycle: Sendable {
 
     /// The root for a new store: the configured plugin, or for `auto` secret-service when a
     /// Secret Service answers (its probe), else file-root.
-    static func newStoreRoot(_ configuration: KeybayConfiguration) -> String {
-        resolve(configuration.rootPlugin, configuration)
+    static func newStoreRoot(_ configuration: KeybayConfiguration) throws -> String {
+        try resolve(configuration.rootPlugin, configuration)
     }
 
-    static func resolve(_ id: String, _ configuration: KeybayConfiguration) -> String {
+    /// `id`, or for `auto` the first of the configuration's `automaticRoots` that loads and
+    /// whose probe says it is usable; `.rootUnavailable` when none is.
+    static func resolve(_ id: String, _ configuration: KeybayConfiguration) throws -> String {
         guard id == KeybayConfiguration.automaticRoot else { return id }
-        if let keyring = try? PluginLoader.load(id: "secret-service", kind: KEYBAY_KIND_ROOT, search: configuration.pluginSearch),
-           keyring.probe() == nil {
-            return "secret-service"
+        var reasons: [String] = []
+        for candidate in configuration.automaticRoots {
+            do {
+                let plugin = try PluginLoader.load(id: candidate, kind: KEYBAY_KIND_ROOT, search: configuration.pluginSearch)
+                guard let reason = plugin.probe() else { return candidate }
+                reasons.append("\(candidate): \(reason)")
+            } catch let e as KeybayError {
+                reasons.append("\(candidate): \(e.message)")
+            }
         }
-        return RootTag.fileRoot
+        throw KeybayError(.rootUnavailable, "no root of auto (\(configuration.automaticRoots.joined(separator: ", "))) is usable here: \(reasons.joined(separator: "; "))")
     }
 
     /// The store's directory: the one found when this lifecycle began, else opened now (and
@@ -407,7 +415,7 @@ struct StoreLifecycle: Sendable {
     /// keeps the old root (a crash may still bring back the store it opens) and says so.
     func moveRoot(_ file: StoreFile, previous: Generation, to target: String, options: [String: String] = [:],
                   interaction: any KeybayInteraction) throws -> KeybayRootMove {
-        let targetID = Self.resolve(target, configuration)
+        let targetID = try Self.resolve(target, configuration)
         guard targetID != root.id else {
             throw KeybayError(.invalidArgument, "the store at \(storePath) is already on the root \(root.id)")
         }

@@ -1,0 +1,76 @@
+import CKeybayPlugin
+
+/// What `plugin-check` (the KeybayConformance target) may do with one plugin file: load it
+/// through the real loader and call each operation as the core does. Package access: the CLI's
+/// conformance run uses it; the library's public interface has none of it.
+package final class PluginUnderCheck: @unchecked Sendable {
+    private let plugin: LoadedPlugin
+
+    /// Loads `libkeybay-<id>.so` from `directory` (absolute) alone, with every loader check.
+    package init(id: String, directory: String) throws {
+        plugin = try PluginLoader.load(id: id, kind: nil, search: KeybayPluginSearch(directories: [directory], environmentPath: nil))
+    }
+
+    /// The id in a `libkeybay-<id>.so` file name (not yet checked), or nil: the loader's rule.
+    package static func id(inFileName name: String) -> String? { KeybayPluginSearch.pluginID(inFileName: name) }
+
+    package var name: String { plugin.name }
+    package var version: String { plugin.version }
+    package var options: [(name: String, help: String)] { plugin.options }
+    package var isRoot: Bool { plugin.isRoot }
+    package var isInteractive: Bool { plugin.isInteractive }
+    /// The root offers `root_protection`.
+    package var offersProtection: Bool { plugin.descriptor.pointee.root_protection != nil }
+
+    /// `probe` with `interaction` as its host (it must never ask).
+    package func probe(_ interaction: any KeybayInteraction) throws {
+        try plugin.call(interaction, "probe") { d, h in d.pointee.probe(h) }
+    }
+
+    package func enroll(options: [(String, String)], interaction: any KeybayInteraction) throws -> (params: [UInt8], secret: SecureBytes) {
+        try plugin.enroll(options: options, interaction: interaction)
+    }
+
+    package func unwrap(params: [UInt8], interaction: any KeybayInteraction, forVerification: Bool = false) throws -> SecureBytes {
+        try plugin.unwrap(params: params, interaction: interaction, forVerification: forVerification)
+    }
+
+    package func describe(params: [UInt8]) throws -> String {
+        try plugin.describe(params: params)
+    }
+
+    /// Describes `params`, hands the buffer back to `free_buffer` unread and returns what
+    /// `free_buffer` left in it; nil when describe failed or handed out no buffer (after a
+    /// failure the out-buffer is the plugin's, never freed by the host).
+    package func bufferLeftByFreeBuffer(describing params: [UInt8]) -> (dataLeft: Bool, length: Int)? {
+        var text = keybay_buffer()
+        let described = (try? plugin.call(NonInteractive(), "could not describe its parameters") { d, h in LoadedPlugin.describe(d, h, params, &text) }) != nil
+        guard described, text.data != nil else { return nil }
+        plugin.discard(&text)
+        return (text.data != nil, text.length)
+    }
+
+    /// The plugin as the root of application `applicationID` with its state under `stateHome`.
+    package func root(applicationID: String, stateHome: String, domain: [UInt8]) -> RootUnderCheck {
+        RootUnderCheck(root: PluginRoot(plugin: plugin, applicationID: applicationID, stateHome: stateHome, domain: domain))
+    }
+}
+
+/// A root plugin's operations as the core calls them (provider states are the core's, tagged).
+package struct RootUnderCheck {
+    fileprivate let root: PluginRoot
+
+    package var keepsFloor: Bool { root.keepsFloor }
+    package var location: String { root.location }
+    package var protection: String? { root.protection }
+    package func exists() throws -> Bool { try root.exists() }
+    package func create() throws -> [UInt8] { try root.create(options: .init()) }
+    package func seal(_ secret: SecureBytes, aad: [UInt8], providerState: [UInt8]) throws -> [UInt8] {
+        try root.seal(secret, aad: aad, providerState: providerState)
+    }
+    package func open(_ sealed: [UInt8], aad: [UInt8], providerState: [UInt8]) throws -> (package: SecureBytes, floor: UInt64) {
+        try root.open(sealed[...], aad: aad, providerState: providerState)
+    }
+    package func raiseFloor(to epoch: UInt64, providerState: [UInt8]) throws { try root.raiseFloor(to: epoch, providerState: providerState) }
+    package func reset() throws { try root.reset() }
+}
