@@ -8,8 +8,8 @@
 ///
 /// What a member throws reaches the plugin as a status (`.interactionRequired` as "interaction
 /// unavailable", any other error as "cancelled"); when the plugin passes that status on, the
-/// Keybay call that ran it throws the member's own error unchanged (an error that is not a
-/// ``KeybayError`` becomes `.cancelled`).
+/// Keybay call that ran it throws the member's own error, its code and message unchanged, with
+/// the plugin's id and status added (an error that is not a ``KeybayError`` becomes `.cancelled`).
 ///
 /// ## Concurrency
 ///
