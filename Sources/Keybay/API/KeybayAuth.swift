@@ -4,10 +4,32 @@
 /// public keys.
 /// Like `KeybayStore.open`, each comes synchronous (blocking while the user is involved) and
 /// `async` (the same work on a thread of its own; cancelling the task cancels the ceremony).
+///
+/// Get it from ``KeybaySession/auth``. Every change of methods (`add`, `replace`, `remove`)
+/// gives the store a fresh store key and the next epoch, re-encrypts every record and replaces
+/// the store file in one atomic write; it fails with `.stateConflict` when another session or
+/// process changed the methods meanwhile (try again). A change that took effect but could not be
+/// confirmed durable throws `.io` with `tookEffect` set: the session holds the new store.
+/// Another process's session of the same store then gets `.keyChanged` and must open it again.
+///
+/// An enrollment comes in one phase (`add`, `replace`) or two: `prepare(plugin:)` or
+/// `prepare(replacing:)` runs the ceremony and stores nothing, ``PreparedEnrollment/commit()``
+/// stores it, and ``PreparedEnrollment/takeBack()`` undoes a commit whose shown secret (a
+/// recovery key) could not be handed over.
+///
+/// ## Concurrency
+///
+/// `Sendable`, like its session: call it from any task. Its ceremonies use the interaction the
+/// session was opened with (or the one `prepare` is given); from async code use the `async`
+/// forms, so that a plugin waiting for the user holds none of Swift's cooperative threads.
 public struct KeybayAuth: Sendable {
     let session: KeybaySession
 
-    /// The enrolled methods, in enrollment order.
+    /// The enrolled methods, in enrollment order. Calls no plugin.
+    ///
+    /// - Returns: The methods; empty for a platform-only store.
+    /// - Throws: `.closed` after the session's `close()`, and the failures of reading the store
+    ///   again when another process replaced it.
     public func list() throws -> [KeybayMethod] {
         try session.freshSnapshot().methods.map(KeybayMethod.init)
     }
@@ -16,12 +38,39 @@ public struct KeybayAuth: Sendable {
     /// secret the plugin shows (a recovery key) goes to the interaction's `showSecret` (a host
     /// that cannot show it gets no method), then `commit`. The store gets a fresh Kstore and
     /// epoch; every record is re-encrypted in one atomic replace.
+    ///
+    /// The plugin is probed first (an absent device fails before any ceremony), then runs its
+    /// enrollment ceremony through the session's interaction (a passphrase is asked twice,
+    /// ``KeybaySecretRequest/isConfirmation``). This form blocks the calling thread meanwhile.
+    /// A secret the plugin shows reaches ``KeybayInteraction/showSecret(_:)`` before anything is
+    /// stored; keep it and show it once `add` returns (until then it opens nothing). To show it
+    /// only after the method is stored, use `prepare(plugin:)`.
+    /// - Parameters:
+    ///   - pluginID: The method plugin's id, e.g. `passphrase`.
+    ///   - options: The plugin's enrollment options in order (e.g. `("memory-kib", "65536")`),
+    ///     each name at most once.
+    ///   - label: The method's label (``KeybayMethod/isValidLabel(_:)``); the plugin id if nil.
+    /// - Returns: The new method.
+    /// - Throws: `.invalidArgument` for a label, an option given twice or refused, a second
+    ///   method of a plugin that allows one per store, or a store already holding 32 methods;
+    ///   `.pluginNotFound`, `.pluginRefused`; `.methodUnavailable`; the ceremony's failures
+    ///   (`.cancelled`, `.interactionRequired`, `.wrongSecret` when the two entries differ);
+    ///   what `showSecret` throws (nothing is stored then); `.stateConflict`; `.closed`; `.io`
+    ///   (with `tookEffect` as above).
     @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) throws -> KeybayMethod {
         try Self.showAndCommit(try prepare(plugin: pluginID, options: options, label: label), to: session.interaction).method
     }
 
-    /// `add`, from async code.
+    /// `add`, from async code: the ceremony runs on a thread of its own, and cancelling the
+    /// calling task cancels it (nothing is written; `.cancelled`).
+    ///
+    /// - Parameters:
+    ///   - pluginID: The method plugin's id, e.g. `passphrase`.
+    ///   - options: The plugin's enrollment options in order, each name at most once.
+    ///   - label: The method's label; the plugin id if nil.
+    /// - Returns: The new method.
+    /// - Throws: What the synchronous form throws.
     @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
         try await CeremonyThread.run(session.interaction) { ceremony in
@@ -33,6 +82,14 @@ public struct KeybayAuth: Sendable {
     /// `interaction` (the session's unless given), storing nothing. A secret the plugin shows is
     /// kept in the result's `shownSecret` instead of going to `showSecret`.
     ///
+    /// Blocks the calling thread during the ceremony.
+    /// - Parameters:
+    ///   - pluginID: The method plugin's id, e.g. `recovery`.
+    ///   - options: The plugin's enrollment options in order, each name at most once.
+    ///   - label: The method's label; the plugin id if nil.
+    ///   - interaction: Who the plugin may ask; the session's if nil.
+    /// - Returns: The enrollment, to ``PreparedEnrollment/commit()`` or
+    ///   ``PreparedEnrollment/discard()``.
     /// - Throws: `.invalidArgument` (a label or option refused, the store full, a second method of
     ///   a one-per-store plugin), `.methodUnavailable` (the probe says no), the plugin's errors.
     public func prepare(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil,
@@ -56,6 +113,14 @@ public struct KeybayAuth: Sendable {
 
     /// `prepare(plugin:)`, from async code: the ceremony runs on a thread of its own, and
     /// cancelling the task cancels it.
+    ///
+    /// - Parameters:
+    ///   - pluginID: The method plugin's id.
+    ///   - options: The plugin's enrollment options in order, each name at most once.
+    ///   - label: The method's label; the plugin id if nil.
+    ///   - interaction: Who the plugin may ask; the session's if nil.
+    /// - Returns: The enrollment, not stored.
+    /// - Throws: What the synchronous form throws, and `.cancelled` when the task is cancelled.
     public func prepare(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil,
                         interaction: (any KeybayInteraction)? = nil) async throws -> PreparedEnrollment {
         try await CeremonyThread.run(interaction ?? session.interaction) { ceremony in
@@ -68,12 +133,30 @@ public struct KeybayAuth: Sendable {
     /// the store is never without the method and never holds both. Works for a plugin that
     /// allows one method per store too: that is how its secret changes. A shown secret goes to
     /// `showSecret` before anything is stored, as for `add`.
+    ///
+    /// The old method's credential is not asked for; the new one's enrollment ceremony runs
+    /// through the session's interaction, blocking the calling thread.
+    /// - Parameters:
+    ///   - id: The method to replace (``KeybayMethod/id``).
+    ///   - options: The plugin's enrollment options for the new credential.
+    ///   - label: A new label; the old one if nil.
+    /// - Returns: The new method (a new id).
+    /// - Throws: `.methodNotFound`, `.invalidArgument` for a malformed id, and what
+    ///   `add(plugin:options:label:)` throws.
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil) throws -> KeybayMethod {
         try Self.showAndCommit(try prepare(replacing: id, options: options, label: label), to: session.interaction).method
     }
 
-    /// `replace`, from async code.
+    /// `replace`, from async code: the ceremony runs on a thread of its own, and cancelling the
+    /// calling task cancels it (nothing is changed; `.cancelled`).
+    ///
+    /// - Parameters:
+    ///   - id: The method to replace.
+    ///   - options: The plugin's enrollment options for the new credential.
+    ///   - label: A new label; the old one if nil.
+    /// - Returns: The new method.
+    /// - Throws: What the synchronous form throws.
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
         try await CeremonyThread.run(session.interaction) { ceremony in
@@ -84,6 +167,12 @@ public struct KeybayAuth: Sendable {
     /// The first phase of `replace`: the new credential's ceremony, nothing stored. `commit()`
     /// puts it in the place of method `id`; `takeBack()` after a commit puts the old one back.
     ///
+    /// - Parameters:
+    ///   - id: The method to replace.
+    ///   - options: The plugin's enrollment options for the new credential.
+    ///   - label: A new label; the old one if nil.
+    ///   - interaction: Who the plugin may ask; the session's if nil.
+    /// - Returns: The enrollment, not stored.
     /// - Throws: `.methodNotFound` (`methodID` says which), the same as `prepare(plugin:)`.
     public func prepare(replacing id: String, options: [(String, String)] = [], label: String? = nil,
                         interaction: (any KeybayInteraction)? = nil) throws -> PreparedEnrollment {
@@ -97,7 +186,16 @@ public struct KeybayAuth: Sendable {
                                   shownSecret: capture.secret)
     }
 
-    /// `prepare(replacing:)`, from async code.
+    /// `prepare(replacing:)`, from async code: the ceremony runs on a thread of its own, and
+    /// cancelling the task cancels it.
+    ///
+    /// - Parameters:
+    ///   - id: The method to replace.
+    ///   - options: The plugin's enrollment options for the new credential.
+    ///   - label: A new label; the old one if nil.
+    ///   - interaction: Who the plugin may ask; the session's if nil.
+    /// - Returns: The enrollment, not stored.
+    /// - Throws: What the synchronous form throws, and `.cancelled` when the task is cancelled.
     public func prepare(replacing id: String, options: [(String, String)] = [], label: String? = nil,
                         interaction: (any KeybayInteraction)? = nil) async throws -> PreparedEnrollment {
         try await CeremonyThread.run(interaction ?? session.interaction) { ceremony in
@@ -144,12 +242,20 @@ public struct KeybayAuth: Sendable {
         return Enrollment(pluginId: plugin.id, label: label, params: params, secret: secret)
     }
 
-    /// Removes a method; with none left the store is platform-only again. Needs no credential.
+    /// Removes a method; with none left the store is platform-only again. Needs no credential
+    /// and calls no method plugin: the survivors are re-sealed from their public keys.
+    ///
+    /// - Parameter id: The method to remove (``KeybayMethod/id``).
+    /// - Throws: `.methodNotFound`, `.invalidArgument` for a malformed id, `.stateConflict`,
+    ///   `.closed`, the root's failures, `.io` (with `tookEffect` as above).
     public func remove(_ id: String) throws {
         if let unconfirmed = try removeMethod(id) { throw unconfirmed }
     }
 
-    /// `remove`, from async code.
+    /// `remove`, from async code, on a thread of its own (the root may still involve the user).
+    ///
+    /// - Parameter id: The method to remove.
+    /// - Throws: What the synchronous form throws.
     public func remove(_ id: String) async throws {
         try await CeremonyThread.run(session.interaction) { _ in if let unconfirmed = try removeMethod(id) { throw unconfirmed } }
     }
@@ -162,12 +268,21 @@ public struct KeybayAuth: Sendable {
     }
 
     /// Runs a method's ceremony and checks the secret against its stored public key, without
-    /// changing anything.
+    /// changing anything. Blocks the calling thread during the ceremony.
+    ///
+    /// - Parameter id: The method to check (``KeybayMethod/id``).
+    /// - Throws: `.methodNotFound`, `.invalidArgument` for a malformed id; the ceremony's
+    ///   failures (`.wrongSecret`, `.cancelled`, `.interactionRequired`, …); `.pluginNotFound`,
+    ///   `.pluginRefused`; `.wrongSecret` also when the secret does not derive the stored key.
     public func verify(_ id: String) throws {
         try verifyMethod(id)
     }
 
-    /// `verify`, from async code.
+    /// `verify`, from async code: the ceremony runs on a thread of its own, and cancelling the
+    /// calling task cancels it (`.cancelled`).
+    ///
+    /// - Parameter id: The method to check.
+    /// - Throws: What the synchronous form throws.
     public func verify(_ id: String) async throws {
         try await CeremonyThread.run(session.interaction) { ceremony in try verifyMethod(id, interaction: ceremony) }
     }
@@ -185,7 +300,13 @@ public struct KeybayAuth: Sendable {
         }
     }
 
-    /// A plugin's one-line description of a method's parameters (this loads the plugin).
+    /// A plugin's one-line description of a method's parameters (this loads the plugin; no
+    /// ceremony, no credential).
+    ///
+    /// - Parameter id: The method to describe.
+    /// - Returns: One line, e.g. "Argon2id v1.3, 256 MiB, t=3, p=4".
+    /// - Throws: `.methodNotFound`, `.invalidArgument` for a malformed id, `.pluginNotFound`,
+    ///   `.pluginRefused`, and the plugin's failure (`.malformed` for parameters it cannot read).
     public func describe(_ id: String) throws -> String {
         let method = try method(id, in: session.freshSnapshot())
         return try session.loadMethodPlugin(method.pluginId).describe(params: method.params)

@@ -3,9 +3,15 @@ import Glibc
 /// Which application's store to use and where the base directories are.
 /// Stores live under `<dataHome>/keybay/<applicationID>/`; the file-root key under
 /// `<stateHome>/keybay/<applicationID>/`. Both default to the XDG base directories.
+///
+/// A value type: make one, set the `var`s, and pass it to ``KeybayStore``'s entry points. It
+/// is `Sendable`; nothing in it is read again from the environment after `init`.
 public struct KeybayConfiguration: Sendable, Equatable {
+    /// The application whose store this is, e.g. `com.example.app`.
     public let applicationID: String
+    /// The base directory of stores (absolute, no trailing slash).
     public let dataHome: String
+    /// The base directory of the file-root key and other roots' state (absolute, no trailing slash).
     public let stateHome: String
     /// The root plugin that seals a **new** store's key package: a plugin id, or `auto`
     /// (`secret-service` when a Secret Service answers, else `file-root`), decided once, when the
@@ -29,10 +35,16 @@ public struct KeybayConfiguration: Sendable, Equatable {
     /// Where plugins are looked for; `allowExternal = false` limits it to the installation.
     public var pluginSearch = KeybayPluginSearch()
 
+    /// Checks the application id and resolves the base directories; reads `KEYBAY_ROOT` for
+    /// ``rootPlugin``. Creates nothing.
+    ///
     /// - Parameters:
     ///   - applicationID: `[A-Za-z0-9][A-Za-z0-9._-]{0,119}`, e.g. `com.example.app`.
     ///   - dataHome: absolute path; default `$XDG_DATA_HOME`, else `~/.local/share`.
     ///   - stateHome: absolute path; default `$XDG_STATE_HOME`, else `~/.local/state`.
+    /// - Throws: `.invalidArgument` for an invalid application id, a base directory that is not
+    ///   absolute or too long for the paths under it, no home directory to default to, or a
+    ///   `KEYBAY_ROOT` that is not a plugin id or `auto`.
     public init(applicationID: String, dataHome: String? = nil, stateHome: String? = nil) throws {
         guard Self.isValidApplicationID(applicationID) else {
             throw KeybayError(.invalidArgument, "invalid application id: use 1–120 characters of [A-Za-z0-9._-], starting with a letter or digit")
@@ -48,9 +60,13 @@ public struct KeybayConfiguration: Sendable, Equatable {
         }
     }
 
+    /// The store's directory, `<dataHome>/keybay/<applicationID>`.
     public var storeDirectory: String { dataHome + "/keybay/" + applicationID }
+    /// The store file's path in ``storeDirectory``.
     public var storePath: String { storeDirectory + "/" + StoreFile.liveName }
 
+    /// Whether `id` is a valid application id: 1–120 bytes of `[A-Za-z0-9._-]`, starting with a
+    /// letter or digit.
     public static func isValidApplicationID(_ id: String) -> Bool {
         let bytes = Array(id.utf8)
         guard (1...120).contains(bytes.count) else { return false }

@@ -1,9 +1,12 @@
-/// One enrolled unlock method, as listed without calling any plugin.
+/// One enrolled unlock method, as listed without calling any plugin (``KeybayAuth/list()``,
+/// ``KeybayStatus/methods``).
 public struct KeybayMethod: Sendable, Equatable {
     /// 16 random bytes as 32 lowercase hex characters.
     public let id: String
     /// The plugin that unlocks it, e.g. `passphrase`.
     public let plugin: String
+    /// The label given at enrollment (the plugin id unless one was given). It may hold characters
+    /// a display should escape when written by an older version (``misleadsWhenShown(_:)``).
     public let label: String
 
     /// Labels an enrollment may give: 1–64 bytes of UTF-8 without control characters (C0, DEL,
@@ -16,6 +19,9 @@ public struct KeybayMethod: Sendable, Equatable {
     public static func misleadsWhenShown(_ scalar: Unicode.Scalar) -> Bool { MethodNames.misleadsWhenShown(scalar) }
 
     /// Refuses a label an enrollment may not give as invalid input (exit 2 in the CLI).
+    ///
+    /// - Parameter label: The label to check.
+    /// - Throws: `.invalidArgument` when ``isValidLabel(_:)`` is false.
     public static func validateLabel(_ label: String) throws {
         guard isValidLabel(label) else {
             throw KeybayError(.invalidArgument, "invalid label: use 1–64 bytes of text without control characters or bidirectional overrides")
@@ -32,7 +38,11 @@ public struct KeybayMethod: Sendable, Equatable {
 /// An enrolled method with its plugin's one-line description of its parameters, or why there is
 /// none (the plugin is missing, refused, or failed to describe them).
 public struct KeybayMethodDescription: Sendable {
+    /// The enrolled method.
     public let method: KeybayMethod
+    /// The plugin's one-line description of its parameters, or nil when `failure` says why not.
     public let description: String?
+    /// Why there is no description (the plugin is missing, was refused, or failed); nil when
+    /// there is one.
     public let failure: KeybayError?
 }

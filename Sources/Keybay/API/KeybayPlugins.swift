@@ -3,14 +3,20 @@ import Glibc
 
 /// What a plugin found on the search path says about itself.
 public struct KeybayPluginInfo: Sendable {
+    /// The plugin id, from its file name `libkeybay-<id>.so`.
     public let id: String
+    /// The plugin file's path.
     public let path: String
     /// `root` or `method`; nil if the plugin was refused.
     public let kind: String?
+    /// The plugin's display name; nil if it was refused.
     public let name: String?
+    /// The plugin's version text; nil if it was refused.
     public let version: String?
     /// Why not, when not available or refused.
     public let reason: String?
+    /// The options the plugin takes (for enrollment, or a root's creation), with a help line
+    /// each; empty if it was refused.
     public let options: [(name: String, help: String)]
     /// The plugin says its method needs hardware to be present (a security key).
     public let needsDevice: Bool
@@ -27,8 +33,18 @@ public struct KeybayPluginInfo: Sendable {
     }
 }
 
+/// The plugins on the search path (``KeybayPluginSearch``), without a store. Loading a plugin
+/// runs its code in this process: only plugins that pass the loader's checks (owner, mode,
+/// directory, descriptor) are loaded.
+///
+/// Every entry point is synchronous and may be called from any thread.
 public enum KeybayPlugins {
     /// Every plugin on the search path, loaded and probed. Probing never prompts.
+    ///
+    /// - Parameter search: Where to look.
+    /// - Returns: One entry per plugin file found; a plugin that was refused or cannot work
+    ///   here says why in ``KeybayPluginInfo/reason``.
+    /// - Throws: `.invalidArgument` for a search directory that is not absolute.
     public static func list(search: KeybayPluginSearch = KeybayPluginSearch()) throws -> [KeybayPluginInfo] {
         try PluginLoader.discover(search: search).map { found in
             do {
@@ -41,11 +57,23 @@ public enum KeybayPlugins {
     }
 
     /// The ids and paths of every plugin on the search path, without loading any.
+    ///
+    /// - Parameter search: Where to look.
+    /// - Returns: Each plugin's id and the path of the file that would be loaded for it.
+    /// - Throws: What ``list(search:)`` throws.
     public static func discover(search: KeybayPluginSearch = KeybayPluginSearch()) throws -> [(id: String, path: String)] {
         try PluginLoader.discover(search: search)
     }
 
     /// Finds, checks and loads one plugin (no probe); returns what it says about itself.
+    ///
+    /// - Parameters:
+    ///   - id: The plugin id (``KeybayPluginSearch/isValidPluginID(_:)``).
+    ///   - search: Where to look.
+    /// - Returns: What the plugin says about itself (`reason` is nil).
+    /// - Throws: `.invalidArgument` for an invalid id or search directory, `.pluginNotFound`,
+    ///   `.pluginRefused` (a check failed: owner, mode, a link out of its directory, the entry
+    ///   symbol, the descriptor).
     @discardableResult
     public static func load(_ id: String, search: KeybayPluginSearch = KeybayPluginSearch()) throws -> KeybayPluginInfo {
         let plugin = try PluginLoader.load(id: id, kind: nil, search: search)
@@ -55,6 +83,19 @@ public enum KeybayPlugins {
     /// Runs the calibration of a method plugin that tunes a cost to this machine (it declares
     /// `KEYBAY_FLAG_CALIBRATES`; the passphrase plugin does): its enrollment without a store, on
     /// a throwaway secret, then one timed unlock with the parameters it chose.
+    ///
+    /// Synchronous: it runs for as long as the calibration takes (seconds) on the calling
+    /// thread. The plugin's messages (calibration progress) go to `interaction`; its questions
+    /// for a secret are answered by Keybay with a fixed throwaway text, never asked.
+    /// - Parameters:
+    ///   - id: A method plugin that calibrates.
+    ///   - options: Enrollment options, as for `KeybayAuth.add(plugin:options:label:)`.
+    ///   - search: Where to look.
+    ///   - interaction: Receives the plugin's messages; its `isCancelled` ends the calibration.
+    /// - Returns: The plugin's description of the parameters it chose, and how long one unlock
+    ///   with them took, in seconds.
+    /// - Throws: `.unsupported` for a plugin that does not calibrate, `.cancelled`, and what
+    ///   ``load(_:search:)`` throws.
     public static func benchmark(plugin id: String, options: [(String, String)] = [], search: KeybayPluginSearch = KeybayPluginSearch(),
                                  interaction: any KeybayInteraction) throws -> (parameters: String, unlockSeconds: Double) {
         let plugin = try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: search)

@@ -5,6 +5,24 @@ import Synchronization
 /// each sees one whole generation of the file, and notices (with one stat) when another
 /// process has replaced it. Writes are read-modify-write under the interprocess lock and are
 /// durable when they return.
+///
+/// Get one from `KeybayStore.open` (or `KeybayStore.initialize`), see ``KeybayStore``. Every failure is a ``KeybayError``; the reads and writes below may also throw
+/// the failures of reading the store file again when another process replaced it
+/// (`.integrity`, `.malformed`, `.io`, `.keyChanged` when that process changed the methods, and
+/// with it the store key: open the store again).
+///
+/// ## Concurrency
+///
+/// `KeybaySession` is `Sendable`: one session may be shared by any number of tasks and threads
+/// and used from them at once. Its state (the open generation of the store) is behind a lock
+/// inside the session; writes are also serialised between processes by the store's lock file.
+/// Every record operation is synchronous and short (it reads or replaces one file; a write waits
+/// for another process's write to finish), never asks for a secret and never calls a method
+/// plugin, so it may be called from async code directly. (One case reaches the root: when
+/// another process gave a platform-only store a new key, by adding and removing a method, the
+/// next call opens the new generation with the root, which for a `secret-service` root on a
+/// locked keyring asks the session's interaction to `confirm`.) After ``close()`` every call
+/// throws `.closed`, in whichever task it runs.
 public final class KeybaySession: Sendable {
     private let lifecycle: StoreLifecycle
     private let file: StoreFile
@@ -19,9 +37,12 @@ public final class KeybaySession: Sendable {
         self.interaction = interaction
     }
 
+    /// The configuration the store was opened with.
     public var configuration: KeybayConfiguration { lifecycle.configuration }
+    /// The store file's path, `<dataHome>/keybay/<applicationID>/` and the store's file name.
     public var storePath: String { lifecycle.storePath }
-    /// The unlock methods: list, add, remove, verify.
+    /// The unlock methods: list, add, remove, verify. They use the interaction the session was
+    /// opened with.
     public var auth: KeybayAuth { KeybayAuth(session: self) }
     /// Whether the open generation is protected by methods (false, too, when the session is
     /// closed or the store can no longer be read: the next operation reports why).
@@ -30,6 +51,11 @@ public final class KeybaySession: Sendable {
     // MARK: Reading
 
     /// The value of `key`, or nil if there is no such record.
+    ///
+    /// - Parameter key: A record key (``KeybayRecordKey``).
+    /// - Returns: The value's bytes, or nil.
+    /// - Throws: `.invalidKey` for a key outside the grammar, `.closed` after ``close()``,
+    ///   `.integrity` when the record fails authentication (the file was changed).
     public func get(_ key: String) throws -> [UInt8]? {
         let keyBytes = try RecordKey.validated(key)
         let snapshot = try freshSnapshot()
@@ -38,6 +64,10 @@ public final class KeybaySession: Sendable {
     }
 
     /// The value of `key` as UTF-8 text, or nil if there is no such record.
+    ///
+    /// - Parameter key: A record key (``KeybayRecordKey``).
+    /// - Throws: What ``get(_:)`` throws, and `.invalidArgument` when the value is not valid
+    ///   UTF-8 (read it with ``get(_:)``).
     public func getString(_ key: String) throws -> String? {
         guard let bytes = try get(key) else { return nil }
         guard let text = String(validating: bytes, as: UTF8.self) else {
@@ -46,17 +76,29 @@ public final class KeybaySession: Sendable {
         return text
     }
 
+    /// Whether a record `key` exists; nothing is decrypted.
+    ///
+    /// - Parameter key: A record key (``KeybayRecordKey``).
+    /// - Throws: `.invalidKey` for a key outside the grammar, `.closed` after ``close()``.
     public func contains(_ key: String) throws -> Bool {
         let keyBytes = try RecordKey.validated(key)
         return try freshSnapshot().index(of: keyBytes) != nil
     }
 
     /// All keys in ascending byte order.
+    ///
+    /// - Throws: `.closed` after ``close()``.
     public func keys() throws -> [String] {
         try freshSnapshot().keyNames
     }
 
-    /// The values of those `keys` that exist, all from one generation of the store.
+    /// The values of those `keys` that exist, all from one generation of the store (a write by
+    /// another task or process lands wholly before or wholly after).
+    ///
+    /// - Parameter keys: Record keys; a key given twice appears once.
+    /// - Returns: The values found, by key; keys without a record are absent.
+    /// - Throws: `.invalidKey` for any key outside the grammar (before anything is read), and
+    ///   what ``get(_:)`` throws.
     public func getMany(_ keys: [String]) throws -> [String: [UInt8]] {
         let keyBytes = try keys.map(RecordKey.validated)
         let snapshot = try freshSnapshot()
@@ -67,6 +109,15 @@ public final class KeybaySession: Sendable {
 
     // MARK: Writing
 
+    /// Stores `value` under `key`, replacing any value it had. The whole store file is replaced
+    /// atomically and durably (written, synced, renamed, read back) before this returns.
+    ///
+    /// - Parameters:
+    ///   - key: A record key (``KeybayRecordKey``).
+    ///   - value: At most ``KeybayRecordKey/maxValueBytes`` bytes.
+    /// - Throws: `.invalidKey`, `.valueTooLarge`, `.storeFull` (4096 records or a 16 MiB file),
+    ///   `.closed`; `.io` when the write failed. An `.io` error with `tookEffect` set means the
+    ///   new file is in place and the session holds it, but it could not be confirmed durable.
     public func set(_ key: String, bytes value: [UInt8]) throws {
         let keyBytes = try RecordKey.validated(key)
         guard value.count <= Suite1.maxValueBytes else {
@@ -81,11 +132,20 @@ public final class KeybaySession: Sendable {
         }
     }
 
+    /// Stores `value` as UTF-8 under `key`; see ``set(_:bytes:)``.
+    ///
+    /// - Parameters:
+    ///   - key: A record key (``KeybayRecordKey``).
+    ///   - value: Text of at most ``KeybayRecordKey/maxValueBytes`` UTF-8 bytes.
+    /// - Throws: What ``set(_:bytes:)`` throws.
     public func set(_ key: String, string value: String) throws {
         try set(key, bytes: Array(value.utf8))
     }
 
     /// Removes `key`; returns false (and writes nothing) if there was no such record.
+    ///
+    /// - Parameter key: A record key (``KeybayRecordKey``).
+    /// - Throws: `.invalidKey`, `.closed`, and the write failures of ``set(_:bytes:)``.
     @discardableResult
     public func delete(_ key: String) throws -> Bool {
         let keyBytes = try RecordKey.validated(key)
@@ -98,7 +158,10 @@ public final class KeybaySession: Sendable {
         return found
     }
 
-    /// Removes every record; the store, its root and its methods stay.
+    /// Removes every record; the store, its root and its methods stay. Writes nothing when
+    /// there is no record.
+    ///
+    /// - Throws: `.closed`, and the write failures of ``set(_:bytes:)``.
     public func clearAll() throws {
         try write { snapshot in snapshot.entries.isEmpty ? nil : [] }
     }
@@ -113,6 +176,15 @@ public final class KeybaySession: Sendable {
     /// location when it could not be removed (the store has moved all the same). A move that took
     /// effect but could not be confirmed durable throws `.io` with `tookEffect` (the old root is
     /// kept then; `status` lists it under `leftoverRoots`).
+    ///
+    /// The new root is created with the session's interaction (a `secret-service` root may ask
+    /// ``KeybayInteraction/confirm(_:)``).
+    /// - Parameters:
+    ///   - rootPlugin: The root plugin to move to, or ``KeybayConfiguration/automaticRoot``.
+    ///   - options: The new root's creation options; a root that takes none refuses any.
+    /// - Returns: The root the store is on now, and where the old one was left if it stayed.
+    /// - Throws: `.invalidArgument` for an unknown option, `.pluginNotFound` and the root's
+    ///   own failures, `.closed`; `.io` with `tookEffect` as above.
     @discardableResult
     public func moveRoot(to rootPlugin: String, options: [String: String] = [:]) throws -> KeybayRootMove {
         defer { close() }
@@ -121,6 +193,8 @@ public final class KeybaySession: Sendable {
     }
 
     /// Ends the session; later calls throw `.closed`. Keys held in guarded memory are freed.
+    /// Idempotent; safe to call while other tasks use the session (their next call throws
+    /// `.closed`).
     public func close() {
         current.withLock { $0 = nil }
     }

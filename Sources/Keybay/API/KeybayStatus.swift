@@ -1,5 +1,6 @@
 /// What is on disk for one application, found without creating, unlocking or repairing anything.
 public struct KeybayStatus: Sendable, Equatable {
+    /// What exists for the application; the raw value is how `keybay-methods status` names it.
     public enum State: String, Sendable {
         /// Neither a store nor a root: `open()` will create both.
         case absent
@@ -13,7 +14,9 @@ public struct KeybayStatus: Sendable, Equatable {
         case storeOnly = "store-only"
     }
 
+    /// What exists.
     public let state: State
+    /// The store file's path (``KeybayConfiguration/storePath``), whether or not it exists.
     public let storePath: String
     /// The root the store on disk was created with (its bootstrap names it); with no store, the
     /// root a new one would get.
@@ -30,6 +33,7 @@ public struct KeybayStatus: Sendable, Equatable {
 
     /// A root the store does not use.
     public struct LeftoverRoot: Sendable, Equatable {
+        /// The root plugin's id.
         public let plugin: String
         /// Where it keeps its key.
         public let location: String

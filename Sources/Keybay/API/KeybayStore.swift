@@ -6,6 +6,20 @@ import CKeybayPlugin
 /// which do the same work on a thread of their own, so that a waiting plugin never holds one of
 /// Swift's cooperative threads; cancelling their task cancels the ceremony (`.cancelled`).
 /// Record operations on the session are synchronous and never prompt.
+///
+/// Every failure is a ``KeybayError``. The `interaction` each entry point takes is who the
+/// plugins it runs may ask (``KeybayInteraction``); the default, ``NonInteractive``, asks
+/// nobody, so anything that needs the user throws `.interactionRequired`. The session an
+/// `open` or `initialize` returns keeps that interaction for its ``KeybaySession/auth``
+/// operations and its root.
+///
+/// ## Concurrency
+///
+/// All entry points may be called from any thread or task at once; two processes, or two
+/// sessions of one process, opening the same store each get a session, and their writes are
+/// serialised by the store's lock file. Call the `async` forms from async code: the
+/// synchronous ones block their thread while a plugin waits for the user, and a plugin runs
+/// one call at a time, so a second call needing the same plugin waits for the first.
 public enum KeybayStore {
     /// Opens the application's store. With nothing on disk and `createIfAbsent`, creates the
     /// platform root and an empty store, verifies it and opens it. Any other state is never
@@ -16,6 +30,21 @@ public enum KeybayStore {
     /// `auth.list()`): its plugin runs its ceremony through `interaction`. Without `method` such
     /// a store throws `.authenticationRequired`; with `method` a platform-only store throws
     /// `.protectionMismatch`, and nothing at all is `.storeNotFound` (nothing is created).
+    ///
+    /// This form runs on the calling thread and blocks it while the method's plugin involves
+    /// the user (a passphrase prompt, a wait for a touch).
+    /// - Parameters:
+    ///   - configuration: Which application's store, and where.
+    ///   - method: The id of the enrolled method to unlock with; nil for a platform-only store.
+    ///   - createIfAbsent: Create root and store when neither exists (ignored with `method`).
+    ///   - interaction: Who the method's plugin and the root may ask; kept by the session.
+    /// - Returns: An open session.
+    /// - Throws: `.authenticationRequired`, `.protectionMismatch`, `.storeNotFound`,
+    ///   `.stateConflict`, `.platformKeyInvalidated` as above; `.invalidArgument` for a
+    ///   malformed method id; `.methodNotFound`; the ceremony's failures (`.wrongSecret`,
+    ///   `.cancelled`, `.interactionRequired`, `.timedOut`, `.locked`, `.methodUnavailable`,
+    ///   `.pinRequired`); `.pluginNotFound`, `.pluginRefused`; `.rootUnavailable`,
+    ///   `.rolledBack`; `.integrity`, `.malformed`, `.unsupported`, `.insecurePermissions`, `.io`.
     public static func open(_ configuration: KeybayConfiguration, method: String? = nil, createIfAbsent: Bool = true,
                             interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
         try openStore(configuration, unlock: unlock(configuration, method: method, ceremony: interaction),
@@ -23,6 +52,18 @@ public enum KeybayStore {
     }
 
     /// `open`, from async code.
+    ///
+    /// The same work as the synchronous form, on a thread of its own: a plugin waiting for the
+    /// user holds none of Swift's cooperative threads. Cancelling the calling task cancels the
+    /// ceremony (the plugin sees ``KeybayInteraction/isCancelled``, a question not yet asked is
+    /// not asked) and the call throws `.cancelled`.
+    /// - Parameters:
+    ///   - configuration: Which application's store, and where.
+    ///   - method: The id of the enrolled method to unlock with; nil for a platform-only store.
+    ///   - createIfAbsent: Create root and store when neither exists (ignored with `method`).
+    ///   - interaction: Who the method's plugin and the root may ask; kept by the session.
+    /// - Returns: An open session.
+    /// - Throws: What the synchronous form throws, and `.cancelled` when the task is cancelled.
     public static func open(_ configuration: KeybayConfiguration, method: String? = nil, createIfAbsent: Bool = true,
                             interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
         try await CeremonyThread.run(interaction) { ceremony in
@@ -35,6 +76,16 @@ public enum KeybayStore {
     /// `open(_:)` does (created when there is nothing and `createIfAbsent`), a protected one with
     /// the method whose id `choose` returns. `choose` is called only for a protected store, with
     /// its methods as `status().methods` lists them; it may ask the user.
+    ///
+    /// - Parameters:
+    ///   - configuration: Which application's store, and where.
+    ///   - choose: Given the enrolled methods (at least one), returns the id of one of them;
+    ///     what it throws is rethrown.
+    ///   - createIfAbsent: Create root and store when neither exists.
+    ///   - interaction: Who the chosen method's plugin and the root may ask; kept by the session.
+    /// - Returns: An open session.
+    /// - Throws: What `open(_:method:createIfAbsent:interaction:)` throws, save
+    ///   `.authenticationRequired` and `.protectionMismatch`.
     public static func open(_ configuration: KeybayConfiguration, choosingMethod choose: @escaping ([KeybayMethod]) throws -> String,
                             createIfAbsent: Bool = true, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
         try openStore(configuration, unlock: unlock(configuration, choosing: choose, ceremony: interaction),
@@ -42,6 +93,16 @@ public enum KeybayStore {
     }
 
     /// `open(_:choosingMethod:)`, from async code (`choose` runs on the ceremony's thread).
+    ///
+    /// Cancelling the calling task cancels the ceremony; the call then throws `.cancelled`.
+    /// - Parameters:
+    ///   - configuration: Which application's store, and where.
+    ///   - choose: Given the enrolled methods, returns the id of one of them; it runs on
+    ///     Keybay's thread, not the caller's, hence `@Sendable`.
+    ///   - createIfAbsent: Create root and store when neither exists.
+    ///   - interaction: Who the chosen method's plugin and the root may ask; kept by the session.
+    /// - Returns: An open session.
+    /// - Throws: What the synchronous form throws, and `.cancelled` when the task is cancelled.
     public static func open(_ configuration: KeybayConfiguration, choosingMethod choose: @escaping @Sendable ([KeybayMethod]) throws -> String,
                             createIfAbsent: Bool = true, interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
         try await CeremonyThread.run(interaction) { ceremony in
@@ -80,11 +141,27 @@ public enum KeybayStore {
     }
 
     /// Creates a new store; fails with `.alreadyInitialized` or `.stateConflict` if anything exists.
+    ///
+    /// The root is ``KeybayConfiguration/rootPlugin`` (with its `rootOptions`). Unlike `open`,
+    /// this never opens an existing store.
+    /// - Parameters:
+    ///   - configuration: Which application's store, and where.
+    ///   - interaction: Who the root may ask; kept by the session.
+    /// - Returns: A session on the new, empty, platform-only store.
+    /// - Throws: `.alreadyInitialized`, `.stateConflict`; `.invalidArgument` for root options
+    ///   the root does not take; `.pluginNotFound`, `.rootUnavailable` and the root's failures;
+    ///   `.insecurePermissions`, `.io`.
     public static func initialize(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
         try initializeStore(configuration, interaction: interaction)
     }
 
-    /// `initialize`, from async code.
+    /// `initialize`, from async code: the same work on a thread of its own.
+    ///
+    /// - Parameters:
+    ///   - configuration: Which application's store, and where.
+    ///   - interaction: Who the root may ask; kept by the session.
+    /// - Returns: A session on the new, empty, platform-only store.
+    /// - Throws: What the synchronous form throws.
     public static func initialize(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
         try await CeremonyThread.run(interaction) { _ in try initializeStore(configuration, interaction: interaction) }
     }
@@ -101,13 +178,37 @@ public enum KeybayStore {
     /// ceremony runs before anything is created, so a failed or cancelled one leaves nothing on
     /// disk; then the store and its method are written in one write. Fails with
     /// `.alreadyInitialized` or `.stateConflict` if anything exists.
+    ///
+    /// This form blocks the calling thread during the ceremony.
+    /// - Parameters:
+    ///   - configuration: Which application's store, and where.
+    ///   - plugin: The method plugin's id, e.g. `passphrase`.
+    ///   - options: The plugin's enrollment options in order, each name at most once.
+    ///   - label: The method's label (``KeybayMethod/isValidLabel(_:)``); the plugin id if nil.
+    ///   - interaction: Who the plugin and the root may ask (a shown secret goes to its
+    ///     ``KeybayInteraction/showSecret(_:)``); kept by the session.
+    /// - Returns: A session on the new protected store.
+    /// - Throws: `.alreadyInitialized`, `.stateConflict`; `.invalidArgument` for a label, an
+    ///   option given twice or refused; `.methodUnavailable` when the plugin cannot work here;
+    ///   the ceremony's failures; what `showSecret` throws (nothing is created then); the
+    ///   failures of `initialize(_:interaction:)`.
     public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
                                   label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
         try KeybayAuth.showAndCommit(try prepare(configuration, enrolling: plugin, options: options, label: label, interaction: interaction),
                                      to: interaction).session
     }
 
-    /// `initialize(_:enrolling:)`, from async code.
+    /// `initialize(_:enrolling:)`, from async code: the ceremony runs on a thread of its own,
+    /// and cancelling the calling task cancels it (nothing is written; `.cancelled`).
+    ///
+    /// - Parameters:
+    ///   - configuration: Which application's store, and where.
+    ///   - plugin: The method plugin's id, e.g. `passphrase`.
+    ///   - options: The plugin's enrollment options in order, each name at most once.
+    ///   - label: The method's label; the plugin id if nil.
+    ///   - interaction: Who the plugin and the root may ask; kept by the session.
+    /// - Returns: A session on the new protected store.
+    /// - Throws: What the synchronous form throws, and `.cancelled` when the task is cancelled.
     public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
                                   label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
         try await CeremonyThread.run(interaction) { ceremony in
@@ -121,6 +222,15 @@ public enum KeybayStore {
     /// this method as its first (and returns its session); `takeBack()` after that removes the
     /// store again. A secret the plugin shows is in `shownSecret`.
     ///
+    /// Blocks the calling thread during the ceremony.
+    /// - Parameters:
+    ///   - configuration: Which application's store, and where.
+    ///   - pluginID: The method plugin's id, e.g. `recovery`.
+    ///   - options: The plugin's enrollment options in order, each name at most once.
+    ///   - label: The method's label; the plugin id if nil.
+    ///   - interaction: Who the plugin and the root may ask; kept by the new store's session.
+    /// - Returns: The enrollment, to ``PreparedEnrollment/commit()`` or
+    ///   ``PreparedEnrollment/discard()``.
     /// - Throws: `.alreadyInitialized` (a store exists), `.stateConflict` (a partial state: run
     ///   `reset`), and what `KeybayAuth.prepare(plugin:)` throws.
     public static func prepare(_ configuration: KeybayConfiguration, enrolling pluginID: String, options: [(String, String)] = [],
@@ -149,7 +259,17 @@ public enum KeybayStore {
         return PreparedEnrollment(step: .create(configuration, interaction: interaction, first: enrollment.first()), shownSecret: capture.secret)
     }
 
-    /// `prepare(_:enrolling:)`, from async code.
+    /// `prepare(_:enrolling:)`, from async code: the ceremony runs on a thread of its own, and
+    /// cancelling the calling task cancels it (`.cancelled`).
+    ///
+    /// - Parameters:
+    ///   - configuration: Which application's store, and where.
+    ///   - pluginID: The method plugin's id.
+    ///   - options: The plugin's enrollment options in order, each name at most once.
+    ///   - label: The method's label; the plugin id if nil.
+    ///   - interaction: Who the plugin and the root may ask; kept by the new store's session.
+    /// - Returns: The enrollment, not stored.
+    /// - Throws: What the synchronous form throws, and `.cancelled` when the task is cancelled.
     public static func prepare(_ configuration: KeybayConfiguration, enrolling pluginID: String, options: [(String, String)] = [],
                                label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) async throws -> PreparedEnrollment {
         try await CeremonyThread.run(interaction) { ceremony in
@@ -160,6 +280,16 @@ public enum KeybayStore {
     /// Moves the existing store to the root `rootPlugin` (a plugin id or `auto`), see
     /// `KeybaySession.moveRoot(to:)`; a protected store opens with `method` first, as for any
     /// change of its key. Returns the new root, and the old root's location if it could not be removed.
+    ///
+    /// Synchronous: it blocks while a method's ceremony or the roots involve the user.
+    /// - Parameters:
+    ///   - configuration: Which application's store; it must exist (nothing is created).
+    ///   - rootPlugin: The root plugin to move to, or ``KeybayConfiguration/automaticRoot``.
+    ///   - options: The new root's creation options.
+    ///   - method: For a protected store, the method to open it with.
+    ///   - interaction: Who the method's plugin and both roots may ask.
+    /// - Returns: The root the store is on now, and where the old one was left if it stayed.
+    /// - Throws: What `open` and ``KeybaySession/moveRoot(to:options:)`` throw.
     @discardableResult
     public static func moveRoot(_ configuration: KeybayConfiguration, to rootPlugin: String, options: [String: String] = [:],
                                 method: String? = nil, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybayRootMove {
@@ -167,6 +297,15 @@ public enum KeybayStore {
     }
 
     /// What is on disk, without creating or unlocking anything.
+    ///
+    /// It loads the root plugin and asks it whether its key exists, with no interaction: a root
+    /// that needs the user first (a locked `secret-service` keyring) makes it throw
+    /// `.interactionRequired` rather than report a state. No method plugin is loaded.
+    /// - Parameter configuration: Which application's store, and where.
+    /// - Returns: The state, paths, root and enrolled methods.
+    /// - Throws: `.interactionRequired` as above; `.pluginNotFound`, `.rootUnavailable` and the
+    ///   root's failures; `.malformed`, `.unsupported` for a store file it cannot read;
+    ///   `.insecurePermissions`, `.io`.
     public static func status(_ configuration: KeybayConfiguration) throws -> KeybayStatus {
         try StoreLifecycle(configuration).status()
     }
@@ -174,6 +313,11 @@ public enum KeybayStore {
     /// `status`, with each enrolled method's one-line description from its plugin ("Argon2id
     /// v1.3, 256 MiB, t=3, p=4"). Unlike `status` this loads each method's plugin (no probe, no
     /// ceremony, no credential needed).
+    ///
+    /// - Parameter configuration: Which application's store, and where.
+    /// - Returns: The status, and each method with its description or why there is none (a
+    ///   plugin that is missing or fails does not fail the call).
+    /// - Throws: What ``status(_:)`` throws.
     public static func describeMethods(_ configuration: KeybayConfiguration) throws -> (status: KeybayStatus, methods: [KeybayMethodDescription]) {
         try StoreLifecycle(configuration).describeMethods()
     }
@@ -181,6 +325,14 @@ public enum KeybayStore {
     /// Removes the store and its platform root (keeps the lock file). Explicit, idempotent,
     /// needs no credential; every record is lost. `interaction` is who the root may ask (a locked
     /// keyring's item can only be deleted once it is unlocked).
+    ///
+    /// Do not use a session of the store afterwards. Safe to call when nothing exists.
+    /// - Parameters:
+    ///   - configuration: Which application's store, and where.
+    ///   - interaction: Who the root may ask (``KeybayInteraction/confirm(_:)`` for a locked
+    ///     keyring); with the default, a locked keyring throws `.interactionRequired` and
+    ///     nothing is removed.
+    /// - Throws: `.interactionRequired`, the root's failures, `.insecurePermissions`, `.io`.
     public static func reset(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive()) throws {
         try StoreLifecycle(configuration, interaction: interaction, forReset: true).reset()
     }

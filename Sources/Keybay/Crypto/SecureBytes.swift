@@ -4,6 +4,7 @@ import CSodium
 /// read-only after they are filled and wiped when freed. Immutable after `init`, hence Sendable.
 public final class SecureBytes: @unchecked Sendable {
     private let pointer: UnsafeMutableRawPointer
+    /// The number of bytes (at least 1).
     public let count: Int
 
     /// Allocates `count` bytes and lets `fill` write them once; on a throw the memory is wiped and freed.
@@ -37,6 +38,11 @@ public final class SecureBytes: @unchecked Sendable {
         }
     }
 
+    /// Lends the bytes, read-only, for the duration of `body`; do not copy them out.
+    ///
+    /// - Parameter body: Reads the bytes; the pointer is valid only inside it.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(UnsafeRawBufferPointer(start: pointer, count: count))
     }

@@ -8,11 +8,25 @@ import Glibc
 ///    installed elsewhere),
 /// 4. the executable's own directory (development builds: `.build/debug`).
 /// With external plugins switched off only 3 and 4 are searched.
+///
+/// A plugin file, and the directory it is loaded from, must belong to this user or root and be
+/// writable by neither group nor others, or the plugin is refused (`.pluginRefused`).
 public struct KeybayPluginSearch: Sendable, Equatable {
+    /// The host's own directories, searched first (absolute paths; a relative one is
+    /// `.invalidArgument` when searched).
     public var directories: [String]
+    /// A colon-separated list of absolute directories, searched next (`KEYBAY_PLUGIN_PATH` by
+    /// default); nil or empty for none.
     public var environmentPath: String?
+    /// Whether `directories` and `environmentPath` are searched at all; false limits the search
+    /// to the installation.
     public var allowExternal: Bool
 
+    /// - Parameters:
+    ///   - directories: The host's own directories, searched first.
+    ///   - environmentPath: Colon-separated directories searched next; defaults to
+    ///     `$KEYBAY_PLUGIN_PATH`, read when this default is evaluated.
+    ///   - allowExternal: False to search the installation only.
     public init(directories: [String] = [], environmentPath: String? = getenv("KEYBAY_PLUGIN_PATH").map { String(cString: $0) },
                 allowExternal: Bool = true) {
         self.directories = directories
@@ -77,6 +91,7 @@ public struct KeybayPluginSearch: Sendable, Equatable {
         }
     }
 
+    /// The file a plugin with `id` is loaded from: `libkeybay-<id>.so`.
     public static func fileName(for id: String) -> String { "libkeybay-\(id).so" }
 
     /// The id in a `libkeybay-<id>.so` file name (not yet checked with isValidPluginID), or nil.
