@@ -3,51 +3,84 @@ import Glibc
 /// The one error type Keybay throws. `code` is stable (scripts and hosts match on it);
 /// `message` names the cause and, where there is one, the file, never a secret or a value.
 public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What kind of failure it is: stable names (the raw values) that scripts and hosts match on;
+    /// the CLI prints them in brackets and maps them to its exit codes.
     public enum Code: String, Sendable, CaseIterable {
         // Caller input (CLI exit 2).
+        /// Something the caller passed in is refused: an id, a label, an option, a path.
         case invalidArgument = "invalid-argument"
+        /// A record key outside 1–120 bytes of `[A-Za-z0-9._-]` segments joined by `/`.
         case invalidKey = "invalid-key"
+        /// A record value over the format's limit (1 MiB).
         case valueTooLarge = "value-too-large"
+        /// The store would pass its size limit, or has reached its last epoch.
         case storeFull = "store-full"
         // State of the store and its root (CLI exit 1).
+        /// There is no store (and nothing was created): `path` names where it was looked for.
         case storeNotFound = "store-not-found"
+        /// `initialize` found a store already there; nothing is created over it.
         case alreadyInitialized = "already-initialized"
+        /// A partial state (a root without its store), or the store's methods changed under a
+        /// prepared change: only `reset` (or preparing again) gets out.
         case stateConflict = "state-conflict"
+        /// The store's root is gone or is another one: the store cannot be opened.
         case platformKeyInvalidated = "platform-key-invalidated"
         /// The root cannot be reached (no device, no permission to it, no service on the bus).
         case rootUnavailable = "root-unavailable"
         /// The store is older than its root's rollback floor: an older copy was put back.
         case rolledBack = "rolled-back"
+        /// A method was named for a store that has none (it is platform-only).
         case protectionMismatch = "protection-mismatch"
+        /// The store is protected and no method was named: open it with one of its methods.
         case authenticationRequired = "authentication-required"
         /// Another process added or removed a method (a new store key) since this session
         /// unlocked the store: open it again.
         case keyChanged = "key-changed"
         // The bytes on disk (CLI exit 1).
+        /// The bytes on disk are not a valid file of their kind (or a plugin's parameters are not).
         case malformed = "malformed"
+        /// The bytes on disk failed authentication: the file was changed.
         case integrity = "integrity"
+        /// A file of a later version, or a request a plugin does not support.
         case unsupported = "unsupported"
         // The file system (CLI exit 1).
+        /// A file or directory is open to others, owned by someone else, or a symbolic link; it is
+        /// left as it is for the user to fix.
         case insecurePermissions = "insecure-permissions"
+        /// A system call failed (`underlying` has its errno). With `tookEffect`, the change it
+        /// reports was made all the same.
         case io = "io"
         // Unlock methods and plugins (CLI exit 1 unless noted).
+        /// The store has no method with that id (`methodID`).
         case methodNotFound = "method-not-found"
+        /// The method's secret did not open the store (`methodID`, `pluginID`).
         case wrongSecret = "wrong-secret"
+        /// The method's device or credential is locked (too many wrong tries).
         case locked = "locked"
+        /// The user or the calling task cancelled; nothing was written.
         case cancelled = "cancelled"
+        /// The method waited too long (for a touch, a device).
         case timedOut = "timed-out"
+        /// The method cannot work here (no device, a library missing): its probe said so.
         case methodUnavailable = "method-unavailable"
+        /// The method's device needs a PIN that was not given.
         case pinRequired = "pin-required"
         /// A secret or confirmation is needed but the host cannot ask (CLI exit 4).
         case interactionRequired = "interaction-required"
+        /// No plugin file with that id on the search path (`pluginID`).
         case pluginNotFound = "plugin-not-found"
+        /// A plugin file was found but refused (its permissions, ABI, id or kind); `path` names it.
         case pluginRefused = "plugin-refused"
+        /// A plugin broke its contract or failed in a way it did not name.
         case pluginFailed = "plugin-failed"
         // A session used after close (exit 1).
+        /// The session (or the prepared enrollment) was closed or discarded before this call.
         case closed = "closed"
     }
 
+    /// The stable kind of failure.
     public let code: Code
+    /// One line for people: the cause and, where there is one, the file; never a secret or a value.
     public let message: String
     /// True when the change that failed took effect all the same: the new store file was
     /// renamed into place (it is the store now, and what it holds opens), but what came after
@@ -68,10 +101,14 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// The cause below Keybay: a system call's `errno`, or a plugin's `keybay_status`.
     public enum Underlying: Sendable, Equatable {
+        /// The `errno` a system call set.
         case errno(Int32)
+        /// The `keybay_status` a plugin returned (docs/plugins.md lists them).
         case pluginStatus(Int32)
     }
 
+    /// An error of `code` saying `message`, with no fields set (a host's own interaction, for
+    /// example, throws these).
     public init(_ code: Code, _ message: String) {
         self.init(code, message, tookEffect: false)
     }
@@ -93,6 +130,7 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
         return e
     }
 
+    /// The message followed by the code in brackets, as the CLI prints it.
     public var description: String { "\(message) [\(code.rawValue)]" }
 
     /// True for failures caused by what the caller passed in, not by the store.
