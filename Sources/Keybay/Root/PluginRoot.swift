@@ -72,14 +72,18 @@ struct PluginRoot: RootProvider {
         }
     }
 
+    /// Creates the root: with `root_create_with_options` when there are options or the root has
+    /// no `root_create` (then with no options: NULL, 0).
     func create(options: [String: String]) throws -> [UInt8] {
         var state = keybay_buffer()
-        if options.isEmpty {
+        try checkOptionNames(options)
+        if options.isEmpty, plugin.descriptor.pointee.root_create != nil {
             try call("could not create its root") { d, h, c in d.pointee.root_create(h, c, &state) }
         } else {
-            try checkOptionNames(options)
             try plugin.withOptions(options.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }) { list, count in
-                try call("could not create its root") { d, h, c in d.pointee.root_create_with_options(h, c, list, count, &state) }
+                try call("could not create its root") { d, h, c in
+                    d.pointee.root_create_with_options(h, c, count == 0 ? nil : list, count, &state)
+                }
             }
         }
         let own = try plugin.take(&state, limit: Suite1.maxProviderStateBytes, what: "provider state")
