@@ -6,7 +6,7 @@ import CKeybayPlugin
 
 /// The version-1 ABI as tidied: a root may offer only the newer forms of its operations, the
 /// count of fields added within version 1 is one constant, the header's attributes hold, the
-/// header names no CLI.
+/// header names no CLI, and root options are ordered with no name given twice.
 @Suite struct RootABITests {
     /// A root (`test-newer-root`) that offers only the newer forms: root_create_with_options,
     /// root_open_with_floor, root_location_with_host; root_create, root_open and root_location
@@ -113,6 +113,49 @@ import CKeybayPlugin
         #expect(d.root_open == nil && d.root_open_with_floor != nil && d.root_location == nil && d.root_location_with_host != nil)
         #expect((d.root_create == nil) == dropped.contains("root_create"))
         #expect(d.root_create != nil || d.root_create_with_options != nil)
+    }
+
+    /// Root options reach the root in the order given, not sorted, not merged.
+    @Test func rootOptionsReachTheRootInTheOrderGiven() throws {
+        let box = Sandbox()
+        let env = try Self.newerRootEnvironment(box)
+        let r = try run(cliPath, ["init", "--opt", "b=2", "--opt", "a=1"], environment: env)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(Self.optionsLog(box) == "create b=2 a=1\n")
+        var one = try box.configuration(), other = try box.configuration()
+        one.rootOptions = [("b", "2"), ("a", "1")]
+        other.rootOptions = [("a", "1"), ("b", "2")]
+        #expect(one != other && one.rootOptions.map(\.0) == ["b", "a"])
+    }
+
+    /// A root option given twice is invalid-argument (exit 2) before anything is made: no
+    /// directory, no root, the root never asked; at a move, the store stays where it is. (The
+    /// CLI's parser refuses an `--opt` name given twice already; the library refuses it too.)
+    @Test func aRootOptionGivenTwiceIsRefusedBeforeAnythingIsMade() throws {
+        let box = Sandbox()
+        let env = try Self.newerRootEnvironment(box)
+        let r = try run(cliPath, ["init", "--opt", "a=1", "--opt", "a=2"], environment: env)
+        #expect(r.status == 2, "\(r.stderr)")
+        #expect(Self.optionsLog(box) == nil)
+        #expect(!exists(box.dataHome + "/keybay") && !exists(box.stateHome + "/keybay"), "a refused init left directories")
+        // The library: the same refusal, by code.
+        var config = try box.configuration()
+        config.rootPlugin = "tpm2"
+        config.rootOptions = [("pcrs", "7"), ("pcrs", "0")]
+        #expect(keybayCode { try KeybayStore.initialize(config).close() } == .invalidArgument)
+        #expect(!exists(box.dataHome + "/keybay") && !exists(box.stateHome + "/keybay"), "a refused initialize left directories")
+        // A move to the root with an option given twice leaves the store on file-root, its root in place.
+        #expect(try box.cli("set", "k", "v").status == 0)
+        let root = readBytes(box.rootPath)
+        let moved = try run(cliPath, ["root", "move", "test-newer-root", "--opt", "b=1", "--opt", "b=1"], environment: env)
+        #expect(moved.status == 2, "\(moved.stderr)")
+        #expect(Self.optionsLog(box) == nil && readBytes(box.rootPath) == root)
+        var onFileRoot = try box.configuration()
+        onFileRoot.rootPlugin = "file-root"
+        #expect(keybayCode { try KeybayStore.moveRoot(onFileRoot, to: "tpm2", options: [("pcrs", "7"), ("pcrs", "7")]) } == .invalidArgument)
+        #expect(readBytes(box.rootPath) == root && !exists(box.stateHome + "/keybay/" + box.app + "/tpm2-root.sealed"))
+        let status = try box.cli("status", "--json"), got = try box.cli("get", "k")
+        #expect(status.out.contains("\"rootPlugin\":\"file-root\"") && got.out == "v", "\(status.out) \(got.stderr)")
     }
 
     /// The smallest descriptor the host accepts is the first version-1 header's, which ends

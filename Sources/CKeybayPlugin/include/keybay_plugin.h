@@ -124,8 +124,8 @@ typedef struct keybay_buffer {
     size_t length;
 } keybay_buffer;
 
-/* An option as the user gave it (name and value), to enroll or to root_create_with_options.
-   UTF-8, NUL-terminated. */
+/* An option as the user gave it (name and value), to enroll or to root_create_with_options: in
+   the order given, each name at most once. UTF-8, NUL-terminated. */
 typedef struct keybay_option {
     const char *name;
     const char *value;
@@ -294,7 +294,8 @@ typedef struct keybay_plugin {
                                       const uint8_t *provider_state, size_t provider_state_length,
                                       uint64_t epoch) KEYBAY_NONNULL(1, 2) KEYBAY_WARN_UNUSED_RESULT;
     /* root_create with the options the user gave for the new root ("pcrs" = "7"), which the
-       plugin lists in `options`. The host calls it instead of root_create when options are given,
+       plugin lists in `options`: in the order given, no name twice (the host refuses a name given
+       twice before calling). The host calls it instead of root_create when options are given,
        and when root_create is NULL (with no options: `options` NULL, `option_count` 0); a root
        without it takes none. INVALID_OPTION for an option it does not know. */
     keybay_status (*root_create_with_options)(const keybay_host *host, const keybay_root_context *context,

@@ -153,7 +153,7 @@ public enum KeybayStore {
     /// `KeybaySession.moveRoot(to:)`; a protected store opens with `method` first, as for any
     /// change of its key. Returns the new root, and the old root's location if it could not be removed.
     @discardableResult
-    public static func moveRoot(_ configuration: KeybayConfiguration, to rootPlugin: String, options: [String: String] = [:],
+    public static func moveRoot(_ configuration: KeybayConfiguration, to rootPlugin: String, options: [(String, String)] = [],
                                 method: String? = nil, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybayRootMove {
         try open(configuration, method: method, createIfAbsent: false, interaction: interaction).moveRoot(to: rootPlugin, options: options)
     }

@@ -141,10 +141,10 @@ public enum KeybayPluginCheck {
         }
         do {
             results.check("exists is false before create", try !root.exists(), "root_exists said 1 in an empty state directory \(home)")
-            let state = try root.create(options: [:])
+            let state = try root.create(options: [])
             results.check("create returns a provider state of 1 to 64 bytes", !state.isEmpty && state.count <= 64, "returned \(state.count) bytes")
             results.check("exists is true after create", try root.exists(), "root_exists said 0 after root_create succeeded")
-            expect("create never overwrites (ROOT_EXISTS)", .stateConflict) { _ = try root.create(options: [:]) }
+            expect("create never overwrites (ROOT_EXISTS)", .stateConflict) { _ = try root.create(options: []) }
             let secret = SecureBytes(copying: Array("a 57-byte package would go here, any length is fine....".utf8))
             let aad = Array("aad".utf8)
             let sealed = try root.seal(secret, aad: aad, providerState: state)
