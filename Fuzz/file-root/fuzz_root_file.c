@@ -4,7 +4,7 @@
  * with coverage and AddressSanitizer). Each input is written as the root file
  * <state>/keybay/<app>/file-root.key; then, with the provider state computed here from the
  * input as docs/format.md gives it (SHA-256(label | 0x00 | domain | root)), root_seal and
- * root_open must agree with the file's format:
+ * root_open_with_floor must agree with the file's format:
  *   - a well-formed file ("KBFR", version 1 in 38 bytes, or version 2 with its rollback floor in
  *     46) seals, opens what it sealed (root_open_with_floor reporting the file's floor: 0 for
  *     version 1), and refuses what was sealed under another AAD;
@@ -59,7 +59,7 @@ static void setup(void) {
     void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     expect(handle != NULL, dlerror());
     keybay_plugin_entry_fn entry = (keybay_plugin_entry_fn)dlsym(handle, KEYBAY_PLUGIN_ENTRY_SYMBOL);
-    expect(entry != NULL && (plugin = entry()) != NULL && plugin->root_seal && plugin->root_open && plugin->root_open_with_floor,
+    expect(entry != NULL && (plugin = entry()) != NULL && plugin->root_seal && plugin->root_open_with_floor,
            "no file-root plugin");
     expect(sodium_init() >= 0, "libsodium");
     snprintf(state_home, sizeof state_home, "/tmp/keybay-fuzz-file-root-XXXXXX");
@@ -111,22 +111,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (well_formed) {
         expect(s == KEYBAY_OK, "a well-formed root file did not seal");
         keybay_buffer opened = {0};
-        s = plugin->root_open(&host, &context, state, sizeof state, sealed.data, sealed.length, aad, sizeof aad, &opened);
-        expect(s == KEYBAY_OK && opened.length == sizeof plaintext && memcmp(opened.data, plaintext, sizeof plaintext) == 0,
-               "what was sealed did not open to itself");
-        plugin->free_buffer(&opened);
         uint64_t floor = UINT64_MAX;
         s = plugin->root_open_with_floor(&host, &context, state, sizeof state, sealed.data, sealed.length, aad, sizeof aad, &opened, &floor);
-        expect(s == KEYBAY_OK && floor == file_floor, "root_open_with_floor did not report the file's floor");
+        expect(s == KEYBAY_OK && opened.length == sizeof plaintext && memcmp(opened.data, plaintext, sizeof plaintext) == 0,
+               "what was sealed did not open to itself");
+        expect(floor == file_floor, "root_open_with_floor did not report the file's floor");
         plugin->free_buffer(&opened);
-        s = plugin->root_open(&host, &context, state, sizeof state, sealed.data, sealed.length, other_aad, sizeof other_aad, &opened);
+        s = plugin->root_open_with_floor(&host, &context, state, sizeof state, sealed.data, sealed.length, other_aad, sizeof other_aad,
+                                         &opened, &floor);
         expect(s == KEYBAY_ERR_INTEGRITY && opened.data == NULL, "a package opened under another AAD");
         plugin->free_buffer(&sealed);
     } else {
         expect(s == KEYBAY_ERR_ROOT_MISMATCH && sealed.data == NULL, "a malformed root file was not ROOT_MISMATCH");
     }
     keybay_buffer opened = {0};
-    s = plugin->root_open(&host, &context, state, sizeof state, data, size, aad, sizeof aad, &opened);
+    uint64_t floor;
+    s = plugin->root_open_with_floor(&host, &context, state, sizeof state, data, size, aad, sizeof aad, &opened, &floor);
     expect(s != KEYBAY_OK && opened.data == NULL, "the input opened as a sealed package");
     return 0;
 }

@@ -13,6 +13,6 @@
 
 static const keybay_plugin f2_plugin = KEYBAY_FIDO2_DESCRIPTOR("fido2", "FIDO2 security key (hmac-secret)");
 
-__attribute__((visibility("default"))) const keybay_plugin *keybay_plugin_entry_v1(void) {
+KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
     return &f2_plugin;
 }

@@ -706,6 +706,6 @@ static const keybay_plugin pp_plugin = {
     .describe_with_host = pp_describe,
 };
 
-__attribute__((visibility("default"))) const keybay_plugin *keybay_plugin_entry_v1(void) {
+KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
     return &pp_plugin;
 }

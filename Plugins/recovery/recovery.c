@@ -397,6 +397,6 @@ static const keybay_plugin rk_plugin = {
     .describe_with_host = rk_describe,
 };
 
-__attribute__((visibility("default"))) const keybay_plugin *keybay_plugin_entry_v1(void) {
+KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
     return &rk_plugin;
 }

@@ -600,14 +600,6 @@ static keybay_status root_open_with_floor(const keybay_host *host, const keybay_
     return KEYBAY_OK;
 }
 
-static keybay_status root_open(const keybay_host *host, const keybay_root_context *c,
-                               const uint8_t *state, size_t state_length,
-                               const uint8_t *sealed, size_t sealed_length,
-                               const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out) {
-    uint64_t floor = 0;
-    return root_open_with_floor(host, c, state, state_length, sealed, sealed_length, aad, aad_length, plaintext_out, &floor);
-}
-
 /* Rewrites the item's secret as root | epoch (the same item, the same root); an epoch at or
    below the floor changes nothing. */
 static keybay_status root_raise_floor(const keybay_host *host, const keybay_root_context *c,
@@ -714,7 +706,6 @@ static const keybay_plugin descriptor = {
     .root_exists = root_exists,
     .root_create = root_create,
     .root_seal = root_seal,
-    .root_open = root_open,
     .root_reset = root_reset,
     .root_location_with_host = root_location,
     .root_protection = root_protection,
@@ -722,8 +713,7 @@ static const keybay_plugin descriptor = {
     .root_raise_floor = root_raise_floor,
 };
 
-__attribute__((visibility("default")))
-const keybay_plugin *keybay_plugin_entry_v1(void) {
+KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
     if (sodium_init() < 0) return NULL;
     return &descriptor;
 }

@@ -987,10 +987,6 @@ static keybay_status root_create_with_options(const keybay_host *host, const key
     return s;
 }
 
-static keybay_status root_create(const keybay_host *host, const keybay_root_context *c, keybay_buffer *state_out) {
-    return root_create_with_options(host, c, NULL, 0, state_out);
-}
-
 /* Opens the TPM, reads the root file (checked against `state`) and unseals the root key. */
 static keybay_status with_root_key(const keybay_host *host, const keybay_root_context *c, const uint8_t *state, size_t state_length,
                                    tpm *t, root_file **f, uint8_t **key) {
@@ -1059,13 +1055,6 @@ static keybay_status root_open_with_floor(const keybay_host *host, const keybay_
     if (nv != ESYS_TR_NONE) T(Esys_TR_Close)(t.esys, &nv);
     release(&t, f, key);
     return s;
-}
-
-static keybay_status root_open(const keybay_host *host, const keybay_root_context *c, const uint8_t *state, size_t state_length,
-                               const uint8_t *sealed, size_t sealed_length, const uint8_t *aad, size_t aad_length,
-                               keybay_buffer *plaintext_out) {
-    uint64_t floor;
-    return root_open_with_floor(host, c, state, state_length, sealed, sealed_length, aad, aad_length, plaintext_out, &floor);
 }
 
 /* Increments the counter until counter - base reaches `epoch` (never lowers it). */
@@ -1170,9 +1159,7 @@ static const keybay_plugin descriptor = {
     .option_count = sizeof option_specs / sizeof option_specs[0],
     .free_buffer = keybay_rf_free_buffer,
     .root_exists = root_exists,
-    .root_create = root_create,
     .root_seal = root_seal,
-    .root_open = root_open,
     .root_reset = root_reset,
     .root_location_with_host = root_location,
     .root_protection = root_protection,
@@ -1181,8 +1168,7 @@ static const keybay_plugin descriptor = {
     .root_create_with_options = root_create_with_options,
 };
 
-__attribute__((visibility("default")))
-const keybay_plugin *keybay_plugin_entry_v1(void) {
+KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
     if (sodium_init() < 0) return NULL;
     return &descriptor;
 }

@@ -80,7 +80,7 @@ enum Command {
         let a = c.a
         try a.expect([])
         var config = try configuration(a)
-        config.rootOptions = Dictionary(a.options, uniquingKeysWith: { $1 })
+        config.rootOptions = a.options
         let unconfirmed = try tookEffect { try KeybayStore.initialize(config, interaction: c.interaction).close() }
         let root = try KeybayStore.status(config).rootPlugin
         a.json ? Output.line(JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath)),
@@ -357,7 +357,7 @@ enum Command {
         let session = try unlock(moving, c.interaction, createIfAbsent: false)
         let from = session.configuration
         var moved: KeybayRootMove?
-        let unconfirmed = try tookEffect { moved = try session.moveRoot(to: target, options: Dictionary(a.options, uniquingKeysWith: { $1 })) }
+        let unconfirmed = try tookEffect { moved = try session.moveRoot(to: target, options: a.options) }
         // A move that took effect unconfirmed is read back from the store itself.
         let readBack = try moved == nil ? KeybayStore.status(from) : nil
         let rootPlugin = moved?.rootPlugin ?? readBack!.rootPlugin, rootLocation = moved?.rootLocation ?? readBack!.rootLocation

@@ -138,7 +138,7 @@ struct VectorRoot: RootProvider {
     var location: String { "vector" }
     var protection: String? { nil }
     func exists() throws -> Bool { true }
-    func create(options: [String: String]) throws -> [UInt8] { Suite1VectorTests.V.providerState }
+    func create(options: [(String, String)]) throws -> [UInt8] { Suite1VectorTests.V.providerState }
     func seal(_ plaintext: SecureBytes, aad: [UInt8], providerState: [UInt8]) throws -> [UInt8] {
         Suite1VectorTests.V.sealedPackage
     }

@@ -21,9 +21,17 @@
  * path, if there is one) but never a secret; without one the host can only show a generic text
  * for the status. A status passed on unchanged from a host service needs no line.
  *
- * Growth within version 1: fields after root_reset were added later. A host reads one only when
- * the descriptor's struct_size covers it, so a plugin built against an older header (which ends
- * at root_reset) still loads; a NULL field means "not offered".
+ * Growth within version 1: the KEYBAY_PLUGIN_FIELDS_ADDED_IN_V1 fields after root_reset were
+ * added later. A host reads one only when the descriptor's struct_size covers it, so a plugin
+ * built against an older header (which ends at root_reset) still loads; a NULL field means "not
+ * offered". Where a newer form of an operation exists (describe_with_host, root_location_with_host,
+ * root_open_with_floor, root_create_with_options), a plugin may set the newer form alone.
+ *
+ * Attributes: the entry point is declared KEYBAY_EXPORT (visible from a library built with
+ * -fvisibility=hidden); each operation and service is declared with KEYBAY_NONNULL, naming the
+ * pointer arguments its caller never passes as NULL (a data pointer whose length may be 0 may be
+ * NULL, and so may an option list of count 0), and every one that returns a keybay_status with
+ * KEYBAY_WARN_UNUSED_RESULT. With compilers other than GCC and Clang they expand to nothing.
  */
 #ifndef KEYBAY_PLUGIN_H
 #define KEYBAY_PLUGIN_H
@@ -33,6 +41,16 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KEYBAY_EXPORT __attribute__((visibility("default")))
+#define KEYBAY_NONNULL(...) __attribute__((nonnull(__VA_ARGS__)))
+#define KEYBAY_WARN_UNUSED_RESULT __attribute__((warn_unused_result))
+#else
+#define KEYBAY_EXPORT
+#define KEYBAY_NONNULL(...)
+#define KEYBAY_WARN_UNUSED_RESULT
 #endif
 
 #define KEYBAY_PLUGIN_ABI_VERSION 1u
@@ -52,7 +70,7 @@ typedef enum keybay_status {
     KEYBAY_ERR_MALFORMED_PARAMS = 8,      /* stored public parameters do not decode */
     KEYBAY_ERR_UNSUPPORTED = 9,           /* an option, version or request this plugin does not support */
     KEYBAY_ERR_INVALID_OPTION = 10,       /* enroll options missing, unknown, malformed or out of range, or
-                                             naming a file that is not there (CLI exit 2) */
+                                             naming a file that is not there */
     /* root plugins */
     KEYBAY_ERR_ROOT_MISSING = 20,         /* no root exists */
     KEYBAY_ERR_ROOT_MISMATCH = 21,        /* the root does not belong to this provider state */
@@ -71,18 +89,18 @@ typedef enum keybay_plugin_kind {
 
 /* Descriptor flags. */
 #define KEYBAY_FLAG_INTERACTIVE  0x1u /* unwrap asks the user for something (a passphrase, a touch) */
-#define KEYBAY_FLAG_NEEDS_DEVICE 0x2u /* unwrap needs hardware to be present (`plugins` says so) */
+#define KEYBAY_FLAG_NEEDS_DEVICE 0x2u /* unwrap needs hardware to be present (the host shows it) */
 #define KEYBAY_FLAG_ONE_PER_STORE 0x4u /* a store holds at most one method of this plugin; the host
                                           refuses a second enrollment (a passphrase: one to remember) */
 #define KEYBAY_FLAG_CALIBRATES 0x8u /* enroll tunes a cost (a KDF) to this machine and works on any
-                                       secret: `benchmark PLUGIN` runs it on a throwaway one and
-                                       times one unwrap with what it chose */
+                                       secret: the host may run it on a throwaway one and time one
+                                       unwrap with what it chose */
 
 /* Kinds of secret a plugin may ask for. */
 typedef enum keybay_secret_kind {
     KEYBAY_SECRET_PASSPHRASE = 1,
     KEYBAY_SECRET_PIN = 2,
-    KEYBAY_SECRET_RECOVERY_KEY = 3 /* a recovery key the user wrote down (CLI: --recovery-key-fd) */
+    KEYBAY_SECRET_RECOVERY_KEY = 3 /* a recovery key the user wrote down */
 } keybay_secret_kind;
 
 /* Flags for ask_secret. */
@@ -106,13 +124,14 @@ typedef struct keybay_buffer {
     size_t length;
 } keybay_buffer;
 
-/* An enroll option as given by the user (--opt name=value). UTF-8, NUL-terminated. */
+/* An option as the user gave it (name and value), to enroll or to root_create_with_options: in
+   the order given, each name at most once. UTF-8, NUL-terminated. */
 typedef struct keybay_option {
     const char *name;
     const char *value;
 } keybay_option;
 
-/* An option a plugin accepts, shown by `plugins` and `enroll PLUGIN --help`. */
+/* An option a plugin accepts, which the host shows the user. */
 typedef struct keybay_option_spec {
     const char *name;
     const char *help;
@@ -132,30 +151,34 @@ typedef struct keybay_host {
        `*out_length`; the plugin wipes `out` after use. */
     keybay_status (*ask_secret)(void *context, keybay_secret_kind kind, uint32_t flags,
                                 const char *prompt, int32_t retries_left,
-                                uint8_t *out, size_t capacity, size_t *out_length);
+                                uint8_t *out, size_t capacity, size_t *out_length)
+        KEYBAY_NONNULL(4, 6, 8) KEYBAY_WARN_UNUSED_RESULT;
     /* Tells the user something (not a question). */
-    keybay_status (*message)(void *context, keybay_message_level level, const char *text);
+    keybay_status (*message)(void *context, keybay_message_level level, const char *text)
+        KEYBAY_NONNULL(3) KEYBAY_WARN_UNUSED_RESULT;
     /* Asks a yes/no question; `*answer` is 1 for yes. */
-    keybay_status (*confirm)(void *context, const char *question, int *answer);
+    keybay_status (*confirm)(void *context, const char *question, int *answer)
+        KEYBAY_NONNULL(2, 3) KEYBAY_WARN_UNUSED_RESULT;
     /* Returns 1 if the operation should stop (a long KDF polls this). */
     int (*is_cancelled)(void *context);
     /* Diagnostic log; never secrets. The host drops levels below what it was asked to show. */
-    void (*log)(void *context, keybay_log_level level, const char *text);
+    void (*log)(void *context, keybay_log_level level, const char *text) KEYBAY_NONNULL(3);
     /* Records one line explaining the error about to be returned. */
-    void (*set_error)(void *context, const char *text);
+    void (*set_error)(void *context, const char *text) KEYBAY_NONNULL(2);
 
     /* Added after the first version-1 host; test with KEYBAY_HOST_HAS before use. */
 
     /* The application whose store this call serves ([A-Za-z0-9][A-Za-z0-9._-]{0,119}), so a
        method can bind its credential to it (fido2 derives its default relying party from it).
-       NULL when the call serves no store (plugin-check, benchmark). */
+       NULL when the call serves no store (a conformance check, a cost calibration). */
     const char *application_id;
     /* Shows the user a secret to keep (a recovery key), once: `text` is what the user will type
        back, one line of UTF-8; `picture`, when not NULL, is the same secret drawn for a terminal
        (a QR code in block characters), shown only where a terminal shows it. Called during
        enroll; the host shows it only once the enrollment is stored, and never logs it. A host
        that cannot show a secret answers KEYBAY_ERR_INTERACTION_UNAVAILABLE. */
-    keybay_status (*show_secret)(void *context, keybay_secret_kind kind, const char *text, const char *picture);
+    keybay_status (*show_secret)(void *context, keybay_secret_kind kind, const char *text, const char *picture)
+        KEYBAY_NONNULL(3) KEYBAY_WARN_UNUSED_RESULT;
 } keybay_host;
 
 /* True if `host` is non-NULL, its struct_size covers `field` (an older host may lack the newer
@@ -181,100 +204,115 @@ typedef struct keybay_plugin {
     const char *version;    /* plugin version, free text */
     uint32_t kind;          /* keybay_plugin_kind */
     uint32_t flags;         /* KEYBAY_FLAG_* */
-    const keybay_option_spec *options; /* accepted enroll options */
+    const keybay_option_spec *options; /* accepted options: enroll's, or root_create_with_options' */
     size_t option_count;
 
-    void (*free_buffer)(keybay_buffer *buffer); /* wipe and free; sets data to NULL */
+    void (*free_buffer)(keybay_buffer *buffer) KEYBAY_NONNULL(1); /* wipe and free; sets data to NULL */
 
     /* ---- method operations (kind == KEYBAY_KIND_METHOD; NULL otherwise) ---- */
 
     /* Is the method usable here? Never prompts, never blocks for long. KEYBAY_OK or
        KEYBAY_ERR_NOT_AVAILABLE (with set_error saying why). */
-    keybay_status (*probe)(const keybay_host *host);
+    keybay_status (*probe)(const keybay_host *host) KEYBAY_NONNULL(1) KEYBAY_WARN_UNUSED_RESULT;
     /* Enrolls: runs the ceremony, returns public parameters (stored in the store, readable by
        anyone with the root) and the 32-byte method secret M. */
     keybay_status (*enroll)(const keybay_host *host, const keybay_option *options, size_t option_count,
-                            keybay_buffer *params_out, uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]);
+                            keybay_buffer *params_out, uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES])
+        KEYBAY_NONNULL(1, 4, 5) KEYBAY_WARN_UNUSED_RESULT;
     /* Unwrap: runs the ceremony for these parameters and returns M (opening a store). */
     keybay_status (*unwrap)(const keybay_host *host, const uint8_t *params, size_t params_length,
-                            uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]);
-    /* Verify: the ceremony when the user only checks a credential (`keybay-methods verify`).
+                            uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) KEYBAY_NONNULL(1, 4) KEYBAY_WARN_UNUSED_RESULT;
+    /* Verify: the ceremony when the user only checks a credential.
        Optional: NULL makes the host call unwrap. The host checks M against the stored public key. */
     keybay_status (*verify)(const keybay_host *host, const uint8_t *params, size_t params_length,
-                            uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]);
+                            uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) KEYBAY_NONNULL(1, 4) KEYBAY_WARN_UNUSED_RESULT;
     /* One line of UTF-8 describing the parameters for listings ("Argon2id 64 MiB, t=3, p=4").
        Superseded by describe_with_host below (which the host prefers when set); one of the two
        must be set. */
-    keybay_status (*describe)(const uint8_t *params, size_t params_length, keybay_buffer *text_out);
+    keybay_status (*describe)(const uint8_t *params, size_t params_length, keybay_buffer *text_out)
+        KEYBAY_NONNULL(3) KEYBAY_WARN_UNUSED_RESULT;
 
     /* ---- root operations (kind == KEYBAY_KIND_ROOT; NULL otherwise) ---- */
 
-    keybay_status (*root_exists)(const keybay_host *host, const keybay_root_context *context, int *exists);
+    keybay_status (*root_exists)(const keybay_host *host, const keybay_root_context *context, int *exists)
+        KEYBAY_NONNULL(1, 2, 3) KEYBAY_WARN_UNUSED_RESULT;
     /* Creates the root (never overwrites: KEYBAY_ERR_ROOT_EXISTS) and returns the provider state
-       (at most 64 bytes) that the store keeps in its bootstrap. */
+       (at most 64 bytes) that the store keeps in its bootstrap. Superseded by
+       root_create_with_options below; one of the two must be set. */
     keybay_status (*root_create)(const keybay_host *host, const keybay_root_context *context,
-                                 keybay_buffer *provider_state_out);
+                                 keybay_buffer *provider_state_out) KEYBAY_NONNULL(1, 2, 3) KEYBAY_WARN_UNUSED_RESULT;
     /* Seals `plaintext` bound to `aad`, after checking that `provider_state` names this root. */
     keybay_status (*root_seal)(const keybay_host *host, const keybay_root_context *context,
                                const uint8_t *provider_state, size_t provider_state_length,
                                const uint8_t *plaintext, size_t plaintext_length,
-                               const uint8_t *aad, size_t aad_length, keybay_buffer *sealed_out);
+                               const uint8_t *aad, size_t aad_length, keybay_buffer *sealed_out)
+        KEYBAY_NONNULL(1, 2, 9) KEYBAY_WARN_UNUSED_RESULT;
     /* Opens what root_seal made. ROOT_MISSING / ROOT_MISMATCH before any decryption; INTEGRITY
-       when authentication fails. The plaintext is secret: allocate it in locked memory. */
+       when authentication fails. The plaintext is secret: allocate it in locked memory.
+       Superseded by root_open_with_floor below; one of the two must be set. */
     keybay_status (*root_open)(const keybay_host *host, const keybay_root_context *context,
                                const uint8_t *provider_state, size_t provider_state_length,
                                const uint8_t *sealed, size_t sealed_length,
-                               const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out);
-    /* Where the root lives, for status ("/home/u/.local/state/keybay/app/file-root.key").
+                               const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out)
+        KEYBAY_NONNULL(1, 2, 9) KEYBAY_WARN_UNUSED_RESULT;
+    /* Where the root lives, shown to the user ("/home/u/.local/state/keybay/app/file-root.key").
        Superseded by root_location_with_host below; one of the two must be set. */
-    keybay_status (*root_location)(const keybay_root_context *context, keybay_buffer *text_out);
+    keybay_status (*root_location)(const keybay_root_context *context, keybay_buffer *text_out)
+        KEYBAY_NONNULL(1, 2) KEYBAY_WARN_UNUSED_RESULT;
     /* Removes the root; idempotent. */
-    keybay_status (*root_reset)(const keybay_host *host, const keybay_root_context *context);
+    keybay_status (*root_reset)(const keybay_host *host, const keybay_root_context *context)
+        KEYBAY_NONNULL(1, 2) KEYBAY_WARN_UNUSED_RESULT;
 
     /* ---- added within ABI 1: read only when struct_size covers them; NULL = not offered ---- */
 
     /* describe, given the host so that a failure can say why (set_error, log). */
     keybay_status (*describe_with_host)(const keybay_host *host, const uint8_t *params, size_t params_length,
-                                        keybay_buffer *text_out);
+                                        keybay_buffer *text_out) KEYBAY_NONNULL(1, 4) KEYBAY_WARN_UNUSED_RESULT;
     /* root_location, given the host. */
     keybay_status (*root_location_with_host)(const keybay_host *host, const keybay_root_context *context,
-                                             keybay_buffer *text_out);
-    /* One line of UTF-8 for `status`: what a store on this root is protected against and what it
-       is not ("protects against copied files ...; not against programs running as you"). */
+                                             keybay_buffer *text_out) KEYBAY_NONNULL(1, 2, 3) KEYBAY_WARN_UNUSED_RESULT;
+    /* One line of UTF-8 shown with the root: what a store on this root is protected against and
+       what it is not ("protects against copied files ...; not against programs running as you"). */
     keybay_status (*root_protection)(const keybay_host *host, const keybay_root_context *context,
-                                     keybay_buffer *text_out);
+                                     keybay_buffer *text_out) KEYBAY_NONNULL(1, 2, 3) KEYBAY_WARN_UNUSED_RESULT;
 
     /* Rollback floor: the epoch of the store's latest rotation (a change of its methods or its
-       root), as the root remembers it; the host refuses a key package whose epoch is below it
-       (`rolled-back`). A root offers both operations or neither.
+       root), as the root remembers it; the host refuses a key package whose epoch is below it.
+       A root offers both operations or neither.
        root_open_with_floor is root_open that also returns the floor (0 when none was recorded),
-       from the same read of the root: the host calls it instead of root_open. */
+       from the same read of the root: the host calls it instead of root_open, and a root that
+       sets it may leave root_open NULL. */
     keybay_status (*root_open_with_floor)(const keybay_host *host, const keybay_root_context *context,
                                           const uint8_t *provider_state, size_t provider_state_length,
                                           const uint8_t *sealed, size_t sealed_length,
                                           const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out,
-                                          uint64_t *floor_out);
+                                          uint64_t *floor_out) KEYBAY_NONNULL(1, 2, 9, 10) KEYBAY_WARN_UNUSED_RESULT;
     /* Raises the floor to `epoch`, durably, after checking that `provider_state` names this root;
        never lowers it (an epoch at or below the floor changes nothing). The host calls it after
        the store of that epoch is durable and verified, never for record writes. */
     keybay_status (*root_raise_floor)(const keybay_host *host, const keybay_root_context *context,
                                       const uint8_t *provider_state, size_t provider_state_length,
-                                      uint64_t epoch);
-    /* root_create with the options given at creation (`init --opt pcrs=7`), which the plugin
-       lists in `options`. The host calls it instead of root_create when options are given; a
-       root without it takes none. INVALID_OPTION for an option it does not know. */
+                                      uint64_t epoch) KEYBAY_NONNULL(1, 2) KEYBAY_WARN_UNUSED_RESULT;
+    /* root_create with the options the user gave for the new root ("pcrs" = "7"), which the
+       plugin lists in `options`: in the order given, no name twice (the host refuses a name given
+       twice before calling). The host calls it instead of root_create when options are given,
+       and when root_create is NULL (with no options: `options` NULL, `option_count` 0); a root
+       without it takes none. INVALID_OPTION for an option it does not know. */
     keybay_status (*root_create_with_options)(const keybay_host *host, const keybay_root_context *context,
                                               const keybay_option *options, size_t option_count,
-                                              keybay_buffer *provider_state_out);
+                                              keybay_buffer *provider_state_out) KEYBAY_NONNULL(1, 2, 5) KEYBAY_WARN_UNUSED_RESULT;
 } keybay_plugin;
 
 /* The size of a descriptor built against the first version-1 header (it ends at root_reset);
    the smallest struct_size a host accepts. */
 #define KEYBAY_PLUGIN_STRUCT_SIZE_V1_0 (offsetof(keybay_plugin, root_reset) + sizeof(void (*)(void)))
+/* How many fields (function pointers, all) this header's keybay_plugin has after root_reset:
+   sizeof(keybay_plugin) is KEYBAY_PLUGIN_STRUCT_SIZE_V1_0 plus that many pointers. */
+#define KEYBAY_PLUGIN_FIELDS_ADDED_IN_V1 6
 
 /* The one exported entry point. */
 typedef const keybay_plugin *(*keybay_plugin_entry_fn)(void);
-const keybay_plugin *keybay_plugin_entry_v1(void);
+KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void);
 
 #ifdef __cplusplus
 }

@@ -20,8 +20,19 @@ public struct KeybayConfiguration: Sendable, Equatable {
     /// Default: `$KEYBAY_ROOT` when it is set and not empty, else `file-root`.
     public var rootPlugin: String = "file-root"
     /// Options for creating the root, when this configuration creates the store (`init --opt`),
-    /// e.g. `["pcrs": "7"]` for `tpm2`. A root that takes none refuses any (`.invalidArgument`).
-    public var rootOptions: [String: String] = [:]
+    /// in the order the root gets them, e.g. `[("pcrs", "7")]` for `tpm2`. A name given twice,
+    /// and any option for a root that takes none, is refused (`.invalidArgument`) before
+    /// anything is made.
+    public var rootOptions: [(String, String)] {
+        get { rootOptionList.map { ($0.name, $0.value) } }
+        set { rootOptionList = newValue.map { RootOption(name: $0.0, value: $0.1) } }
+    }
+    /// `rootOptions` stored as a type that is `Equatable` (a tuple is not).
+    private var rootOptionList: [RootOption] = []
+    private struct RootOption: Sendable, Equatable {
+        let name: String
+        let value: String
+    }
     /// Refuse (`.invalidArgument`) to open or initialise an existing store whose root is not
     /// `rootPlugin` (the CLI's explicit `--root`), instead of opening it with its own root.
     public var requireRootPlugin = false

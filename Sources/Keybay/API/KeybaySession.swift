@@ -170,8 +170,8 @@ public final class KeybaySession: Sendable {
     /// under the new root (methods and records kept; a fresh store key and the next epoch, as
     /// for any change of methods), then the old root is removed, only once the new store is
     /// durable and has read back and authenticated. A kill at any moment leaves a store that
-    /// opens with the old root or the new one. `options` go to the new root as it is created
-    /// (`tpm2`: `pcrs`). The session is closed afterwards (its keys are
+    /// opens with the old root or the new one. `options` go to the new root as it is created, in
+    /// the order given (`tpm2`: `pcrs`); a name given twice is `.invalidArgument`. The session is closed afterwards (its keys are
     /// the old generation's): open the store again. Returns the new root, and the old root's
     /// location when it could not be removed (the store has moved all the same). A move that took
     /// effect but could not be confirmed durable throws `.io` with `tookEffect` (the old root is
@@ -186,7 +186,7 @@ public final class KeybaySession: Sendable {
     /// - Throws: `.invalidArgument` for an unknown option, `.pluginNotFound` and the root's
     ///   own failures, `.closed`; `.io` with `tookEffect` as above.
     @discardableResult
-    public func moveRoot(to rootPlugin: String, options: [String: String] = [:]) throws -> KeybayRootMove {
+    public func moveRoot(to rootPlugin: String, options: [(String, String)] = []) throws -> KeybayRootMove {
         defer { close() }
         let generation = try current.withLock { try open($0) }
         return try lifecycle.moveRoot(file, previous: generation, to: rootPlugin, options: options, interaction: interaction)

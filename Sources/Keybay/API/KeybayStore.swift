@@ -291,7 +291,7 @@ public enum KeybayStore {
     /// - Returns: The root the store is on now, and where the old one was left if it stayed.
     /// - Throws: What `open` and ``KeybaySession/moveRoot(to:options:)`` throw.
     @discardableResult
-    public static func moveRoot(_ configuration: KeybayConfiguration, to rootPlugin: String, options: [String: String] = [:],
+    public static func moveRoot(_ configuration: KeybayConfiguration, to rootPlugin: String, options: [(String, String)] = [],
                                 method: String? = nil, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybayRootMove {
         try open(configuration, method: method, createIfAbsent: false, interaction: interaction).moveRoot(to: rootPlugin, options: options)
     }

@@ -25,9 +25,10 @@ final class LoadedPlugin: @unchecked Sendable {
     private let callLock = Mutex(())
 
     /// The smallest descriptor a host accepts: the first version-1 header's, which ends at
-    /// `root_reset`; six function pointers were added after it (abi_checks.c asserts both).
-    /// Plain arithmetic, not a key path offset: key paths cost start-up time the CLI measures.
-    static let minimumDescriptorBytes = MemoryLayout<keybay_plugin>.size - 6 * MemoryLayout<UnsafeRawPointer>.size
+    /// `root_reset`; `KEYBAY_PLUGIN_FIELDS_ADDED_IN_V1` function pointers were added after it
+    /// (abi_checks.c asserts both). Plain arithmetic, not a key path offset: key paths cost
+    /// start-up time the CLI measures.
+    static let minimumDescriptorBytes = MemoryLayout<keybay_plugin>.size - Int(KEYBAY_PLUGIN_FIELDS_ADDED_IN_V1) * MemoryLayout<UnsafeRawPointer>.size
 
     init(descriptor raw: UnsafePointer<keybay_plugin>, path: String) throws {
         func refuse(_ why: String) -> KeybayError { KeybayError(.pluginRefused, "plugin \(path): \(why); refusing to load it") }
@@ -55,7 +56,9 @@ final class LoadedPlugin: @unchecked Sendable {
         let kind = keybay_plugin_kind(rawValue: d.kind)
         switch kind {
         case KEYBAY_KIND_ROOT:
-            guard d.root_exists != nil, d.root_create != nil, d.root_seal != nil, d.root_open != nil,
+            // Where a newer form of an operation exists, either form will do (the host prefers the newer).
+            guard d.root_exists != nil, d.root_create != nil || d.root_create_with_options != nil, d.root_seal != nil,
+                  d.root_open != nil || d.root_open_with_floor != nil,
                   d.root_location != nil || d.root_location_with_host != nil, d.root_reset != nil else {
                 throw refuse("a root plugin lacks a root operation")
             }

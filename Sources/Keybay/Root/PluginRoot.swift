@@ -55,31 +55,37 @@ struct PluginRoot: RootProvider {
         return exists != 0
     }
 
-    func checkCreatable(options: [String: String]) throws {
+    func checkCreatable(options: [(String, String)]) throws {
         try checkOptionNames(options)
         _ = try exists()
     }
 
-    /// Options the root does not name among its own (the plugin checks the values when it creates).
-    private func checkOptionNames(_ options: [String: String]) throws {
+    /// A name given twice, and options the root does not name among its own (the plugin checks
+    /// the values when it creates).
+    private func checkOptionNames(_ options: [(String, String)]) throws {
+        try refuseRepeatedOptionNames(options)
         guard !options.isEmpty else { return }
         guard plugin.descriptor.pointee.root_create_with_options != nil else {
-            throw KeybayError(.invalidArgument, "the root \(id) takes no options (given: \(options.keys.sorted().joined(separator: ", ")))")
+            throw KeybayError(.invalidArgument, "the root \(id) takes no options (given: \(options.map(\.0).joined(separator: ", ")))")
         }
         let taken = plugin.options.map(\.name)
-        if let unknown = options.keys.sorted().first(where: { !taken.contains($0) }) {
+        if let unknown = options.first(where: { !taken.contains($0.0) })?.0 {
             throw KeybayError(.invalidArgument, "the root \(id) has no option '\(unknown)' (it takes \(taken.joined(separator: ", ")))")
         }
     }
 
-    func create(options: [String: String]) throws -> [UInt8] {
+    /// Creates the root with `options`, in the order given: with `root_create_with_options` when
+    /// there are options or the root has no `root_create` (then with no options: NULL, 0).
+    func create(options: [(String, String)]) throws -> [UInt8] {
         var state = keybay_buffer()
-        if options.isEmpty {
+        try checkOptionNames(options)
+        if options.isEmpty, plugin.descriptor.pointee.root_create != nil {
             try call("could not create its root") { d, h, c in d.pointee.root_create(h, c, &state) }
         } else {
-            try checkOptionNames(options)
-            try plugin.withOptions(options.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }) { list, count in
-                try call("could not create its root") { d, h, c in d.pointee.root_create_with_options(h, c, list, count, &state) }
+            try plugin.withOptions(options) { list, count in
+                try call("could not create its root") { d, h, c in
+                    d.pointee.root_create_with_options(h, c, count == 0 ? nil : list, count, &state)
+                }
             }
         }
         let own = try plugin.take(&state, limit: Suite1.maxProviderStateBytes, what: "provider state")

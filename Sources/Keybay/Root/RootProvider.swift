@@ -14,10 +14,11 @@ protocol RootProvider: Sendable {
     /// Refuses, before anything of a new store is made, what `create(options:)` would refuse
     /// without trying (options the root does not take) and a root whose `exists` fails (one that
     /// reaches its service to answer, like secret-service; tpm2's looks at its file only).
-    func checkCreatable(options: [String: String]) throws
-    /// Creates the root with the creation options (`init --opt`); never overwrites. Returns the
-    /// provider state (≤ 64 bytes) for the bootstrap.
-    func create(options: [String: String]) throws -> [UInt8]
+    /// A name given twice among `options` is refused (`.invalidArgument`) here too.
+    func checkCreatable(options: [(String, String)]) throws
+    /// Creates the root with the creation options (`init --opt`), passed on in the order given;
+    /// never overwrites. Returns the provider state (≤ 64 bytes) for the bootstrap.
+    func create(options: [(String, String)]) throws -> [UInt8]
     /// Seals `plaintext` after checking that `providerState` belongs to this root.
     func seal(_ plaintext: SecureBytes, aad: [UInt8], providerState: [UInt8]) throws -> [UInt8]
     /// Opens a sealed package; throws `.platformKeyInvalidated` when the root is absent or is not
@@ -34,5 +35,17 @@ protocol RootProvider: Sendable {
 }
 
 extension RootProvider {
-    func checkCreatable(options: [String: String]) throws { _ = try exists() }
+    func checkCreatable(options: [(String, String)]) throws {
+        try refuseRepeatedOptionNames(options)
+        _ = try exists()
+    }
+}
+
+/// Root options are ordered, and a name may be given once (as for a method's options): a second
+/// one is `.invalidArgument`, never a silent replacement.
+func refuseRepeatedOptionNames(_ options: [(String, String)]) throws {
+    var names = Set<String>()
+    for (name, _) in options where !names.insert(name).inserted {
+        throw KeybayError(.invalidArgument, "option \(name) given twice")
+    }
 }

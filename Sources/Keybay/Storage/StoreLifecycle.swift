@@ -413,8 +413,9 @@ struct StoreLifecycle: Sendable {
     /// removed before the new one is made. Returns the old root's location when it could not be
     /// removed (the store has moved), with the new root. A move that took effect but could not be confirmed durable
     /// keeps the old root (a crash may still bring back the store it opens) and says so.
-    func moveRoot(_ file: StoreFile, previous: Generation, to target: String, options: [String: String] = [:],
+    func moveRoot(_ file: StoreFile, previous: Generation, to target: String, options: [(String, String)] = [],
                   interaction: any KeybayInteraction) throws -> KeybayRootMove {
+        try refuseRepeatedOptionNames(options) // before anything is made or recorded
         let targetID = try Self.resolve(target, configuration)
         guard targetID != root.id else {
             throw KeybayError(.invalidArgument, "the store at \(storePath) is already on the root \(root.id)")
