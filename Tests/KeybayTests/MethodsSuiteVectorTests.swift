@@ -42,9 +42,9 @@ import Testing
         #expect(decoded.envelopes == [envelope])
         let opened = try decoded.envelopes[0].open(secret: SecureBytes(copying: V.secret), storeId: V.storeId, epoch: V.epoch)
         #expect(opened.withUnsafeBytes { Array($0) } == V.storeKey)
-        #expect(throws: KeybayError(.wrongSecret, "the passphrase secret for method 404142434445464748494a4b4c4d4e4f (main) is wrong")) {
-            _ = try decoded.envelopes[0].open(secret: SecureBytes(copying: V.storeKey), storeId: V.storeId, epoch: V.epoch)
-        }
+        let wrong = keybayError { _ = try decoded.envelopes[0].open(secret: SecureBytes(copying: V.storeKey), storeId: V.storeId, epoch: V.epoch) }
+        #expect(wrong?.code == .wrongSecret && wrong?.methodID == "404142434445464748494a4b4c4d4e4f" && wrong?.pluginID == "passphrase",
+                "\(String(describing: wrong))")
         #expect(performing: { _ = try decoded.envelopes[0].open(secret: SecureBytes(copying: V.secret), storeId: V.storeId, epoch: V.epoch + 1) },
                 throws: { ($0 as? KeybayError)?.code == .integrity })
     }
