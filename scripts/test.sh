@@ -16,5 +16,5 @@ tail -1 .build/walkthrough.log
 # A short libFuzzer run over every decoder (KEYBAY_FUZZ_SECONDS per target; 0 skips it).
 if [ "${KEYBAY_FUZZ_SECONDS:-15}" != 0 ]; then scripts/fuzz.sh "${KEYBAY_FUZZ_SECONDS:-15}"; fi
 # Every public symbol documented, both documentation archives built (docc; its own scratch build).
-scripts/docs.sh | tail -1
+scripts/docs.sh | tail -3
 swift test --skip-build

@@ -57,12 +57,11 @@ public final class PreparedEnrollment: Sendable {
     public func commit() throws -> KeybaySession {
         try progress.withLock { progress in
             guard case .prepared = progress else { throw Self.used(progress, "commit") }
-            do {
-                let (session, unconfirmed) = try store()
-                progress = .committed(session)
-                if let unconfirmed { throw unconfirmed }
-                return session
-            }
+            let (session, unconfirmed) = try store()
+            // Committed even when unconfirmed: the method is in the store, and takeBack works.
+            progress = .committed(session)
+            if let unconfirmed { throw unconfirmed }
+            return session
         }
     }
 
