@@ -21,12 +21,12 @@ final class InterruptedInteraction: KeybayInteraction, @unchecked Sendable {
 }
 
 // In the serialized MethodTests suite: the counting plugin's counters are process-wide.
-extension MethodTests {
+@Suite struct MethodRaceTests {
     /// A method removed by another session while this one enrolls is not written back: the
     /// enrollment fails with a conflict and the other session's change stands.
     @Test func aMethodRemovedDuringAnEnrollmentIsNotBroughtBack() throws {
         let box = Sandbox()
-        let config = try Self.config(box)
+        let config = try MethodTests.config(box)
         let setup = try KeybayStore.open(config, interaction: ScriptedInteraction(["1234", "1234"]))
         try setup.set("k", string: "v")
         let first = try setup.auth.add(plugin: "test-counting", label: "first")
