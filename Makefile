@@ -26,6 +26,7 @@ TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 bindir = $(PREFIX)/bin
 plugindir = $(PREFIX)/lib/keybay/plugins
 includedir = $(PREFIX)/include/keybay
+libdir = $(PREFIX)/lib
 pkgconfigdir = $(PREFIX)/lib/pkgconfig
 docdir = $(PREFIX)/share/doc/keybay
 
@@ -33,6 +34,9 @@ docdir = $(PREFIX)/share/doc/keybay
 # installed CLI lists exactly those).
 PLUGINS = libkeybay-file-root.so libkeybay-passphrase.so libkeybay-fido2.so libkeybay-recovery.so libkeybay-tpm2.so libkeybay-secret-service.so
 HEADER = $(TOP)/Sources/CKeybayPlugin/include/keybay_plugin.h
+# The C API for hosts: libkeybay.so.1 (soname; libkeybay.so links to it), its header and keybay.pc.
+CAPI_HEADER = $(TOP)/Sources/CKeybay/include/keybay/keybay.h
+VERSION = $(shell sed -n 's/.*static let release = "\(.*\)"/\1/p' "$(TOP)/Sources/Keybay/API/KeybayVersion.swift")
 # The installed documentation keeps docs/'s layout, so every link in it resolves in both trees:
 # the guide (plugins.md) and what it links, the header beside it (docs/keybay_plugin.h is a link
 # to it) and one complete example plugin with its Makefile (InstallTests checks every link).
@@ -50,7 +54,12 @@ install: $(if $(BIN),,build) install-dev
 	bin="$(if $(BIN),$(BIN),$$(cd "$(TOP)" && $(SWIFT) build -c $(CONFIG) --show-bin-path))" && \
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(bindir)" "$(DESTDIR)$(plugindir)" && \
 	$(INSTALL) -m 0755 "$$bin/keybay-methods" "$(DESTDIR)$(bindir)/keybay-methods" && \
-	for p in $(PLUGINS); do $(INSTALL) -m 0755 "$$bin/$$p" "$(DESTDIR)$(plugindir)/$$p" || exit 1; done
+	for p in $(PLUGINS); do $(INSTALL) -m 0755 "$$bin/$$p" "$(DESTDIR)$(plugindir)/$$p" || exit 1; done && \
+	$(INSTALL) -m 0755 "$$bin/libkeybay.so" "$(DESTDIR)$(libdir)/libkeybay.so.1" && \
+	ln -sf libkeybay.so.1 "$(DESTDIR)$(libdir)/libkeybay.so"
+	$(INSTALL) -m 0644 $(CAPI_HEADER) "$(DESTDIR)$(includedir)/keybay.h"
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' "$(TOP)/keybay.pc.in" > "$(DESTDIR)$(pkgconfigdir)/keybay.pc"
+	chmod 0644 "$(DESTDIR)$(pkgconfigdir)/keybay.pc"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(PREFIX)/share/man/man1" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions"
 	$(INSTALL) -m 0644 "$(TOP)/docs/keybay-methods.1" "$(DESTDIR)$(PREFIX)/share/man/man1/keybay-methods.1"
 	$(INSTALL) -m 0644 "$(TOP)/completions/keybay-methods.bash" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods"
@@ -67,7 +76,8 @@ install-dev:
 
 uninstall:
 	rm -f "$(DESTDIR)$(bindir)/keybay-methods" "$(DESTDIR)$(includedir)/keybay_plugin.h" \
-		"$(DESTDIR)$(pkgconfigdir)/keybay-plugin.pc"
+		"$(DESTDIR)$(pkgconfigdir)/keybay-plugin.pc" "$(DESTDIR)$(includedir)/keybay.h" "$(DESTDIR)$(pkgconfigdir)/keybay.pc" \
+		"$(DESTDIR)$(libdir)/libkeybay.so.1" "$(DESTDIR)$(libdir)/libkeybay.so"
 	rm -f "$(DESTDIR)$(PREFIX)/share/man/man1/keybay-methods.1" \
 		"$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods"
 	for p in $(PLUGINS); do rm -f "$(DESTDIR)$(plugindir)/$$p"; done

@@ -17,6 +17,11 @@ let sanitizing = Context.environment["KEYBAY_SANITIZE"] != nil
 let staticRuntimes = ["-static-stdlib", "-L", Context.packageDirectory + "/scripts/link", "-Xclang-linker", "-static-libgcc"]
 let cPluginLinking: [LinkerSetting] = sanitizing ? [] : [.unsafeFlags(["-nostartfiles"] + staticRuntimes)]
 let cliLinking: [LinkerSetting] = sanitizing ? [] : [.unsafeFlags(staticRuntimes)]
+// libkeybay.so.1, the C API: its soname, and a version script that exports keybay_* alone (the
+// Swift runtime, linked statically, stays inside it, so it needs no Swift toolchain at run time).
+let cLibraryLinking: [LinkerSetting] = [.unsafeFlags(["-Xlinker", "-soname=libkeybay.so.1",
+                                                      "-Xlinker", "--version-script=" + Context.packageDirectory + "/scripts/link/libkeybay.map"]
+                                                     + (sanitizing ? [] : staticRuntimes))]
 
 let package = Package(
     name: "Keybay",
@@ -32,6 +37,9 @@ let package = Package(
         .library(name: "keybay-tpm2", type: .dynamic, targets: ["KeybayTPM2"]),
         .library(name: "keybay-secret-service", type: .dynamic, targets: ["KeybaySecretService"]),
         .library(name: "KeybayPluginKit", targets: ["KeybayPluginKit"]),
+        // The C API for hosts in any language: libkeybay.so (installed as libkeybay.so.1),
+        // include/keybay/keybay.h (Sources/CKeybay), keybay.pc; docs/c-api.md.
+        .library(name: "keybay", type: .dynamic, targets: ["KeybayCAPI"]),
         // Plugins for tests only, built as libkeybaytest-<name>.so: not a plugin file name, so the
         // CLI in the build directory (which searches its own directory) never lists them. The
         // tests copy them under their plugin file names (libkeybay-test-<name>.so) into a
@@ -62,7 +70,13 @@ let package = Package(
         // SHA-256 bounds the speed of reading a store: every frame is committed by its digest).
         .target(name: "CKeybaySHA256", path: "Sources/CKeybaySHA256"),
 
-        .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256"]),
+        // Where the code is loaded from (dladdr): the plugin search looks beside libkeybay.so.1.
+        .target(name: "CKeybayImage", path: "Sources/CKeybayImage", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256", "CKeybayImage"]),
+        // The C API: its header (a C target of its own, so the Swift side reads the same types
+        // the hosts compile against) and the @_cdecl functions over the public Swift API.
+        .target(name: "CKeybay", path: "Sources/CKeybay"),
+        .target(name: "KeybayCAPI", dependencies: ["Keybay", "CKeybay", "CSodium"], linkerSettings: cLibraryLinking),
         // plugin-check's table of conformance checks: linked by the CLI, no product (not API of
         // the library); it reaches the loader through Keybay's package-access PluginUnderCheck.
         .target(name: "KeybayConformance", dependencies: ["Keybay", "CKeybayPlugin"]),

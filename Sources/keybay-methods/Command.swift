@@ -422,22 +422,12 @@ enum Command {
         return session
     }
 
-    static func methodJSON(_ m: KeybayMethod) -> JSON.Value {
-        .object([("id", .string(m.id)), ("plugin", .string(m.plugin)), ("label", .string(m.label))])
-    }
+    static func methodJSON(_ m: KeybayMethod) -> JSON.Value { m.jsonValue }
 
     static func status(_ a: Arguments, _ config: KeybayConfiguration) throws -> Int32 {
         let s = try KeybayStore.status(config)
         if a.json {
-            Output.line(JSON.render(.object([
-                ("state", .string(s.state.rawValue)),
-                ("storePath", .string(s.storePath)),
-                ("rootPlugin", .string(s.rootPlugin)),
-                ("rootLocation", .string(s.rootLocation)),
-                ("methods", .array(s.methods.map(methodJSON))),
-                ("protection", .string(s.rootProtection)),
-                ("leftoverRoots", .array(s.leftoverRoots.map { .object([("plugin", .string($0.plugin)), ("location", .string($0.location))]) })),
-            ])))
+            Output.line(s.json)
         } else {
             let methods = s.methods.isEmpty ? "none" : s.methods.map { "\($0.id) \($0.plugin) (\($0.label))" }.joined(separator: "\n            ")
             Output.out("""

@@ -69,41 +69,5 @@ enum Output {
     }
 }
 
-/// A minimal JSON writer for the CLI's `--json` output (no Foundation on the CLI's path).
-enum JSON {
-    indirect enum Value {
-        case string(String)
-        case bool(Bool)
-        case number(Int)
-        case array([Value])
-        case object([(String, Value)])
-    }
-
-    static func render(_ v: Value) -> String {
-        switch v {
-        case .string(let s): return quote(s)
-        case .bool(let b): return b ? "true" : "false"
-        case .number(let n): return String(n)
-        case .array(let items): return "[" + items.map(render).joined(separator: ",") + "]"
-        case .object(let fields): return "{" + fields.map { quote($0.0) + ":" + render($0.1) }.joined(separator: ",") + "}"
-        }
-    }
-
-    static func quote(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where Output.isUnsafeOnTerminal(u):
-                let hex = String(u.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(u)
-            }
-        }
-        return out + "\""
-    }
-}
+/// The CLI's `--json` output is the library's JSON writer (also the C API's `keybay_status_json`).
+typealias JSON = KeybayJSON

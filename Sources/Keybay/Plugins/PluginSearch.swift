@@ -1,12 +1,14 @@
+import CKeybayImage
 import Glibc
 
 /// Where plugins are looked for, in order :
 /// 1. the host's configured directories (the CLI's `--plugin-dir`),
 /// 2. `KEYBAY_PLUGIN_PATH` (colon-separated, absolute entries only),
-/// 3. the install directory, `<executable dir>/../lib/keybay/plugins`, then the system ones,
-///    `/usr/local/lib/keybay/plugins` and `/usr/lib/keybay/plugins` (for host applications
-///    installed elsewhere),
-/// 4. the executable's own directory (development builds: `.build/debug`).
+/// 3. the install directory, `<executable dir>/../lib/keybay/plugins`; for a host that loads
+///    Keybay as a shared library (`libkeybay.so.1`), `<library dir>/keybay/plugins`; then the
+///    system ones, `/usr/local/lib/keybay/plugins` and `/usr/lib/keybay/plugins` (for host
+///    applications installed elsewhere),
+/// 4. the executable's own directory, and the shared library's (development builds: `.build/debug`).
 /// With external plugins switched off only 3 and 4 are searched.
 ///
 /// A plugin file, and the directory it is loaded from, must belong to this user or root and be
@@ -53,20 +55,34 @@ public struct KeybayPluginSearch: Sendable, Equatable {
         }
         var installation: [String] = []
         if let exeDir = Self.executableDirectory { installation.append(Self.normalise(exeDir + "/../lib/keybay/plugins")) }
+        if let libDir = Self.libraryDirectory { installation.append(libDir + "/keybay/plugins") }
         installation += Self.systemDirectories
         for d in installation where !result.contains(d) { result.append(d) }
-        if let exeDir = Self.executableDirectory { result.append(exeDir) }
+        for d in [Self.executableDirectory, Self.libraryDirectory].compactMap({ $0 }) where !result.contains(d) { result.append(d) }
         return result
     }
 
     static let systemDirectories = ["/usr/local/lib/keybay/plugins", "/usr/lib/keybay/plugins"]
 
-    static let executableDirectory: String? = {
+    static let executablePath: String? = {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard n > 0 else { return nil }
-        let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard let slash = path.lastIndex(of: "/") else { return nil }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }()
+
+    static let executableDirectory: String? = {
+        guard let path = executablePath, let slash = path.lastIndex(of: "/") else { return nil }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }()
+
+    /// The directory of the shared library this code is in, when it is not the executable
+    /// (a host linking `libkeybay.so.1`); nil when Keybay is linked into the executable.
+    static let libraryDirectory: String? = {
+        guard let image = keybay_image_path() else { return nil }
+        defer { free(image) }
+        let path = String(cString: image)
+        guard let slash = path.lastIndex(of: "/"), path != executablePath else { return nil }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }()
 

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+import CKeybay
+import CSodium
+import Glibc
+import Keybay
+
+/// What a `keybay_store *` points to: an open session (`Sendable`, so the handle may be used
+/// from several threads at once).
+final class CStore {
+    let session: KeybaySession
+
+    init(_ session: KeybaySession) { self.session = session }
+
+    static func from(_ handle: OpaquePointer?) throws -> CStore {
+        guard let handle else { throw invalidArgument("the keybay_store is NULL") }
+        return Unmanaged<CStore>.fromOpaque(UnsafeRawPointer(handle)).takeUnretainedValue()
+    }
+}
+
+/// The interaction a call may use: none with `no_input` or NULL.
+func interaction(_ pointer: UnsafePointer<keybay_interaction>?, noInput: Bool = false) throws -> any KeybayInteraction {
+    guard !noInput, let bridged = try CInteraction.from(pointer) else { return NonInteractive() }
+    return bridged
+}
+
+func text(_ c: UnsafePointer<CChar>?, _ what: String) throws -> String {
+    guard let c else { throw invalidArgument("\(what) is NULL") }
+    return try OpenOptions.text(c, what)
+}
+
+@_cdecl("keybay_open")
+public func keybay_open(_ options: UnsafePointer<keybay_open_options>?, _ host: UnsafePointer<keybay_interaction>?,
+                        _ err: UnsafeMutablePointer<OpaquePointer?>?) -> OpaquePointer? {
+    var store: OpaquePointer?
+    _ = reporting(err) {
+        let options = try OpenOptions(options)
+        let asker = try interaction(host, noInput: options.noInput)
+        let session: KeybaySession
+        if let method = options.methodID {
+            session = try KeybayStore.open(options.configuration, method: method, interaction: asker)
+        } else {
+            session = try KeybayStore.open(options.configuration, choosingMethod: { methods in
+                guard methods.count == 1 else {
+                    throw KeybayError(.authenticationRequired, "\(options.configuration.storePath) has \(methods.count) unlock methods: name one in method_id (\(methods.map(\.id).joined(separator: ", ")))")
+                }
+                return methods[0].id
+            }, interaction: asker)
+        }
+        store = OpaquePointer(Unmanaged.passRetained(CStore(session)).toOpaque())
+    }
+    return store
+}
+
+@_cdecl("keybay_close")
+public func keybay_close(_ store: OpaquePointer?) {
+    guard let store else { return }
+    let box = Unmanaged<CStore>.fromOpaque(UnsafeRawPointer(store))
+    box.takeUnretainedValue().session.close()
+    box.release()
+}
+
+@_cdecl("keybay_get")
+public func keybay_get(_ store: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ value: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?,
+                       _ length: UnsafeMutablePointer<Int>?, _ err: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    value?.pointee = nil
+    length?.pointee = 0
+    return reporting(err) {
+        let session = try CStore.from(store).session
+        let key = try text(key, "key")
+        guard let value, let length else { throw invalidArgument("keybay_get needs value and length") }
+        guard let bytes = try session.get(key) else { throw CAPIFailure.notFound(key, in: session.storePath) }
+        // Guarded memory, which keybay_free_value wipes and frees.
+        guard let out = sodium_malloc(max(bytes.count, 1)) else { throw KeybayError(.io, "cannot allocate guarded memory") }
+        bytes.withUnsafeBytes { if let b = $0.baseAddress { out.copyMemory(from: b, byteCount: bytes.count) } }
+        value.pointee = out.assumingMemoryBound(to: UInt8.self)
+        length.pointee = bytes.count
+    }
+}
+
+@_cdecl("keybay_free_value")
+public func keybay_free_value(_ value: UnsafeMutablePointer<UInt8>?, _ length: Int) {
+    // sodium_free wipes the whole allocation before it frees it.
+    if let value { sodium_free(value) }
+}
+
+@_cdecl("keybay_set")
+public func keybay_set(_ store: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ value: UnsafePointer<UInt8>?, _ length: Int,
+                       _ err: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    reporting(err) {
+        let session = try CStore.from(store).session
+        let key = try text(key, "key")
+        guard value != nil || length == 0 else { throw invalidArgument("keybay_set: value is NULL with a length of \(length)") }
+        try session.set(key, bytes: value.map { Array(UnsafeBufferPointer(start: $0, count: length)) } ?? [])
+    }
+}
+
+@_cdecl("keybay_delete")
+public func keybay_delete(_ store: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ err: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    reporting(err) {
+        let session = try CStore.from(store).session
+        let key = try text(key, "key")
+        guard try session.delete(key) else { throw CAPIFailure.notFound(key, in: session.storePath) }
+    }
+}
+
+@_cdecl("keybay_keys")
+public func keybay_keys(_ store: OpaquePointer?, _ keys: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?,
+                        _ count: UnsafeMutablePointer<Int>?, _ err: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    keys?.pointee = nil
+    count?.pointee = 0
+    return reporting(err) {
+        let session = try CStore.from(store).session
+        guard let keys, let count else { throw invalidArgument("keybay_keys needs keys and count") }
+        let names = try session.keys()
+        guard let list = calloc(max(names.count, 1), MemoryLayout<UnsafeMutablePointer<CChar>?>.stride)?
+            .assumingMemoryBound(to: UnsafeMutablePointer<CChar>?.self) else { throw KeybayError(.io, "cannot allocate the key list") }
+        for (i, name) in names.enumerated() { list[i] = strdup(name) }
+        keys.pointee = list
+        count.pointee = names.count
+    }
+}
+
+@_cdecl("keybay_free_strings")
+public func keybay_free_strings(_ strings: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ count: Int) {
+    guard let strings else { return }
+    for i in 0..<count { free(strings[i]) }
+    free(strings)
+}
+
+@_cdecl("keybay_free_string")
+public func keybay_free_string(_ string: UnsafeMutablePointer<CChar>?) {
+    free(string)
+}

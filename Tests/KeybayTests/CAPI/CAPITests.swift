@@ -1,0 +1,92 @@
+import Foundation
+import Glibc
+import Testing
+
+/// libkeybay.so.1 as a C host uses it: installed with `make install` into a temporary prefix,
+/// Tests/capi/capi_check.c built with `cc … $(pkg-config --cflags --libs keybay)` and run with
+/// no LD_LIBRARY_PATH (its checks: open, set, get, keys, delete, a missing key, bad arguments,
+/// four threads on one handle, a passphrase enrolled through ask_secret, a wrong one, removing
+/// the method, a recovery key without show_secret, status JSON, reset, every code's name).
+@Suite struct CAPITests {
+    static let installed: Result<String, Error> = Result {
+        let prefix = NSTemporaryDirectory() + "keybay-capi-\(getpid())"
+        try? FileManager.default.removeItem(atPath: prefix)
+        let make = try run("/usr/bin/make", ["-s", "-C", packageDirectory, "install", "BIN=" + buildDirectory, "PREFIX=" + prefix],
+                           environment: ["PATH": "/usr/bin:/bin"])
+        guard make.status == 0 else { throw KeybayTestFailure("make install: \(make.stderr)") }
+        return prefix
+    }
+
+    /// capi_check built against the installed prefix.
+    static func built(_ prefix: String) throws -> String {
+        let program = prefix + "/capi_check"
+        let flags = try run("/usr/bin/pkg-config", ["--cflags", "--libs", "keybay"],
+                            environment: ["PATH": "/usr/bin:/bin", "PKG_CONFIG_PATH": prefix + "/lib/pkgconfig"])
+        guard flags.status == 0 else { throw KeybayTestFailure("pkg-config: \(flags.stderr)") }
+        let cc = try run("/usr/bin/cc", ["-std=c11", "-Wall", "-Wextra", "-Werror", packageDirectory + "/Tests/capi/capi_check.c"]
+                         + flags.out.split(whereSeparator: \.isWhitespace).map(String.init) + ["-lpthread", "-o", program],
+                         environment: ["PATH": "/usr/bin:/bin"])
+        guard cc.status == 0 else { throw KeybayTestFailure("cc: \(cc.stderr)") }
+        return program
+    }
+
+    @Test func aCHostBuiltWithPkgConfigRunsFromTheInstalledPrefix() throws {
+        let prefix = try Self.installed.get()
+        let program = try Self.built(prefix)
+        let box = Sandbox(app: "com.example.c-host")
+        var environment = box.environment
+        environment["KEYBAY_PLUGIN_PATH"] = nil // the installed library finds the installed plugins
+        let r = try run(program, [], environment: environment)
+        #expect(r.status == 0, "\(r.out) \(r.stderr)")
+        #expect(r.out.contains("capi_check: ") && r.out.contains(" checks, 0 failures"), "\(r.out)")
+        // Nothing of the Swift toolchain at run time, and no LD_LIBRARY_PATH was needed.
+        let ldd = try run("/usr/bin/ldd", [program], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(ldd.status == 0 && ldd.out.contains(prefix + "/lib/libkeybay.so.1") && !ldd.out.contains("swift"), "\(ldd.out)")
+        let libraryLdd = try run("/usr/bin/ldd", [prefix + "/lib/libkeybay.so.1"], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(!libraryLdd.out.contains("swift") && !libraryLdd.out.contains("libstdc++"), "\(libraryLdd.out)")
+    }
+
+    /// The library exports exactly the header's functions, at version KEYBAY_1.0, under its soname.
+    @Test func theLibraryExportsTheHeadersFunctionsAlone() throws {
+        let prefix = try Self.installed.get()
+        let library = prefix + "/lib/libkeybay.so.1"
+        let symbols = try run("/usr/bin/objdump", ["-T", library], environment: ["PATH": "/usr/bin:/bin"])
+        let exported = Set(symbols.out.split(separator: "\n").compactMap { line -> String? in
+            let fields = line.split(whereSeparator: \.isWhitespace)
+            guard fields.count >= 7, fields[1] == "g", fields[3] != "*UND*" else { return nil }
+            return String(fields.last!)
+        }).subtracting(["KEYBAY_1.0"])
+        let header = try String(contentsOfFile: packageDirectory + "/Sources/CKeybay/include/keybay/keybay.h", encoding: .utf8)
+        let declared = Set(header.split(separator: "\n").compactMap { line -> String? in
+            guard let open = line.firstIndex(of: "("), line.contains("keybay_") else { return nil }
+            let name = line[..<open].split(whereSeparator: { !($0.isLetter || $0.isNumber || $0 == "_") }).last.map(String.init)
+            return name?.hasPrefix("keybay_") == true ? name : nil
+        })
+        #expect(exported == declared, "exported but not declared: \(exported.subtracting(declared).sorted()); declared but not exported: \(declared.subtracting(exported).sorted())")
+        let versions = symbols.out.split(separator: "\n").filter { $0.contains(" keybay_") && !$0.contains("KEYBAY_1.0") }
+        #expect(versions.isEmpty, "\(versions)")
+        let dynamic = try run("/usr/bin/readelf", ["-d", library], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(dynamic.out.contains("Library soname: [libkeybay.so.1]"), "\(dynamic.out)")
+    }
+
+    /// The complete example in docs/c-api.md builds against the installed prefix and works.
+    @Test func theGuidesExampleBuildsAndRuns() throws {
+        let prefix = try Self.installed.get()
+        let guide = try String(contentsOfFile: packageDirectory + "/docs/c-api.md", encoding: .utf8)
+        let start = try #require(guide.range(of: "```c\n#include <stdio.h>"))
+        let end = try #require(guide.range(of: "```", range: start.upperBound..<guide.endIndex))
+        let source = prefix + "/example.c"
+        let code = guide.index(start.lowerBound, offsetBy: "```c\n".count)
+        try String(guide[code..<end.lowerBound]).write(toFile: source, atomically: true, encoding: .utf8)
+        let flags = try run("/usr/bin/pkg-config", ["--cflags", "--libs", "keybay"],
+                            environment: ["PATH": "/usr/bin:/bin", "PKG_CONFIG_PATH": prefix + "/lib/pkgconfig"])
+        let cc = try run("/usr/bin/cc", ["-std=c11", "-Wall", "-Wextra", "-Werror", source] + flags.out.split(whereSeparator: \.isWhitespace).map(String.init)
+                         + ["-o", prefix + "/example"], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(cc.status == 0, "\(cc.stderr)")
+        let box = Sandbox(app: "com.example.notes")
+        var environment = box.environment
+        environment["KEYBAY_PLUGIN_PATH"] = nil
+        let r = try run(prefix + "/example", [], environment: environment)
+        #expect(r.status == 0 && r.out == "s3cr3t\n", "\(r.out) \(r.stderr)")
+    }
+}
