@@ -54,7 +54,7 @@ import Testing
     }
 
     /// Enroll, unlock with the PIN (M the TPM unseals opens the store), a wrong PIN (wrong-secret,
-    /// counted by the TPM), no PIN without input, and the parameters' layout (docs/tpm2-pin.md).
+    /// counted by the TPM), no PIN without input, one method per store, a PIN too short.
     @Test func enrollThenUnlockWithThePIN() throws {
         let tpm = try SoftwareTPM(), box = Sandbox()
         let id = try Self.pinStore(box, tpm)
@@ -70,6 +70,8 @@ import Testing
         #expect(Self.triesLeft(wrong) != nil, "the tries left are given: \(wrong.stderr)")
         let none = try Self.get(box, tpm, pin: nil)
         #expect(none.status == 4 && Self.code(none) == "interaction-required", "\(none.stderr)")
+        let second = try Self.cli(box, tpm, ["enroll", "tpm2-pin"], pin: Self.pin)
+        #expect(second.status == 2 && Self.code(second) == "invalid-argument", "one tpm2-pin method per store: \(second.stderr)")
         let short = try Self.cli(Sandbox(), tpm, ["enroll", "tpm2-pin"], pin: "123")
         #expect(short.status == 2 && Self.code(short) == "invalid-argument", "a 3-byte PIN is refused: \(short.stderr)")
         // tss2 is opened on first use: listing the methods needs none.
