@@ -37,7 +37,7 @@ HEADER = $(TOP)/Sources/CKeybayPlugin/include/keybay_plugin.h
 # The installed documentation keeps docs/'s layout, so every link in it resolves in both trees:
 # the guide (plugins.md) and what it links, the header beside it (docs/keybay_plugin.h is a link
 # to it) and one complete example plugin with its Makefile (InstallTests checks every link).
-DOCS = plugins.md cli.md format.md security.md fido2.md recovery.md
+DOCS = plugins.md cli.md format.md security.md fido2.md recovery.md tpm2-pin.md
 EXAMPLE = examples/c-plugin
 EXAMPLE_FILES = Makefile README.md pin.c
 
