@@ -208,18 +208,9 @@ static keybay_status load_file(const keybay_host *host, const keybay_root_contex
 /* Loads the sealed object and unseals the root key into `key` (guarded memory). */
 static keybay_status unseal_root(const keybay_host *host, tpm *t, const root_file *f, const char *path, uint8_t *key) {
     ESYS_TR primary = ESYS_TR_NONE, object = ESYS_TR_NONE, session = ESYS_TR_NONE;
-    keybay_status s = KEYBAY_OK;
-    TSS2_RC rc = TSS2_RC_SUCCESS;
-    /* A full object memory flushes every transient object, the new primary too: make it again. */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if ((s = create_primary(host, t, &primary)) != KEYBAY_OK) break;
-        rc = T(Esys_Load)(t->esys, primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &f->private, &f->public, &object);
-        if (rc == TSS2_RC_SUCCESS || attempt) break;
-        flush(t, &primary);
-        if (!flush_leftovers(t, rc)) break;
-    }
-    if (s == KEYBAY_OK && rc != TSS2_RC_SUCCESS) {
-        object = ESYS_TR_NONE;
+    TSS2_RC rc;
+    keybay_status s = keybay_tpm2_load_sealed(host, t, &f->private, &f->public, &primary, &object, &rc);
+    if (s != KEYBAY_OK && rc != TSS2_RC_SUCCESS) {
         /* A foreign or damaged object is a format-one error on its parameters (integrity, size,
            key); a warning (memory, retry, lockout) is not the root's fault. */
         s = rc_layer_is_tpm(rc) && (rc & TPM2_RC_FMT1) ? fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s cannot load the sealed root key %s "

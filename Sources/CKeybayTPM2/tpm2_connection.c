@@ -551,6 +551,23 @@ TPML_PCR_SELECTION keybay_tpm2_pcr_selection(uint32_t mask) {
     return s;
 }
 
+keybay_status keybay_tpm2_load_sealed(const keybay_host *host, keybay_tpm2 *t, const TPM2B_PRIVATE *private, const TPM2B_PUBLIC *public,
+                                      ESYS_TR *primary, ESYS_TR *object, TSS2_RC *rc) {
+    *object = ESYS_TR_NONE;
+    /* A full object memory flushes every transient object, the new primary too: make it again. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        *rc = TSS2_RC_SUCCESS;
+        keybay_status s = keybay_tpm2_create_primary(host, t, primary);
+        if (s != KEYBAY_OK) return s;
+        *rc = T(Esys_Load)(t->esys, *primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, private, public, object);
+        if (*rc == TSS2_RC_SUCCESS) return KEYBAY_OK;
+        *object = ESYS_TR_NONE;
+        keybay_tpm2_flush(t, primary);
+        if (attempt || !keybay_tpm2_flush_leftovers(t, *rc)) break;
+    }
+    return KEYBAY_ERR_INTERNAL;
+}
+
 keybay_status keybay_tpm2_policy_session(const keybay_host *host, keybay_tpm2 *t, TPM2_SE type, ESYS_TR salt_key, uint32_t pcr_mask,
                                          int auth_value, ESYS_TR *session) {
     TPMT_SYM_DEF symmetric = { .algorithm = TPM2_ALG_NULL };

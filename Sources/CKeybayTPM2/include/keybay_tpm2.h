@@ -133,6 +133,14 @@ void keybay_tpm2_flush(keybay_tpm2 *t, ESYS_TR *handle);
    under the owner hierarchy. */
 keybay_status keybay_tpm2_create_primary(const keybay_host *host, keybay_tpm2 *t, ESYS_TR *primary);
 
+/* Re-creates the primary and loads a sealed object (`private`, `public`) under it; a full object
+   memory flushes the leftovers and both are tried once more. OK: both loaded (the caller flushes
+   them). A failed primary: its status, explained, *rc 0. A failed load: INTERNAL, unexplained,
+   with the TPM's answer in *rc for the caller to explain (another TPM's object is a format-one
+   error), nothing left loaded. */
+keybay_status keybay_tpm2_load_sealed(const keybay_host *host, keybay_tpm2 *t, const TPM2B_PRIVATE *private, const TPM2B_PUBLIC *public,
+                                      ESYS_TR *primary, ESYS_TR *object, TSS2_RC *rc);
+
 /* PCR selection (SHA-256 bank) from a bit mask of PCRs 0-23. */
 TPML_PCR_SELECTION keybay_tpm2_pcr_selection(uint32_t mask);
 
