@@ -35,6 +35,7 @@ let package = Package(
         .library(name: "keybay-fido2", type: .dynamic, targets: ["KeybayFido2"]),
         .library(name: "keybay-recovery", type: .dynamic, targets: ["KeybayRecovery"]),
         .library(name: "keybay-tpm2", type: .dynamic, targets: ["KeybayTPM2"]),
+        .library(name: "keybay-tpm2-pin", type: .dynamic, targets: ["KeybayTPM2Pin"]),
         .library(name: "keybay-secret-service", type: .dynamic, targets: ["KeybaySecretService"]),
         .library(name: "KeybayPluginKit", targets: ["KeybayPluginKit"]),
         // The C API for hosts in any language: libkeybay.so (installed as libkeybay.so.1),
@@ -93,8 +94,16 @@ let package = Package(
         // tpm2: the root sealed by this machine's TPM. It includes tpm2-tss's headers for types only
         // and opens libtss2-esys and friends on first use (Plugins/README.md); tss2-dev's headers
         // come from libtss2-dev.
-        .target(name: "KeybayTPM2", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/tpm2", publicHeadersPath: ".",
+        // The TPM connection both TPM plugins link (tpm2-tss opened on first use, the choice of TPM,
+        // the time bound, taking turns, the storage primary).
+        .target(name: "CKeybayTPM2", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Sources/CKeybayTPM2",
+                linkerSettings: [.linkedLibrary("pthread")]),
+        .target(name: "KeybayTPM2", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CKeybayTPM2", "CSodium"], path: "Plugins/tpm2", publicHeadersPath: ".",
                 linkerSettings: [.linkedLibrary("pthread")] + cPluginLinking),
+        // tpm2-pin: a method whose 32-byte secret the TPM unseals only with the user's PIN, under
+        // the TPM's dictionary-attack protection.
+        .target(name: "KeybayTPM2Pin", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CKeybayTPM2", "CSodium"], path: "Plugins/tpm2-pin",
+                publicHeadersPath: ".", linkerSettings: [.linkedLibrary("pthread")] + cPluginLinking),
         .target(name: "KeybayPassphrase", dependencies: ["CKeybayPlugin", "CArgon2", "CSodium"],
                 path: "Plugins/passphrase", linkerSettings: [.linkedLibrary("m")] + cPluginLinking),
         // fido2: the method (core, with a replaceable device opener) and the shipped plugin. The

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(libsodium-dev libargon2-dev libfido2-dev libssl-dev pkg-config python3 make gcc
           groff-base  # groff-base: /usr/bin/groff, for the man page check in InstallTests
-          swtpm swtpm-tools tpm2-tools libtss2-dev  # a TPM 2.0 emulator and tpm2-tss for the tpm2 root
+          swtpm swtpm-tools tpm2-tools libtss2-dev  # a TPM 2.0 emulator and tpm2-tss for the tpm2 root and the tpm2-pin method
           libqrencode4  # the recovery plugin draws its key as a QR code with it (opened at run time)
           libzbar0      # a QR decoder: RecoveryTests read that drawing back
           gnome-keyring dbus libsecret-1-dev libsecret-tools  # the secret-service root and its tests (a private bus + keyring)

@@ -3,7 +3,7 @@
 // references (age, cryptsetup-bin) and builds in release mode.
 //
 //   keybay-bench [RUNS]          the whole table
-//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 ssget
+//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 ssget tpm2pin
 //   (ssget needs a Secret Service on DBUS_SESSION_BUS_ADDRESS: scripts/bench.sh runs the bench
 //   in a private session with a throwaway, unlocked gnome-keyring)
 //   keybay-bench load-plugins    (internal) time discovery + loading of the plugins, in a fresh process
@@ -144,6 +144,49 @@ func freeLoopbackPort() -> UInt16 {
         if port < 65535, let (next, _) = bound(port + 1) { close(next); return port }
     }
     fatalError("no free loopback port pair")
+}
+
+/// Starts a throwaway swtpm (state in `directory`, on a free loopback port pair, as a daemon)
+/// and returns its TCTI configuration; `stopSoftwareTPM(directory)` kills it.
+func startSoftwareTPM(_ swtpm: String, in directory: String) -> String {
+    let port = freeLoopbackPort()
+    mkdir(directory, 0o700)
+    precondition(system("'\(swtpm)' socket --tpmstate dir='\(directory)' --tpm2 --server type=tcp,port=\(port),bindaddr=127.0.0.1 --ctrl type=tcp,port=\(port + 1),bindaddr=127.0.0.1 --flags not-need-init,startup-clear --daemon --pid file='\(directory)/pid'") == 0, "swtpm did not start")
+    return "swtpm:host=127.0.0.1,port=\(port)"
+}
+
+func stopSoftwareTPM(_ directory: String) { _ = system("kill -9 $(cat '\(directory)/pid')") }
+
+/// 10. A tpm2-pin unlock (CLI get, the PIN on a descriptor, a file-root store) vs tpm2_unseal
+/// with `-p PIN` of a comparable object (a sealed 32-byte secret whose authValue is the PIN, not
+/// noDA) at a persistent handle on the same swtpm: the reference does the least TPM work a
+/// password unseal can (ReadPublic, Unseal); ours reads the lockout counters, re-creates the
+/// primary, loads the object, starts a salted policy session and unseals, then opens the store.
+@MainActor func benchTpm2Pin() {
+    guard let swtpm = which("swtpm"), let unseal = which("tpm2_unseal") else {
+        print("  (swtpm or tpm2-tools not installed: run scripts/bench.sh)")
+        return
+    }
+    let state = base + "/swtpm-pin"
+    let tcti = startSoftwareTPM(swtpm, in: state)
+    defer { stopSoftwareTPM(state) }
+    var tpmEnv = env
+    for (k, v) in [("TPM2TOOLS_TCTI", tcti), ("KEYBAY_TPM2_TCTI", tcti), ("TSS2_LOG", "all+none")] { tpmEnv[k] = v }
+    let pin = "2468"
+    writeFile(base + "/tpm2-pin", Array((pin + "\n").utf8))
+    // Many runs on one TPM: its lockout must never be reached (no wrong PIN is tried anyway).
+    let tools = "export TPM2TOOLS_TCTI='\(tcti)' TSS2_LOG=all+none; cd '\(state)' && head -c 32 /dev/urandom > secret && " +
+        "tpm2_dictionarylockout -Q -s -n 1000 -t 1 -l 1 && " +
+        "tpm2_createprimary -Q -C o -G ecc -c p.ctx && tpm2_create -Q -C p.ctx -i secret -p \(pin) -a 'fixedtpm|fixedparent|userwithauth' -u s.pub -r s.priv && " +
+        "tpm2_flushcontext -t && tpm2_load -Q -C p.ctx -u s.pub -r s.priv -c s.ctx && tpm2_evictcontrol -Q -C o -c s.ctx 0x81010002 && tpm2_flushcontext -t"
+    precondition(system(tools) == 0, "tpm2-tools could not make the reference object")
+    precondition(spawnTimed([cli, "--app", "tpm2pin", "set", "k", "v"], env: tpmEnv).status == 0, "set failed")
+    precondition(spawnTimed([cli, "--app", "tpm2pin", "enroll", "tpm2-pin", "--pin-fd", "0"], env: tpmEnv, stdin: base + "/tpm2-pin").status == 0,
+                 "enroll tpm2-pin failed")
+    let m = alternate(runs, ours: [cli, "--app", "tpm2pin", "get", "k", "--pin-fd", "0"], reference: [unseal, "-c", "0x81010002", "-p", pin],
+                      env: tpmEnv, stdin: base + "/tpm2-pin")
+    reportTimes("tpm2-pin unlock (CLI get, file-root store) vs tpm2_unseal -p PIN of a persistent sealed object (same swtpm)", m.ours, m.reference,
+                target: "<= 1.2")
 }
 
 // MARK: - The internal plugin-loading probe
@@ -339,12 +382,9 @@ if wanted("plugins") {
 // handle: the reference does the least TPM work an unseal can, ReadPublic then Unseal).
 if wanted("tpm2") {
     if let swtpm = which("swtpm"), let unseal = which("tpm2_unseal") {
-        let port = freeLoopbackPort()
-        let tcti = "swtpm:host=127.0.0.1,port=\(port)"
         let state = base + "/swtpm"
-        mkdir(state, 0o700)
-        precondition(system("'\(swtpm)' socket --tpmstate dir='\(state)' --tpm2 --server type=tcp,port=\(port),bindaddr=127.0.0.1 --ctrl type=tcp,port=\(port + 1),bindaddr=127.0.0.1 --flags not-need-init,startup-clear --daemon --pid file='\(state)/pid'") == 0, "swtpm did not start")
-        defer { _ = system("kill -9 $(cat '\(state)/pid')") }
+        let tcti = startSoftwareTPM(swtpm, in: state)
+        defer { stopSoftwareTPM(state) }
         var tpmEnv = env
         for (k, v) in [("TPM2TOOLS_TCTI", tcti), ("KEYBAY_TPM2_TCTI", tcti), ("KEYBAY_ROOT", "tpm2"), ("TSS2_LOG", "all+none")] { tpmEnv[k] = v }
         let tools = "export TPM2TOOLS_TCTI='\(tcti)' TSS2_LOG=all+none; cd '\(state)' && head -c 32 /dev/urandom > secret && " +
@@ -378,6 +418,8 @@ if wanted("ssget") {
         print("  (no session bus or secret-tool: run scripts/bench.sh)")
     }
 }
+
+if wanted("tpm2pin") { benchTpm2Pin() }
 
 print("")
 print("| row | ours | reference | ratio | target |")

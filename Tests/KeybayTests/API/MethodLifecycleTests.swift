@@ -9,7 +9,8 @@ import Testing
 @Suite struct MethodLifecycleTests {
     /// Runs the CLI with each secret on its own descriptor (3, 4, …, in the order given), the
     /// option naming it added to the arguments: `["--passphrase-fd": "old", "--new-passphrase-fd": "new"]`.
-    static func cli(_ box: Sandbox, _ args: [String], secrets: KeyValuePairs<String, String> = [:]) throws -> RunResult {
+    static func cli(_ box: Sandbox, _ args: [String], secrets: KeyValuePairs<String, String> = [:],
+                    environment: [String: String]? = nil) throws -> RunResult {
         var redirections = "", options: [String] = []
         for (i, (option, secret)) in secrets.enumerated() {
             let file = box.root + "/secret-\(UUID().uuidString)"
@@ -17,7 +18,7 @@ import Testing
             redirections += " \(i + 3)<\"\(file)\""
             options += [option, String(i + 3)]
         }
-        return try run("/bin/sh", ["-c", "exec \"$0\" \"$@\"" + redirections, cliPath] + args + options, environment: box.environment)
+        return try run("/bin/sh", ["-c", "exec \"$0\" \"$@\"" + redirections, cliPath] + args + options, environment: environment ?? box.environment)
     }
 
     /// A store with one record and a passphrase method (fast Argon2id); returns the method id.
@@ -216,21 +217,33 @@ import Testing
     @Test func killedChangesLeaveTheOldOrTheNewSecret() throws {
         let runs = ProcessInfo.processInfo.environment["KEYBAY_CRASH_RUNS"].flatMap(Int.init).map { max(4, $0 / 3) } ?? 20
         let box = Sandbox()
-        var id = try Self.passphraseStore(box, passphrase: "p0")
-        var current = "p0"
+        try Self.killedChangesLeaveTheOldOrTheNewSecret(box, environment: box.environment, method: try Self.passphraseStore(box, passphrase: "p0"),
+                                                        secret: "p0", runs: runs, flags: fastPassphraseFlags) { passphrase in
+            try Self.get(box, passphrase: passphrase)
+        }
+    }
+
+    /// The change crash-kill run of a method enrolled as `method` with `secret` (p0): changed
+    /// to p1, p2, … (`secretPrefix` then the run; `--pin-fd` for a PIN method), killed at random moments; `get` runs the
+    /// CLI's `get k` with a secret (also used by Tpm2PinTests).
+    static func killedChangesLeaveTheOldOrTheNewSecret(_ box: Sandbox, environment: [String: String], method: String, secret: String, runs: Int,
+                                                       secretOption: String = "passphrase", secretPrefix: String = "p", flags: [String],
+                                                       get: (String) throws -> RunResult) throws {
+        var id = method
+        var current = secret
         var rng = SystemRandomNumberGenerator()
         var completed = 0, killed = 0
         var window: UInt32 = 0
         for i in 1...runs {
-            let next = "p\(i)"
+            let next = "\(secretPrefix)\(i)"
             let files = [current, next].map { secret -> String in
                 let file = box.root + "/s-\(UUID().uuidString)"
                 try? (secret + "\n").write(toFile: file, atomically: true, encoding: .utf8)
                 return file
             }
-            let script = "exec \"$0\" change \(id) --no-input --passphrase-fd 3 --new-passphrase-fd 4 \(fastPassphraseFlags.joined(separator: " ")) 3<\(files[0]) 4<\(files[1])"
+            let script = "exec \"$0\" change \(id) --no-input --\(secretOption)-fd 3 --new-\(secretOption)-fd 4 \(flags.joined(separator: " ")) 3<\(files[0]) 4<\(files[1])"
             let start = ContinuousClock.now
-            let pid = spawnChild("/bin/sh", ["-c", script, cliPath], environment: box.environment, stdinPath: "/dev/null")
+            let pid = spawnChild("/bin/sh", ["-c", script, cliPath], environment: environment, stdinPath: "/dev/null")
             let outcome: (succeeded: Bool, signalled: Bool)
             if window == 0 {
                 // The first run is never killed: it measures how long a change takes here.
@@ -244,8 +257,8 @@ import Testing
                 outcome = waitChild(pid)
             }
             if outcome.succeeded { completed += 1; window -= window / 16 } else { killed += 1; window += window / 8 }
-            let withOld = try Self.get(box, passphrase: current), withNew = try Self.get(box, passphrase: next)
-            #expect((withOld.status == 0) != (withNew.status == 0), "run \(i): exactly one of the old and the new passphrase must open (old \(withOld.status), new \(withNew.status))")
+            let withOld = try get(current), withNew = try get(next)
+            #expect((withOld.status == 0) != (withNew.status == 0), "run \(i): exactly one of the old and the new secret must open (old \(withOld.status), new \(withNew.status))")
             #expect([withOld, withNew].contains { $0.out == "v" }, "run \(i): the record is intact")
             let methods = try KeybayStore.status(box.configuration()).methods
             #expect(methods.count == 1, "run \(i): \(methods.count) methods")

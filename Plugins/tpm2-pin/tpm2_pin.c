@@ -1,0 +1,444 @@
+/*
+ * tpm2-pin — a method whose secret the TPM gives out only for the user's PIN, as a Keybay method
+ * plugin (libkeybay-tpm2-pin.so).
+ *
+ * Enroll seals 32 random bytes M (a keyed-hash object, TPM2_Create) under the storage primary
+ * the tpm2 root uses too, with the PIN as the object's authValue and a policy that needs it
+ * (PolicyAuthValue, after PolicyPCR when --opt pcrs= binds it to PCRs). The object is not noDA:
+ * every wrong PIN counts towards the TPM's dictionary-attack lockout, so the PIN is guessed at
+ * the TPM's pace only. The parameters (docs/tpm2-pin.md) hold the object's public and private
+ * areas and the PCR mask; only this machine's TPM loads them.
+ *
+ * Unwrap reads the TPM's lockout counters, asks for the PIN with the tries left (not holding the
+ * TPM while the user types), then loads the object and unseals it in a policy session salted
+ * with the primary, so neither the PIN (the HMAC) nor M (response encryption) crosses to the TPM
+ * in a form that can be replayed or guessed offline.
+ *
+ * tpm2-tss, the choice of TPM (KEYBAY_TPM2_TCTI, the device by default), the time bound
+ * (KEYBAY_TPM2_TIMEOUT_MS) and taking turns with this user's other processes come from the code
+ * the tpm2 root shares: Sources/CKeybayTPM2.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "keybay_plugin.h"
+#include "keybay_plugin_host.h"
+#include "keybay_root_files.h"
+#include "keybay_tpm2.h"
+
+#define PLUGIN "tpm2-pin"
+#define USER "tpm2-pin method"
+#define fail keybay_rf_fail
+#define put_be keybay_tpm2_put_be
+#define get_be keybay_tpm2_get_be
+
+#define PARAMS_MAGIC "KBTP"
+#define PARAMS_VERSION 1
+#define PARAMS_HEADER 10 /* magic(4) | version:u16 | pcrs:u32 */
+#define MAX_PARAMS_BYTES 2048
+#define MIN_PIN 4
+#define MAX_PIN 32 /* the TPM's limit for a SHA-256 object's authValue */
+
+/* ---------------------------------------------------------------- the parameters
+
+   "KBTP" | version:u16 (= 1) | pcrs:u32 | public:LP16 | private:LP16 (docs/tpm2-pin.md) */
+
+typedef struct sealed_object {
+    uint32_t pcrs;
+    TPM2B_PUBLIC public;
+    TPM2B_PRIVATE private;
+} sealed_object;
+
+/* The layout alone, without tss2 (describe needs no TPM library): the PCR mask and where the
+   two areas are. */
+static keybay_status split_params(const keybay_host *host, const uint8_t *p, size_t n, uint32_t *pcrs, const uint8_t *parts[2],
+                                  size_t lengths[2]) {
+    if (!p || n < PARAMS_HEADER || n > MAX_PARAMS_BYTES || memcmp(p, PARAMS_MAGIC, 4) != 0)
+        return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the method's parameters are not a tpm2-pin sealed object (%zu bytes)", n);
+    if (get_be(p + 4, 2) != PARAMS_VERSION)
+        return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: parameters of version %u; this plugin reads version 1", (unsigned)get_be(p + 4, 2));
+    *pcrs = (uint32_t)get_be(p + 6, 4);
+    size_t at = PARAMS_HEADER;
+    for (int i = 0; i < 2; i++) {
+        if (n - at < 2 || (lengths[i] = (size_t)get_be(p + at, 2)) > n - at - 2)
+            return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the method's parameters are truncated");
+        parts[i] = p + at + 2;
+        at += 2 + lengths[i];
+    }
+    if (at != n) return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the method's parameters have %zu bytes too many", n - at);
+    if (*pcrs >> 24) return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the parameters name PCRs above 23 (mask 0x%08x)", (unsigned)*pcrs);
+    return KEYBAY_OK;
+}
+
+/* Decodes strictly (tss2 loaded: it unmarshals the areas), each area exactly its own size. */
+static keybay_status decode_params(const keybay_host *host, const uint8_t *p, size_t n, sealed_object *o) {
+    const uint8_t *parts[2];
+    size_t lengths[2], off_pub = 0, off_priv = 0;
+    keybay_status s = split_params(host, p, n, &o->pcrs, parts, lengths);
+    if (s != KEYBAY_OK) return s;
+    memset(&o->public, 0, sizeof o->public);
+    memset(&o->private, 0, sizeof o->private);
+    /* tss2 does not hold the public area to its own size field, and takes an empty one: we do not */
+    if (lengths[0] <= 2 || get_be(parts[0], 2) != lengths[0] - 2 ||
+        T(Tss2_MU_TPM2B_PUBLIC_Unmarshal)(parts[0], lengths[0], &off_pub, &o->public) != TSS2_RC_SUCCESS || off_pub != lengths[0] ||
+        lengths[1] <= 2 || T(Tss2_MU_TPM2B_PRIVATE_Unmarshal)(parts[1], lengths[1], &off_priv, &o->private) != TSS2_RC_SUCCESS ||
+        off_priv != lengths[1] || o->public.publicArea.type != TPM2_ALG_KEYEDHASH)
+        return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the sealed object in the method's parameters is malformed");
+    return KEYBAY_OK;
+}
+
+static keybay_status encode_params(const keybay_host *host, const sealed_object *o, keybay_buffer *out) {
+    uint8_t *p = malloc(MAX_PARAMS_BYTES);
+    if (!p) return fail(host, KEYBAY_ERR_INTERNAL, "tpm2-pin: out of memory");
+    memcpy(p, PARAMS_MAGIC, 4);
+    put_be(p + 4, PARAMS_VERSION, 2);
+    put_be(p + 6, o->pcrs, 4);
+    size_t at = PARAMS_HEADER, offset = 0;
+    if (T(Tss2_MU_TPM2B_PUBLIC_Marshal)(&o->public, p + at + 2, MAX_PARAMS_BYTES - at - 4, &offset) != TSS2_RC_SUCCESS) goto too_big;
+    put_be(p + at, offset, 2);
+    at += 2 + offset;
+    offset = 0;
+    if (T(Tss2_MU_TPM2B_PRIVATE_Marshal)(&o->private, p + at + 2, MAX_PARAMS_BYTES - at - 2, &offset) != TSS2_RC_SUCCESS) goto too_big;
+    put_be(p + at, offset, 2);
+    out->data = p;
+    out->length = at + 2 + offset;
+    return KEYBAY_OK;
+too_big:
+    free(p);
+    return fail(host, KEYBAY_ERR_INTERNAL, "tpm2-pin: the sealed object does not fit the method's parameters");
+}
+
+/* ---------------------------------------------------------------- the TPM, one operation */
+
+/* <state_home>/keybay, where this user's processes take turns on the TPM with the tpm2 root:
+   $XDG_STATE_HOME when absolute, else $HOME/.local/state (made 0700 when missing). */
+static keybay_status open_keybay_dir(const keybay_host *host, int *fd, char *path, size_t size) {
+    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    char base[4096];
+    if (state && state[0] == '/') snprintf(base, sizeof base, "%s", state);
+    else if (home && home[0] == '/') snprintf(base, sizeof base, "%s/.local/state", home);
+    else return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: neither XDG_STATE_HOME nor HOME is an absolute path, so there is no "
+                     "directory for the TPM's lock file");
+    if ((size_t)snprintf(path, size, "%s/keybay", base) >= size) return fail(host, KEYBAY_ERR_IO, "tpm2-pin: %.64s... is too long", base);
+    if (home && home[0] == '/' && !(state && state[0] == '/')) {
+        char local[4200];
+        snprintf(local, sizeof local, "%s/.local", home);
+        if (mkdir(local, 0700) != 0 && errno != EEXIST) return keybay_rf_fail_errno(host, "tpm2-pin: cannot create", local);
+    }
+    if (mkdir(base, 0700) != 0 && errno != EEXIST) return keybay_rf_fail_errno(host, "tpm2-pin: cannot create", base);
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) return keybay_rf_fail_errno(host, "tpm2-pin: cannot create", path);
+    *fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (*fd < 0) return keybay_rf_fail_errno(host, "tpm2-pin: cannot open", path);
+    struct stat st;
+    if (fstat(*fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+        close(*fd);
+        *fd = -1;
+        return fail(host, KEYBAY_ERR_INSECURE, "tpm2-pin: %s is not a directory of this user's that only it may write", path);
+    }
+    return KEYBAY_OK;
+}
+
+static keybay_status tpm_open(const keybay_host *host, keybay_tpm2 *t) {
+    keybay_status s = keybay_tpm2_begin(host, t, PLUGIN, USER);
+    char path[4200];
+    int dir = -1;
+    if (s == KEYBAY_OK) s = open_keybay_dir(host, &dir, path, sizeof path);
+    if (s == KEYBAY_OK) s = keybay_tpm2_lock(host, t, dir, path, 1);
+    if (dir >= 0) close(dir);
+    if (s == KEYBAY_OK) return keybay_tpm2_connect(host, t);
+    keybay_tpm2_close(t);
+    return s;
+}
+
+/* The dictionary-attack state: failures counted, the most allowed, seconds per failure forgiven. */
+typedef struct lockout {
+    uint32_t counter, max, interval;
+} lockout;
+
+static keybay_status read_lockout(const keybay_host *host, keybay_tpm2 *t, lockout *l) {
+    TPMS_CAPABILITY_DATA *data = NULL;
+    TPMI_YES_NO more = 0;
+    TSS2_RC rc = T(Esys_GetCapability)(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES,
+                                       TPM2_PT_LOCKOUT_COUNTER, 3, &more, &data);
+    if (rc != TSS2_RC_SUCCESS) return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot read the dictionary-attack counters");
+    int found = 0;
+    for (UINT32 i = 0; i < data->data.tpmProperties.count; i++) {
+        TPMS_TAGGED_PROPERTY *p = &data->data.tpmProperties.tpmProperty[i];
+        if (p->property == TPM2_PT_LOCKOUT_COUNTER) { l->counter = p->value; found |= 1; }
+        if (p->property == TPM2_PT_MAX_AUTH_FAIL) { l->max = p->value; found |= 2; }
+        if (p->property == TPM2_PT_LOCKOUT_INTERVAL) { l->interval = p->value; found |= 4; }
+    }
+    T(Esys_Free)(data);
+    if (found != 7) return fail(host, KEYBAY_ERR_INTERNAL, "tpm2-pin: %s did not report its dictionary-attack counters", t->where);
+    return KEYBAY_OK;
+}
+
+static int32_t tries_left(const lockout *l) { return l->counter >= l->max ? 0 : (int32_t)(l->max - l->counter); }
+
+static keybay_status locked_out(const keybay_host *host, const keybay_tpm2 *t, const lockout *l) {
+    if (l->interval == 0)
+        return fail(host, KEYBAY_ERR_LOCKED, "tpm2-pin: %s is in dictionary-attack lockout after %u wrong authorizations and does not "
+                    "recover by itself (TPM_PT_LOCKOUT_INTERVAL is 0): its lockout authorization must reset it (tpm2_dictionarylockout -c)",
+                    t->where, (unsigned)l->counter);
+    return fail(host, KEYBAY_ERR_LOCKED, "tpm2-pin: %s is in dictionary-attack lockout after %u wrong authorizations; it allows one more "
+                "try at most %u s from now (TPM_PT_LOCKOUT_INTERVAL), and one more every %u s after that",
+                t->where, (unsigned)l->counter, (unsigned)l->interval, (unsigned)l->interval);
+}
+
+/* Asks for the PIN into `pin` (MAX_PIN + 1 bytes, guarded): 4 to 32 bytes, no NUL. */
+static keybay_status ask_pin(const keybay_host *host, uint32_t flags, const char *prompt, int32_t retries, uint8_t *pin, size_t *length) {
+    if (!KEYBAY_HOST_HAS(host, ask_secret)) return fail(host, KEYBAY_ERR_INTERACTION_UNAVAILABLE, "tpm2-pin: a PIN is needed but the host cannot ask for one");
+    *length = 0;
+    keybay_status s = host->ask_secret(host->context, KEYBAY_SECRET_PIN, flags, prompt, retries, pin, MAX_PIN + 1, length);
+    if (s != KEYBAY_OK) { sodium_memzero(pin, MAX_PIN + 1); return s; } /* the host's status, as is */
+    if (*length > MAX_PIN + 1) { sodium_memzero(pin, MAX_PIN + 1); return fail(host, KEYBAY_ERR_INTERNAL, "tpm2-pin: the host reported more bytes than the buffer holds"); }
+    if (*length < MIN_PIN || *length > MAX_PIN || memchr(pin, 0, *length)) {
+        size_t n = *length;
+        sodium_memzero(pin, MAX_PIN + 1);
+        *length = 0;
+        /* A new PIN out of bounds is the user's choice to redo; an old one cannot be right. */
+        return fail(host, flags & KEYBAY_ASK_NEW ? KEYBAY_ERR_INVALID_OPTION : KEYBAY_ERR_WRONG_SECRET,
+                    "tpm2-pin: a PIN is %d to %d bytes without a NUL byte (this one: %s%zu bytes)", MIN_PIN, MAX_PIN,
+                    n > MAX_PIN ? "more than " : "", n > MAX_PIN ? (size_t)MAX_PIN : n);
+    }
+    return KEYBAY_OK;
+}
+
+/* ---------------------------------------------------------------- method operations */
+
+/* Usable here: tpm2-tss loads, the variables are valid and, for a device, it is there and this
+   user may use it. The TPM itself is not reached (probe never blocks for long). */
+static keybay_status probe(const keybay_host *host) {
+    keybay_tpm2 t;
+    keybay_status s = keybay_tpm2_begin(host, &t, PLUGIN, USER);
+    if (s == KEYBAY_OK && t.device && access(t.device, R_OK | W_OK) != 0) s = keybay_tpm2_unreachable(host, &t, 0);
+    keybay_tpm2_close(&t);
+    return s == KEYBAY_ERR_INVALID_OPTION ? KEYBAY_ERR_NOT_AVAILABLE : s;
+}
+
+static keybay_status enroll(const keybay_host *host, const keybay_option *options, size_t option_count, keybay_buffer *params_out,
+                            uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {
+    keybay_status s = keybay_method_enroll_begin(host, PLUGIN, params_out, secret_out);
+    uint32_t pcrs = 0;
+    if (s == KEYBAY_OK) s = keybay_tpm2_parse_pcrs(host, PLUGIN, options, option_count, &pcrs);
+    if (s != KEYBAY_OK) return s;
+    TPM2B_SENSITIVE_CREATE *sensitive = keybay_method_secret_new(host, PLUGIN, sizeof *sensitive);
+    sealed_object *o = malloc(sizeof *o);
+    if (!sensitive || !o) { keybay_method_secret_free(sensitive, sizeof *sensitive); free(o); return sensitive ? fail(host, KEYBAY_ERR_INTERNAL, "tpm2-pin: out of memory") : KEYBAY_ERR_INTERNAL; }
+    memset(o, 0, sizeof *o);
+    o->pcrs = pcrs;
+    size_t length = 0;
+    /* The PIN first: a refused prompt costs no TPM work, and the TPM is not held while it is typed. */
+    s = ask_pin(host, KEYBAY_ASK_NEW, "New PIN for the TPM", -1, sensitive->sensitive.userAuth.buffer, &length);
+    sensitive->sensitive.userAuth.size = (UINT16)length;
+    keybay_tpm2 t;
+    memset(&t, 0, sizeof t);
+    t.lock = -1;
+    if (s == KEYBAY_OK) s = tpm_open(host, &t);
+    ESYS_TR trial = ESYS_TR_NONE, primary = ESYS_TR_NONE, session = ESYS_TR_NONE;
+    TPM2B_PUBLIC template = { .publicArea = {
+        .type = TPM2_ALG_KEYEDHASH,
+        .nameAlg = TPM2_ALG_SHA256,
+        /* No userWithAuth: only the policy (which needs the PIN) unseals it. No noDA: every
+           wrong PIN counts towards the TPM's lockout. */
+        .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT,
+        .parameters.keyedHashDetail.scheme = { .scheme = TPM2_ALG_NULL },
+    } };
+    if (s == KEYBAY_OK) s = keybay_tpm2_policy_session(host, &t, TPM2_SE_TRIAL, ESYS_TR_NONE, pcrs, 1, &trial);
+    if (s == KEYBAY_OK) {
+        TPM2B_DIGEST *policy = NULL;
+        TSS2_RC rc = T(Esys_PolicyGetDigest)(t.esys, trial, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &policy);
+        if (rc != TSS2_RC_SUCCESS) s = keybay_tpm2_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot compute the policy");
+        else template.publicArea.authPolicy = *policy;
+        if (policy) T(Esys_Free)(policy);
+    }
+    if (trial != ESYS_TR_NONE) keybay_tpm2_flush(&t, &trial);
+    if (s == KEYBAY_OK) s = keybay_tpm2_create_primary(host, &t, &primary);
+    /* A session salted with the primary encrypts the sensitive part (PIN and M) on its way in. */
+    TSS2_RC rc = TSS2_RC_SUCCESS;
+    if (s == KEYBAY_OK) {
+        TPMT_SYM_DEF aes = { .algorithm = TPM2_ALG_AES, .keyBits.aes = 128, .mode.aes = TPM2_ALG_CFB };
+        rc = T(Esys_StartAuthSession)(t.esys, primary, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, NULL, TPM2_SE_HMAC, &aes,
+                                      TPM2_ALG_SHA256, &session);
+        if (rc == TSS2_RC_SUCCESS) rc = T(Esys_TRSess_SetAttributes)(t.esys, session, TPMA_SESSION_DECRYPT, TPMA_SESSION_DECRYPT);
+        if (rc != TSS2_RC_SUCCESS) s = keybay_tpm2_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot start an encrypted session");
+    }
+    if (s == KEYBAY_OK) {
+        sensitive->sensitive.data.size = KEYBAY_METHOD_SECRET_BYTES;
+        randombytes_buf(sensitive->sensitive.data.buffer, KEYBAY_METHOD_SECRET_BYTES);
+        TPM2B_DATA outside = { 0 };
+        TPML_PCR_SELECTION none = { 0 };
+        TPM2B_PRIVATE *private = NULL;
+        TPM2B_PUBLIC *public = NULL;
+        rc = T(Esys_Create)(t.esys, primary, session, ESYS_TR_NONE, ESYS_TR_NONE, sensitive, &template, &outside, &none, &private, &public,
+                            NULL, NULL, NULL);
+        if (rc != TSS2_RC_SUCCESS) s = keybay_tpm2_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot seal the method's secret");
+        else { o->private = *private; o->public = *public; }
+        if (private) T(Esys_Free)(private);
+        if (public) T(Esys_Free)(public);
+    }
+    keybay_tpm2_flush(&t, &session);
+    keybay_tpm2_flush(&t, &primary);
+    if (s == KEYBAY_OK) s = encode_params(host, o, params_out);
+    if (s == KEYBAY_OK) memcpy(secret_out, sensitive->sensitive.data.buffer, KEYBAY_METHOD_SECRET_BYTES);
+    keybay_tpm2_close(&t);
+    keybay_method_secret_free(sensitive, sizeof *sensitive);
+    free(o);
+    return s;
+}
+
+/* Loads the sealed object under a fresh primary; `*primary` stays loaded (it salts the session). */
+static keybay_status load_object(const keybay_host *host, keybay_tpm2 *t, const sealed_object *o, ESYS_TR *primary, ESYS_TR *object) {
+    keybay_status s = KEYBAY_OK;
+    TSS2_RC rc = TSS2_RC_SUCCESS;
+    /* A full object memory flushes every transient object, the new primary too: make it again. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if ((s = keybay_tpm2_create_primary(host, t, primary)) != KEYBAY_OK) return s;
+        rc = T(Esys_Load)(t->esys, *primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &o->private, &o->public, object);
+        if (rc == TSS2_RC_SUCCESS) return KEYBAY_OK;
+        keybay_tpm2_flush(t, primary);
+        if (attempt || !keybay_tpm2_flush_leftovers(t, rc)) break;
+    }
+    *object = ESYS_TR_NONE;
+    /* A foreign or damaged object is a format-one error on its parameters (integrity, size, key). */
+    if (keybay_tpm2_rc_is_tpm(rc) && (rc & TPM2_RC_FMT1))
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: %s cannot load this method's sealed object: it was sealed by another "
+                    "machine's TPM, or this TPM was cleared since (%s); the method cannot be used here, and another method must open the store",
+                    t->where, T(Tss2_RC_Decode)(rc));
+    return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot load the method's sealed object");
+}
+
+/* Unseals M with `pin` in a policy session salted with the primary (M comes back encrypted). */
+static keybay_status unseal(const keybay_host *host, keybay_tpm2 *t, const sealed_object *o, const uint8_t *pin, size_t pin_length,
+                            uint8_t *secret_out) {
+    ESYS_TR primary = ESYS_TR_NONE, object = ESYS_TR_NONE, session = ESYS_TR_NONE;
+    keybay_status s = load_object(host, t, o, &primary, &object);
+    TPM2B_AUTH *auth = sodium_malloc(sizeof *auth);
+    if (s == KEYBAY_OK && !auth) s = fail(host, KEYBAY_ERR_INTERNAL, "tpm2-pin: out of memory");
+    if (s == KEYBAY_OK) s = keybay_tpm2_policy_session(host, t, TPM2_SE_POLICY, primary, o->pcrs, 1, &session);
+    keybay_tpm2_flush(t, &primary);
+    TSS2_RC rc = TSS2_RC_SUCCESS;
+    if (s == KEYBAY_OK) {
+        memset(auth, 0, sizeof *auth);
+        auth->size = (UINT16)pin_length;
+        memcpy(auth->buffer, pin, pin_length);
+        rc = T(Esys_TR_SetAuth)(t->esys, object, auth);
+        if (rc == TSS2_RC_SUCCESS) rc = T(Esys_TRSess_SetAttributes)(t->esys, session, TPMA_SESSION_ENCRYPT, TPMA_SESSION_ENCRYPT);
+        if (rc != TSS2_RC_SUCCESS) s = keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot prepare the unseal");
+    }
+    TPM2B_SENSITIVE_DATA *out = NULL;
+    if (s == KEYBAY_OK) {
+        rc = T(Esys_Unseal)(t->esys, object, session, ESYS_TR_NONE, ESYS_TR_NONE, &out);
+        TSS2_RC base = keybay_tpm2_rc_base(rc);
+        lockout l = { 0 };
+        if (rc == TSS2_RC_SUCCESS && out->size == KEYBAY_METHOD_SECRET_BYTES) {
+            memcpy(secret_out, out->buffer, KEYBAY_METHOD_SECRET_BYTES);
+        } else if (rc == TSS2_RC_SUCCESS) {
+            s = fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the sealed object holds %u bytes, not a method secret", out->size);
+        } else if (keybay_tpm2_rc_is_tpm(rc) && (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH)) {
+            s = read_lockout(host, t, &l);
+            if (s == KEYBAY_OK)
+                s = fail(host, KEYBAY_ERR_WRONG_SECRET, "tpm2-pin: wrong PIN for %s; %d tr%s left before the TPM locks out%s", t->where,
+                         tries_left(&l), tries_left(&l) == 1 ? "y" : "ies", tries_left(&l) == 0 ? " (it is in lockout now)" : "");
+        } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_LOCKOUT) {
+            s = read_lockout(host, t, &l);
+            if (s == KEYBAY_OK) s = locked_out(host, t, &l);
+        } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_POLICY_FAIL) {
+            s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: the PCRs this method is bound to (mask 0x%06x, SHA-256) no longer hold the "
+                     "values it was sealed to (a firmware, boot loader or Secure Boot change); another method must open the store", (unsigned)o->pcrs);
+        } else {
+            s = keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot unseal the method's secret");
+        }
+    }
+    if (out) { sodium_memzero(out, sizeof *out); T(Esys_Free)(out); }
+    if (auth) { sodium_memzero(auth, sizeof *auth); sodium_free(auth); }
+    keybay_tpm2_flush(t, &session);
+    keybay_tpm2_flush(t, &object);
+    return s;
+}
+
+static keybay_status unwrap(const keybay_host *host, const uint8_t *params, size_t params_length, uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {
+    keybay_status s = keybay_method_unwrap_begin(host, PLUGIN, secret_out);
+    if (s != KEYBAY_OK) return s;
+    sealed_object *o = malloc(sizeof *o);
+    if (!o) return fail(host, KEYBAY_ERR_INTERNAL, "tpm2-pin: out of memory");
+    /* The parameters first: a malformed one costs no TPM and no prompt. */
+    keybay_tpm2 t;
+    s = keybay_tpm2_begin(host, &t, PLUGIN, USER);
+    keybay_tpm2_close(&t);
+    if (s == KEYBAY_OK) s = decode_params(host, params, params_length, o);
+    /* The tries left, read before asking; the TPM is let go while the user types. */
+    lockout l = { 0 };
+    if (s == KEYBAY_OK && (s = tpm_open(host, &t)) == KEYBAY_OK) {
+        s = read_lockout(host, &t, &l);
+        if (s == KEYBAY_OK && tries_left(&l) == 0) s = locked_out(host, &t, &l);
+        keybay_tpm2_close(&t);
+    }
+    uint8_t *pin = s == KEYBAY_OK ? keybay_method_secret_new(host, PLUGIN, MAX_PIN + 1) : NULL;
+    if (s == KEYBAY_OK && !pin) s = KEYBAY_ERR_INTERNAL;
+    size_t length = 0;
+    if (s == KEYBAY_OK) s = ask_pin(host, 0, "PIN for the TPM", tries_left(&l), pin, &length);
+    if (s == KEYBAY_OK && (s = tpm_open(host, &t)) == KEYBAY_OK) {
+        s = unseal(host, &t, o, pin, length, secret_out);
+        keybay_tpm2_close(&t);
+    }
+    if (s != KEYBAY_OK) sodium_memzero(secret_out, KEYBAY_METHOD_SECRET_BYTES);
+    keybay_method_secret_free(pin, MAX_PIN + 1);
+    free(o);
+    return s;
+}
+
+static keybay_status describe(const keybay_host *host, const uint8_t *params, size_t params_length, keybay_buffer *text_out) {
+    keybay_status s = keybay_method_describe_begin(text_out);
+    uint32_t pcrs = 0;
+    const uint8_t *parts[2];
+    size_t lengths[2];
+    if (s == KEYBAY_OK) s = split_params(host, params, params_length, &pcrs, parts, lengths);
+    if (s != KEYBAY_OK) return s;
+    char text[160];
+    int n = snprintf(text, sizeof text, "PIN sealed by this machine's TPM");
+    if (pcrs) {
+        n += snprintf(text + n, sizeof text - (size_t)n, ", bound to PCRs");
+        const char *separator = " ";
+        for (int i = 0; i < 24; i++)
+            if (pcrs & (1u << i)) { n += snprintf(text + n, sizeof text - (size_t)n, "%s%d", separator, i); separator = ","; }
+    }
+    if (keybay_method_text(text, (size_t)n, text_out) != KEYBAY_OK) return fail(host, KEYBAY_ERR_INTERNAL, "tpm2-pin: out of memory");
+    return KEYBAY_OK;
+}
+
+static const keybay_option_spec option_specs[] = {
+    { "pcrs", "also bind the secret to PCRs of the SHA-256 bank at their current values, e.g. 7 (Secure Boot) or 0,7; a change "
+              "of any makes the method unusable" },
+};
+
+static const keybay_plugin descriptor = {
+    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(keybay_plugin),
+    .id = PLUGIN,
+    .name = "TPM 2.0 PIN (unsealed by this machine's TPM, with lockout)",
+    .version = "1.0.0",
+    .kind = KEYBAY_KIND_METHOD,
+    .flags = KEYBAY_FLAG_INTERACTIVE | KEYBAY_FLAG_NEEDS_DEVICE | KEYBAY_FLAG_ONE_PER_STORE,
+    .options = option_specs,
+    .option_count = sizeof option_specs / sizeof option_specs[0],
+    .free_buffer = keybay_method_free_buffer,
+    .probe = probe,
+    .enroll = enroll,
+    .unwrap = unwrap,
+    .describe_with_host = describe,
+};
+
+KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
+    if (sodium_init() < 0) return NULL;
+    return &descriptor;
+}

@@ -1,0 +1,161 @@
+/*
+ * keybay_tpm2.h — what the first-party TPM plugins share (the tpm2 root, the tpm2-pin method):
+ * tpm2-tss opened with dlopen on first use, the choice of TPM (the device alone unless
+ * KEYBAY_TPM2_TCTI names a TCTI of tss2's), one deadline for a whole operation
+ * (KEYBAY_TPM2_TIMEOUT_MS, at most 30 s) enforced by a TCTI that gives up, this user's processes
+ * taking turns on a TPM (a lock file per TCTI), the storage primary and policy sessions. Not
+ * installed, not part of the ABI. Every failure has called set_error naming the TPM.
+ *
+ * An operation: keybay_tpm2_begin (nothing reached yet: a bad variable is refused first), then
+ * keybay_tpm2_lock in the user's <state_home>/keybay directory, then keybay_tpm2_connect, and
+ * keybay_tpm2_close whatever happened.
+ */
+#ifndef KEYBAY_TPM2_H
+#define KEYBAY_TPM2_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <tss2/tss2_esys.h>
+#include <tss2/tss2_mu.h>
+#include <tss2/tss2_rc.h>
+#include <tss2/tss2_tctildr.h>
+
+#include "keybay_plugin.h"
+
+#pragma GCC visibility push(hidden)
+
+/* The tss2 functions the plugins call, resolved from these libraries on first use. */
+#define KEYBAY_TSS_FUNCTIONS(X) \
+    X(KEYBAY_TSS_ESYS, Esys_Initialize) \
+    X(KEYBAY_TSS_ESYS, Esys_Finalize) \
+    X(KEYBAY_TSS_ESYS, Esys_Free) \
+    X(KEYBAY_TSS_ESYS, Esys_CreatePrimary) \
+    X(KEYBAY_TSS_ESYS, Esys_Create) \
+    X(KEYBAY_TSS_ESYS, Esys_Load) \
+    X(KEYBAY_TSS_ESYS, Esys_Unseal) \
+    X(KEYBAY_TSS_ESYS, Esys_FlushContext) \
+    X(KEYBAY_TSS_ESYS, Esys_StartAuthSession) \
+    X(KEYBAY_TSS_ESYS, Esys_TRSess_SetAttributes) \
+    X(KEYBAY_TSS_ESYS, Esys_PolicyPCR) \
+    X(KEYBAY_TSS_ESYS, Esys_PolicyAuthValue) \
+    X(KEYBAY_TSS_ESYS, Esys_PolicyGetDigest) \
+    X(KEYBAY_TSS_ESYS, Esys_NV_DefineSpace) \
+    X(KEYBAY_TSS_ESYS, Esys_NV_UndefineSpace) \
+    X(KEYBAY_TSS_ESYS, Esys_NV_Increment) \
+    X(KEYBAY_TSS_ESYS, Esys_NV_Read) \
+    X(KEYBAY_TSS_ESYS, Esys_TR_FromTPMPublic) \
+    X(KEYBAY_TSS_ESYS, Esys_TR_GetName) \
+    X(KEYBAY_TSS_ESYS, Esys_TR_SetAuth) \
+    X(KEYBAY_TSS_ESYS, Esys_TR_Close) \
+    X(KEYBAY_TSS_ESYS, Esys_GetCapability) \
+    X(KEYBAY_TSS_TCTILDR, Tss2_TctiLdr_Initialize_Ex) \
+    X(KEYBAY_TSS_TCTILDR, Tss2_TctiLdr_Finalize) \
+    X(KEYBAY_TSS_MU, Tss2_MU_TPM2B_PUBLIC_Marshal) \
+    X(KEYBAY_TSS_MU, Tss2_MU_TPM2B_PUBLIC_Unmarshal) \
+    X(KEYBAY_TSS_MU, Tss2_MU_TPM2B_PRIVATE_Marshal) \
+    X(KEYBAY_TSS_MU, Tss2_MU_TPM2B_PRIVATE_Unmarshal) \
+    X(KEYBAY_TSS_RC, Tss2_RC_Decode)
+
+enum { KEYBAY_TSS_ESYS, KEYBAY_TSS_TCTILDR, KEYBAY_TSS_MU, KEYBAY_TSS_RC, KEYBAY_TSS_LIBRARIES };
+
+#define KEYBAY_TSS_POINTER(lib, name) __typeof__(name) *name;
+struct keybay_tss {
+    KEYBAY_TSS_FUNCTIONS(KEYBAY_TSS_POINTER)
+};
+#undef KEYBAY_TSS_POINTER
+/* Filled only when every symbol resolved (keybay_tpm2_begin succeeded once). */
+extern struct keybay_tss keybay_tss;
+#define T(name) (keybay_tss.name)
+
+#define KEYBAY_TPM2_TIMEOUT_MAX_MS 30000L /* the bound of every operation (docs/security.md) */
+#define KEYBAY_TPM2_TCTI_MAX_BYTES 256
+#define KEYBAY_TPM2_DEFAULT_DEVICE "/dev/tpmrm0"
+#define KEYBAY_TPM2_FALLBACK_DEVICE "/dev/tpm0"
+
+typedef struct keybay_tpm2_bounded keybay_tpm2_bounded;
+
+/* One operation's TPM. */
+typedef struct keybay_tpm2 {
+    keybay_tpm2_bounded *tcti; /* what Esys talks to: ours, in front of tss2's */
+    ESYS_CONTEXT *esys;
+    int lock;                 /* the lock file, held (flock) from lock to close; -1 when none */
+    long timeout_ms;
+    struct timespec deadline; /* CLOCK_MONOTONIC: the operation gives up then */
+    const char *device;       /* the device file a device TCTI opens (for messages), or NULL */
+    const char *plugin;       /* "tpm2", "tpm2-pin": who speaks, in messages */
+    const char *user;         /* "tpm2 root", "tpm2-pin method": who needs the TPM, in messages */
+    char library[40];         /* libtss2-tcti-<name>.so.0 */
+    char conf[KEYBAY_TPM2_TCTI_MAX_BYTES]; /* the TCTI's configuration; "" for its own default */
+    char where[KEYBAY_TPM2_TCTI_MAX_BYTES + 64]; /* "the TPM at KEYBAY_TPM2_TCTI=swtpm:..." or "the TPM at /dev/tpmrm0 (...)" */
+} keybay_tpm2;
+
+static inline void keybay_tpm2_put_be(uint8_t *p, uint64_t v, int n) { for (int i = 0; i < n; i++) p[i] = (uint8_t)(v >> (8 * (n - 1 - i))); }
+static inline uint64_t keybay_tpm2_get_be(const uint8_t *p, int n) { uint64_t v = 0; for (int i = 0; i < n; i++) v = v << 8 | p[i]; return v; }
+
+/* A response code of the TPM itself (not of tss2's layers), and without its handle, session or
+   parameter number. */
+int keybay_tpm2_rc_is_tpm(TSS2_RC rc);
+TSS2_RC keybay_tpm2_rc_base(TSS2_RC rc);
+
+/* "the TPM at KEYBAY_TPM2_TCTI=..." or "the TPM at /dev/tpmrm0 (the default: ...)". */
+void keybay_tpm2_describe_tcti(char *out, size_t size);
+
+/* Chooses the TPM and the bound from the environment (INVALID_OPTION for a bad value, before
+   anything is loaded), starts the deadline and loads tss2 (NOT_AVAILABLE without it). */
+keybay_status keybay_tpm2_begin(const keybay_host *host, keybay_tpm2 *t, const char *plugin, const char *user);
+
+/* Takes this user's turn on the TPM: <keybay_dir>/tpm2-<hash of the TCTI>.lock (created 0600),
+   waited for until the deadline. `keybay_dir` is an open <state_home>/keybay directory, its path
+   for messages; without `create`, a read-only directory without the file goes on unlocked. */
+keybay_status keybay_tpm2_lock(const keybay_host *host, keybay_tpm2 *t, int keybay_dir, const char *keybay_dir_path, int create);
+
+/* Reaches the TPM (NOT_AVAILABLE saying why not); closes `t` on failure. */
+keybay_status keybay_tpm2_connect(const keybay_host *host, keybay_tpm2 *t);
+
+/* Releases what begin, lock and connect took; safe on a zeroed or half-opened `t`. */
+void keybay_tpm2_close(keybay_tpm2 *t);
+
+/* Why the TPM cannot be used (timed out, device missing or not this user's, what tss2 said). */
+keybay_status keybay_tpm2_unreachable(const keybay_host *host, const keybay_tpm2 *t, TSS2_RC rc);
+
+/* A failed command: unreachable, LOCKED in dictionary-attack lockout, or `status` with "what on
+   <the TPM>: <tss2's decoding>". */
+keybay_status keybay_tpm2_fail(const keybay_host *host, const keybay_tpm2 *t, TSS2_RC rc, keybay_status status, const char *what);
+
+/* Flushes transient objects or sessions left by killed processes when `rc` says the TPM's
+   memory is full (no resource manager); 1 if something was flushed (try once more). */
+int keybay_tpm2_flush_leftovers(keybay_tpm2 *t, TSS2_RC rc);
+void keybay_tpm2_flush(keybay_tpm2 *t, ESYS_TR *handle);
+
+/* The primary storage key, re-created from its fixed template (ECC P-256, AES-128-CFB, noDA)
+   under the owner hierarchy. */
+keybay_status keybay_tpm2_create_primary(const keybay_host *host, keybay_tpm2 *t, ESYS_TR *primary);
+
+/* Re-creates the primary and loads a sealed object (`private`, `public`) under it; a full object
+   memory flushes the leftovers and both are tried once more. OK: both loaded (the caller flushes
+   them). A failed primary: its status, explained, *rc 0. A failed load: INTERNAL, unexplained,
+   with the TPM's answer in *rc for the caller to explain (another TPM's object is a format-one
+   error), nothing left loaded. */
+keybay_status keybay_tpm2_load_sealed(const keybay_host *host, keybay_tpm2 *t, const TPM2B_PRIVATE *private, const TPM2B_PUBLIC *public,
+                                      ESYS_TR *primary, ESYS_TR *object, TSS2_RC *rc);
+
+/* PCR selection (SHA-256 bank) from a bit mask of PCRs 0-23. */
+TPML_PCR_SELECTION keybay_tpm2_pcr_selection(uint32_t mask);
+
+/* A policy (or trial) session with PolicyPCR over `pcr_mask` (when not 0) at the PCRs' current
+   values, then PolicyAuthValue (when `auth_value`). With a `salt_key` (a loaded decryption key,
+   the primary) the session is salted and encrypts with AES-128-CFB; without, it is unsalted and
+   has no symmetric algorithm. */
+keybay_status keybay_tpm2_policy_session(const keybay_host *host, keybay_tpm2 *t, TPM2_SE type, ESYS_TR salt_key, uint32_t pcr_mask,
+                                         int auth_value, ESYS_TR *session);
+
+/* `pcrs=7` or `pcrs=0,2,7` (PCRs 0-23 of the SHA-256 bank), the only option either plugin takes:
+   INVALID_OPTION for any other, or a bad value. */
+keybay_status keybay_tpm2_parse_pcrs(const keybay_host *host, const char *plugin, const keybay_option *options, size_t count,
+                                     uint32_t *mask);
+
+#pragma GCC visibility pop
+
+#endif /* KEYBAY_TPM2_H */
