@@ -161,14 +161,14 @@ import Testing
         var env = Self.environment(box, tpm, ["KEYBAY_TPM2_TIMEOUT_MS": "1000"])
         let file = box.root + "/pin"
         try (Self.pin + "\n").write(toFile: file, atomically: true, encoding: .utf8)
-        let (stopped, seconds) = try Tpm2Tests.runWithin(20, "/bin/sh", ["-c", "exec \"$0\" get k --no-input --pin-fd 3 3<\"\(file)\"", cliPath],
+        let (stopped, seconds) = try Tpm2BoundsTests.runWithin(20, "/bin/sh", ["-c", "exec \"$0\" get k --no-input --pin-fd 3 3<\"\(file)\"", cliPath],
                                                                 environment: env)
         #expect(!stopped.signalled && stopped.status == 1 && Self.code(stopped) == "method-unavailable" && seconds < 10,
                 "\(seconds) s: \(stopped.stderr)")
         tpm.resume()
         if !exists("/dev/tpmrm0") && !exists("/dev/tpm0") {
             env["KEYBAY_TPM2_TCTI"] = nil
-            let d = try Tpm2Tests.holdingTheSimulatorPorts {
+            let d = try Tpm2BoundsTests.holdingTheSimulatorPorts {
                 try run("/bin/sh", ["-c", "exec \"$0\" get k --no-input --pin-fd 3 3<\"\(file)\"", cliPath], environment: env)
             }
             #expect(d.status == 1 && Self.code(d) == "method-unavailable" && d.stderr.contains("/dev/tpmrm0"), "\(d.stderr)")
