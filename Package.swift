@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "keybay-recovery", type: .dynamic, targets: ["KeybayRecovery"]),
         .library(name: "keybay-tpm2", type: .dynamic, targets: ["KeybayTPM2"]),
         .library(name: "keybay-secret-service", type: .dynamic, targets: ["KeybaySecretService"]),
+        .library(name: "keybay-pkcs11", type: .dynamic, targets: ["KeybayPkcs11"]),
         .library(name: "KeybayPluginKit", targets: ["KeybayPluginKit"]),
         // Plugins for tests only, built as libkeybaytest-<name>.so: not a plugin file name, so the
         // CLI in the build directory (which searches its own directory) never lists them. The
@@ -98,6 +99,11 @@ let package = Package(
         // GLib types it uses and links neither: it opens libsecret-1.so.0 on first use.
         .target(name: "KeybaySecretService", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/secret-service",
                 publicHeadersPath: ".", linkerSettings: cPluginLinking),
+        // pkcs11: a key on a PKCS#11 token. It includes p11-kit's headers (PKCS#11 and p11-kit types
+        // only; libp11-kit-dev) and links neither p11-kit nor a module: it opens libp11-kit.so.0,
+        // and a module named with --opt module=PATH, on first use.
+        .target(name: "KeybayPkcs11", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/pkcs11", publicHeadersPath: ".",
+                cSettings: [.unsafeFlags(["-I/usr/include/p11-kit-1"])], linkerSettings: cPluginLinking),
 
         // The Swift kit for plugin authors, and a test plugin written with it.
         .target(name: "KeybayPluginKit", dependencies: ["CKeybayPlugin"]),
