@@ -108,4 +108,21 @@ import Testing
         let scripted = try Self.cli(box, env, check, pin: nil)
         #expect(scripted.status == 1 && scripted.out.contains("FAIL  enroll") && scripted.out.contains("[wrong-secret]"), "\(scripted.out)")
     }
+
+    /// ProcessTests' crash-kill harness on a store a pkcs11 method (RSA) protects: the writers
+    /// unlock with it (the token's PIN) and enroll and remove test-counting methods beside it.
+    /// A quarter of KEYBAY_CRASH_RUNS (default 12 runs).
+    @Test func killedWritersNeverTearAPkcs11ProtectedStore() async throws {
+        let runs = ProcessInfo.processInfo.environment["KEYBAY_CRASH_RUNS"].flatMap(Int.init).map { max(4, $0 / 4) } ?? 12
+        let (box, _, tokenEnv) = try Self.store(keyType: "rsa:2048")
+        var env = tokenEnv
+        env["KEYBAY_TEST_WRITER_PIN"] = SoftHSMTokens.pin
+        let enrolled = try Self.cli(box, env, ["enroll", "pkcs11", "--opt", "token=pkcs11:token=kb;id=%01"], pin: SoftHSMTokens.pin)
+        try #require(enrolled.status == 0, "\(enrolled.stderr)")
+        let id = try #require(try methodIDs(box, environment: env).first)
+        // Kills land once the store is open: the unlock's token work is done by then (a kill
+        // inside SoftHSM's own token writes is SoftHSM's crash safety, not the store's).
+        try await ProcessTests.killWriters(box, runs: runs, environment: env, keeping: id, killAfterOpen: true)
+        #expect(try methodIDs(box, environment: env).contains(id))
+    }
 }

@@ -5,7 +5,8 @@
 //                      | move-root ROOT | dump
 // And a reader for ConcurrencyTests, which checks whole generations:
 //   keybay-test-writer APP read-generations K STOP-FILE
-// Protected stores are unlocked with their first method and the test PIN "1" (test-counting).
+// Protected stores are unlocked with their first method and the test PIN "1" (test-counting),
+// or KEYBAY_TEST_WRITER_PIN's (a pkcs11 token's, whose PIN the token fixes).
 // `dump` opens an existing store and prints "methods N", then "KEY HEXVALUE" per record. The
 // root is KEYBAY_ROOT's (default file-root), so the harness also runs on roots that need their
 // own environment (tpm2's KEYBAY_TPM2_TCTI).
@@ -13,9 +14,10 @@ import Glibc
 import Keybay
 
 struct TestPIN: KeybayInteraction {
+    let pin = Array((getenv("KEYBAY_TEST_WRITER_PIN").map { String(cString: $0) } ?? "1").utf8)
     func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        buffer[0] = 0x31
-        return 1
+        buffer.copyBytes(from: pin)
+        return pin.count
     }
 }
 
