@@ -324,10 +324,7 @@ static keybay_status p11_describe(const keybay_host *host, const uint8_t *params
         return KEYBAY_ERR_MALFORMED_PARAMS;
     }
     char name[P11_LABEL_BYTES + 1];
-    size_t n = P11_LABEL_BYTES;
-    while (n > 0 && (p->label[n - 1] == ' ' || p->label[n - 1] == 0)) n--;
-    for (size_t i = 0; i < n; i++) name[i] = (p->label[i] < 0x20 || p->label[i] == 0x7f) ? '?' : (char)p->label[i];
-    name[n] = '\0';
+    p11_label_text(p->label, name);
     char id[2 * 16 + 4] = "";
     for (size_t i = 0; i < p->id_length && i < 16; i++) snprintf(id + 2 * i, 3, "%02x", p->id[i]);
     if (p->id_length > 16) strcat(id, "...");

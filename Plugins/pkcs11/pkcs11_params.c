@@ -3,6 +3,13 @@
 
 #include <string.h>
 
+void p11_label_text(const uint8_t label[P11_LABEL_BYTES], char out[P11_LABEL_BYTES + 1]) {
+    size_t n = P11_LABEL_BYTES;
+    while (n > 0 && (label[n - 1] == ' ' || label[n - 1] == 0)) n--;
+    for (size_t i = 0; i < n; i++) out[i] = (label[i] < 0x20 || label[i] == 0x7f) ? '?' : (char)label[i];
+    out[n] = '\0';
+}
+
 size_t p11_params_size(const p11_params *p) {
     size_t n = 2 + 1 + strlen(p->module) + P11_LABEL_BYTES + P11_SERIAL_BYTES + 1 + p->id_length;
     return n + (p->kind == P11_KIND_RSA_OAEP ? 3u + p->ciphertext_length : 2u * P11_POINT_BYTES);

@@ -38,6 +38,9 @@ typedef struct p11_params {
     uint8_t ephemeral_point[P11_POINT_BYTES]; /* EC: the enrollment's ephemeral public point */
 } p11_params;
 
+/* A token label (blank-padded) as one line of text for messages: padding cut, control bytes '?'. */
+void p11_label_text(const uint8_t label[P11_LABEL_BYTES], char out[P11_LABEL_BYTES + 1]);
+
 /* The encoded length of `p`. */
 size_t p11_params_size(const p11_params *p);
 /* Writes p11_params_size(p) bytes to `out`. */

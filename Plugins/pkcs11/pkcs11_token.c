@@ -186,12 +186,7 @@ void p11_modules_close(p11_modules *m) {
 #define P11_MAX_SLOTS 64u
 
 static void p11_token_name(p11_token *t) {
-    size_t n = P11_LABEL_BYTES;
-    while (n > 0 && (t->info.label[n - 1] == ' ' || t->info.label[n - 1] == 0)) n--;
-    memcpy(t->name, t->info.label, n);
-    t->name[n] = '\0';
-    for (size_t i = 0; i < n; i++)
-        if (t->name[i] < 0x20 || t->name[i] == 0x7f) t->name[i] = '?'; /* one line, whatever the token says */
+    p11_label_text(t->info.label, t->name);
 }
 
 /* Calls `visit` for every present token of every module until it returns non-zero. */
@@ -265,12 +260,10 @@ keybay_status p11_token_by_identity(const keybay_host *host, p11_modules *m, con
     p11_identity_search search = {.label = label, .serial = serial};
     p11_each_token(m, p11_visit_identity, &search);
     if (!search.matched) {
-        p11_token shown;
-        memset(&shown, 0, sizeof shown);
-        memcpy(shown.info.label, label, P11_LABEL_BYTES);
-        p11_token_name(&shown);
+        char name[P11_LABEL_BYTES + 1];
+        p11_label_text(label, name);
         keybay_host_error(host, "pkcs11: the token '%s' this method was enrolled with is not present in %s (is it inserted, and its module configured?)",
-                          shown.name, m->where);
+                          name, m->where);
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
     *out = search.found;
