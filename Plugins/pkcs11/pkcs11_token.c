@@ -367,6 +367,9 @@ keybay_status p11_session_login(const keybay_host *host, p11_token *t) {
     case CKR_PIN_EXPIRED:
         keybay_host_error(host, "pkcs11: the PIN of the token '%s' has expired; set a new one with the token's tools", t->name);
         return KEYBAY_ERR_LOCKED;
+    case CKR_USER_PIN_NOT_INITIALIZED:
+        keybay_host_error(host, "pkcs11: the token '%s' has no user PIN set; set one with the token's tools", t->name);
+        return KEYBAY_ERR_UNSUPPORTED;
     case CKR_FUNCTION_CANCELED:
         keybay_host_error(host, "pkcs11: PIN entry on the token '%s' was cancelled", t->name);
         return KEYBAY_ERR_CANCELLED;
