@@ -3,7 +3,8 @@
  *
  * Non-obvious choices:
  * - libp11-kit is not linked: it is opened on first use (p11_library_init), like every heavy
- *   library of a first-party plugin, so loading the plugin maps nothing but libc and libsodium.
+ *   library of a first-party plugin, so loading the plugin maps nothing but libc and libsodium;
+ *   an unlock through a module named at enrollment never maps it.
  *   Its headers give the PKCS#11 and p11-kit types only.
  * - Every operation loads and initialises its modules and finalises them at the end: a token
  *   inserted since the last call is seen, and nothing of the module stays running in the host.
@@ -29,8 +30,11 @@
 
 #define P11_LIBRARY "libp11-kit.so.0"
 #define P11_FUNCTIONS(X) \
-    X(p11_kit_modules_load_and_initialize) \
-    X(p11_kit_modules_finalize_and_release) \
+    X(p11_kit_modules_load) \
+    X(p11_kit_modules_initialize) \
+    X(p11_kit_modules_finalize) \
+    X(p11_kit_modules_release) \
+    X(p11_kit_config_option) \
     X(p11_kit_uri_new) \
     X(p11_kit_uri_parse) \
     X(p11_kit_uri_free) \
@@ -51,7 +55,7 @@ static struct p11_lib {
 #undef P11_POINTER
 #define P11(name) (p11_lib.name)
 
-static pthread_once_t p11_once = PTHREAD_ONCE_INIT;
+static pthread_once_t p11_once = PTHREAD_ONCE_INIT, p11_sodium_once = PTHREAD_ONCE_INIT;
 static int p11_lib_ok, p11_sodium_ok;
 static char p11_lib_error[256];
 
@@ -79,12 +83,16 @@ static void p11_load(void) {
             dlclose(handle);
         }
     }
+}
+
+static void p11_sodium_start(void) {
     p11_sodium_ok = sodium_init() >= 0;
 }
 
-keybay_status p11_library_init(const keybay_host *host) {
-    pthread_once(&p11_once, p11_load);
-    if (!p11_lib_ok) {
+keybay_status p11_library_init(const keybay_host *host, int p11kit) {
+    pthread_once(&p11_sodium_once, p11_sodium_start);
+    if (p11kit) pthread_once(&p11_once, p11_load);
+    if (p11kit && !p11_lib_ok) {
         keybay_host_error(host, "pkcs11: cannot load " P11_LIBRARY " (%s); PKCS#11 tokens need p11-kit (Debian: libp11-kit0)", p11_lib_error);
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
@@ -136,18 +144,41 @@ keybay_status p11_modules_open(const keybay_host *host, const char *module_path,
     memset(m, 0, sizeof *m);
     if (module_path[0] == '\0') {
         snprintf(m->where, sizeof m->where, "p11-kit's modules");
-        m->list = P11(p11_kit_modules_load_and_initialize)(0);
-        if (m->list == NULL) {
+        m->loaded = P11(p11_kit_modules_load)(NULL, 0);
+        if (m->loaded == NULL) {
             keybay_host_error(host, "pkcs11: p11-kit could not load its configured modules");
             return KEYBAY_ERR_NOT_AVAILABLE;
         }
+        size_t count = 0;
+        while (m->loaded[count] != NULL) count++;
+        m->list = calloc(count + 1, sizeof *m->list);
+        if (m->list == NULL) {
+            P11(p11_kit_modules_release)(m->loaded);
+            m->loaded = NULL;
+            keybay_host_error(host, "pkcs11: out of memory");
+            return KEYBAY_ERR_INTERNAL;
+        }
+        /* A trust-policy module (p11-kit-trust: the system's certificates) holds no keys; not
+           starting it saves reading the certificate store at every unlock. */
+        size_t used = 0;
+        for (size_t i = 0; i < count; i++) {
+            char *trust = P11(p11_kit_config_option)(m->loaded[i], "trust-policy");
+            int skip = trust != NULL && strcmp(trust, "yes") == 0;
+            free(trust);
+            if (!skip) m->list[used++] = m->loaded[i];
+        }
         m->from_p11kit = 1;
+        /* A module that fails to start is dropped from the list (p11-kit says why on stderr). */
+        (void)P11(p11_kit_modules_initialize)(m->list, NULL);
         return KEYBAY_OK;
     }
     snprintf(m->where, sizeof m->where, "the module %s", module_path);
     dlerror();
-    /* The handle stays open: modules register exit handlers, and unloading them is not safe. */
-    void *handle = dlopen(module_path, RTLD_NOW | RTLD_LOCAL);
+    /* The handle stays open: modules register exit handlers, and unloading them is not safe.
+       Lazy binding, as pkcs11-tool loads modules: binding every function of a module and its
+       libraries (libcrypto, libstdc++) up front is most of an unlock's start-up, for the few
+       functions one unlock calls. */
+    void *handle = dlopen(module_path, RTLD_LAZY | RTLD_LOCAL);
     if (handle == NULL) {
         const char *why = dlerror();
         keybay_host_error(host, "pkcs11: cannot load the module %s (%s)", module_path, why != NULL ? why : "unknown error");
@@ -176,8 +207,13 @@ keybay_status p11_modules_open(const keybay_host *host, const char *module_path,
 
 void p11_modules_close(p11_modules *m) {
     if (m->list == NULL) return;
-    if (m->from_p11kit) P11(p11_kit_modules_finalize_and_release)(m->list);
-    else if (m->finalize_single) m->single[0]->C_Finalize(NULL);
+    if (m->from_p11kit) {
+        P11(p11_kit_modules_finalize)(m->list);
+        P11(p11_kit_modules_release)(m->loaded);
+        free(m->list);
+    } else if (m->finalize_single) {
+        m->single[0]->C_Finalize(NULL);
+    }
     m->list = NULL;
 }
 

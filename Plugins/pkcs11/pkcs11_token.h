@@ -17,7 +17,8 @@
 /* The modules of one operation: loaded and initialised by p11_modules_open, released by
    p11_modules_close. */
 typedef struct p11_modules {
-    CK_FUNCTION_LIST **list;      /* NULL-terminated */
+    CK_FUNCTION_LIST **list;      /* NULL-terminated: the modules in use */
+    CK_FUNCTION_LIST **loaded;    /* p11-kit's: every module it loaded, released at the end */
     CK_FUNCTION_LIST *single[2];  /* the list when one module was named */
     int from_p11kit;
     int finalize_single;          /* we initialised the named module, so we finalise it */
@@ -34,8 +35,9 @@ typedef struct p11_token {
     char name[P11_LABEL_BYTES + 1]; /* the label without its padding, for messages */
 } p11_token;
 
-/* Loads p11-kit (once) and starts libsodium; NOT_AVAILABLE when libp11-kit.so.0 is missing. */
-keybay_status p11_library_init(const keybay_host *host);
+/* Starts libsodium and, with `p11kit`, loads p11-kit (once): NOT_AVAILABLE when libp11-kit.so.0
+   is missing. An unlock through a named module needs no p11-kit, and does not map it. */
+keybay_status p11_library_init(const keybay_host *host, int p11kit);
 
 /* Parses an RFC 7512 URI of a token and its key; INVALID_OPTION, explained, when it is not one,
    holds attributes p11-kit does not know, or carries a PIN. */
@@ -44,7 +46,8 @@ void p11_uri_free(P11KitUri *uri);
 /* The URI's CKA_ID and CKA_LABEL, when it has them (NULL otherwise). */
 CK_ATTRIBUTE *p11_uri_attribute(P11KitUri *uri, CK_ATTRIBUTE_TYPE type);
 
-/* module_path "" = p11-kit's list. NOT_AVAILABLE when the module cannot be loaded or initialised. */
+/* module_path "" = p11-kit's list, without its trust-policy modules (certificates, never a key).
+   NOT_AVAILABLE when the module cannot be loaded or initialised. */
 keybay_status p11_modules_open(const keybay_host *host, const char *module_path, p11_modules *m);
 void p11_modules_close(p11_modules *m);
 

@@ -125,4 +125,32 @@ import Testing
         try await ProcessTests.killWriters(box, runs: runs, environment: env, keeping: id, killAfterOpen: true)
         #expect(try methodIDs(box, environment: env).contains(id))
     }
+
+    /// The plugin links libc and libsodium only; p11-kit is opened on first use, and an unlock
+    /// through a module named at enrollment never maps it (the module is all it needs), while
+    /// one through p11-kit's list does. A platform-only `get` maps neither the plugin nor p11-kit.
+    @Test func p11KitIsOpenedOnlyWhenItIsNeeded() throws {
+        let needed = try run("/usr/bin/readelf", ["-d", Self.plugin], environment: ["PATH": "/usr/bin:/bin"]).out
+            .split(separator: "\n").filter { $0.contains("(NEEDED)") }
+            .compactMap { $0.split(separator: "[").last?.split(separator: "]").first.map(String.init) }
+        #expect(!needed.isEmpty && Set(needed).isSubset(of: ["libsodium.so.23", "libc.so.6", "libm.so.6"]), "\(needed)")
+        let (box, _, env) = try Self.store(keyType: "EC:prime256v1")
+        var traced = env
+        traced["LD_DEBUG"] = "files"
+        let plain = try Self.cli(box, traced, ["get", "service/token"], pin: nil)
+        #expect(plain.status == 0 && !plain.stderr.contains("libkeybay-pkcs11.so") && !plain.stderr.contains("libp11-kit.so.0"))
+        let named = try Self.cli(box, env, ["enroll", "pkcs11", "--label", "named", "--opt", "token=pkcs11:token=kb;id=%01",
+                                            "--opt", "module=" + SoftHSMTokens.module], pin: SoftHSMTokens.pin)
+        #expect(named.status == 0, "\(named.stderr)")
+        let listed = try Self.cli(box, env, ["enroll", "pkcs11", "--label", "listed", "--opt", "token=pkcs11:token=kb;id=%01"], pin: SoftHSMTokens.pin)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let ids = try methodIDs(box, environment: env)
+        try #require(ids.count == 2)
+        for (id, mapsP11Kit) in zip(ids, [false, true]) {
+            let r = try Self.cli(box, traced, ["get", "service/token", "--method", id], pin: SoftHSMTokens.pin)
+            #expect(r.status == 0 && r.stdout == Array("s3cret".utf8))
+            #expect(r.stderr.contains("libkeybay-pkcs11.so") && r.stderr.contains("libp11-kit.so.0") == mapsP11Kit,
+                    "method \(id) (p11-kit \(mapsP11Kit ? "expected" : "not expected"))")
+        }
+    }
 }
