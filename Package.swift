@@ -133,7 +133,8 @@ let package = Package(
 // KEYBAY_FUZZ=1 swift build -c release --product keybay-fuzz-store --sanitize=fuzzer ...
 if Context.environment["KEYBAY_FUZZ"] != nil {
     for (name, path) in [("keybay-fuzz-store", "Fuzz/store"), ("keybay-fuzz-methods-package", "Fuzz/methods-package"),
-                         ("keybay-fuzz-passphrase-params", "Fuzz/passphrase-params"), ("keybay-fuzz-fido2-params", "Fuzz/fido2-params")] {
+                         ("keybay-fuzz-passphrase-params", "Fuzz/passphrase-params"), ("keybay-fuzz-fido2-params", "Fuzz/fido2-params"),
+                         ("keybay-fuzz-pkcs11-params", "Fuzz/pkcs11-params")] {
         package.targets.append(.executableTarget(name: name, dependencies: ["Keybay"], path: path, exclude: ["corpus"]))
         package.products.append(.executable(name: name, targets: [name]))
     }
