@@ -91,7 +91,7 @@ static void p11_operation_free(p11_operation *op) {
 /* ---------------------------------------------------------------- probe */
 
 static keybay_status p11_probe(const keybay_host *host) {
-    return p11_library_init(host);
+    return p11_library_init(host, 1);
 }
 
 /* ---------------------------------------------------------------- enroll */
@@ -226,7 +226,7 @@ static keybay_status p11_enroll_with(const keybay_host *host, p11_operation *op,
                                      keybay_buffer *params_out) {
     const char *token_uri, *module;
     keybay_status status = p11_read_options(host, options, count, &token_uri, &module);
-    if (status == KEYBAY_OK) status = p11_library_init(host);
+    if (status == KEYBAY_OK) status = p11_library_init(host, 1); /* the URI parser is p11-kit's */
     if (status == KEYBAY_OK) status = p11_uri_parse(host, token_uri, &op->uri);
     if (status != KEYBAY_OK) return status;
     snprintf(op->params.module, sizeof op->params.module, "%s", module);
@@ -268,7 +268,7 @@ static keybay_status p11_enroll(const keybay_host *host, const keybay_option *op
 
 static keybay_status p11_unwrap_with(const keybay_host *host, p11_operation *op) {
     p11_params *p = &op->params;
-    keybay_status status = p11_library_init(host);
+    keybay_status status = p11_library_init(host, p->module[0] == '\0');
     if (status != KEYBAY_OK) return status;
     if ((status = p11_modules_open(host, p->module, &op->modules)) != KEYBAY_OK) return status;
     if ((status = p11_token_by_identity(host, &op->modules, p->label, p->serial, &op->token)) != KEYBAY_OK) return status;
