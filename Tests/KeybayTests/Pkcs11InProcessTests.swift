@@ -127,16 +127,7 @@ enum InProcessTokens {
             }
         }
         #expect(await outcome() == nil)
-        for i in Swift.stride(from: 0, to: original.count, by: stride) {
-            for mask: UInt8 in [0x01, 0x80, 0xff] {
-                var bytes = original
-                bytes[i] ^= mask
-                writeBytes(box.storePath, bytes)
-                let code = await outcome()
-                #expect(code.map(TamperTests.acceptable.contains) == true, "flip \(mask) at byte \(i) gave \(String(describing: code))")
-            }
-        }
-        writeBytes(box.storePath, original)
+        await TamperTests.expectEveryFlipFails(original, at: box.storePath, stride: stride, outcome)
         #expect(await outcome() == nil)
     }
 }
