@@ -33,7 +33,7 @@ docdir = $(PREFIX)/share/doc/keybay
 # Every first-party plugin (one directory under Plugins/ each; InstallTests checks that the
 # installed CLI lists exactly those).
 PLUGINS = libkeybay-file-root.so libkeybay-passphrase.so libkeybay-fido2.so libkeybay-recovery.so libkeybay-tpm2.so libkeybay-secret-service.so \
-          libkeybay-tpm2-pin.so
+          libkeybay-tpm2-pin.so libkeybay-pkcs11.so
 HEADER = $(TOP)/Sources/CKeybayPlugin/include/keybay_plugin.h
 # The C API for hosts: libkeybay.so.1 (soname; libkeybay.so links to it), its header and keybay.pc.
 CAPI_HEADER = $(TOP)/Sources/CKeybay/include/keybay/keybay.h
@@ -41,7 +41,7 @@ VERSION = $(shell sed -n 's/.*static let release = "\(.*\)"/\1/p' "$(TOP)/Source
 # The installed documentation keeps docs/'s layout, so every link in it resolves in both trees:
 # the guide (plugins.md) and what it links, the header beside it (docs/keybay_plugin.h is a link
 # to it) and one complete example plugin with its Makefile (InstallTests checks every link).
-DOCS = plugins.md cli.md format.md security.md fido2.md recovery.md tpm2-pin.md
+DOCS = plugins.md cli.md format.md security.md fido2.md pkcs11.md recovery.md tpm2-pin.md
 EXAMPLE = examples/c-plugin
 EXAMPLE_FILES = Makefile README.md pin.c
 

@@ -37,6 +37,7 @@ let package = Package(
         .library(name: "keybay-tpm2", type: .dynamic, targets: ["KeybayTPM2"]),
         .library(name: "keybay-tpm2-pin", type: .dynamic, targets: ["KeybayTPM2Pin"]),
         .library(name: "keybay-secret-service", type: .dynamic, targets: ["KeybaySecretService"]),
+        .library(name: "keybay-pkcs11", type: .dynamic, targets: ["KeybayPkcs11"]),
         .library(name: "KeybayPluginKit", targets: ["KeybayPluginKit"]),
         // The C API for hosts in any language: libkeybay.so (installed as libkeybay.so.1),
         // include/keybay/keybay.h (Sources/CKeybay), keybay.pc; docs/c-api.md.
@@ -121,6 +122,11 @@ let package = Package(
         // GLib types it uses and links neither: it opens libsecret-1.so.0 on first use.
         .target(name: "KeybaySecretService", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/secret-service",
                 publicHeadersPath: ".", linkerSettings: cPluginLinking),
+        // pkcs11: a key on a PKCS#11 token. It includes p11-kit's headers (PKCS#11 and p11-kit types
+        // only; libp11-kit-dev) and links neither p11-kit nor a module: it opens libp11-kit.so.0,
+        // and a module named with --opt module=PATH, on first use.
+        .target(name: "KeybayPkcs11", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/pkcs11", publicHeadersPath: ".",
+                cSettings: [.unsafeFlags(["-I/usr/include/p11-kit-1"])], linkerSettings: cPluginLinking),
 
         // The Swift kit for plugin authors, and a test plugin written with it.
         .target(name: "KeybayPluginKit", dependencies: ["CKeybayPlugin"]),
@@ -150,7 +156,8 @@ let package = Package(
 // KEYBAY_FUZZ=1 swift build -c release --product keybay-fuzz-store --sanitize=fuzzer ...
 if Context.environment["KEYBAY_FUZZ"] != nil {
     for (name, path) in [("keybay-fuzz-store", "Fuzz/store"), ("keybay-fuzz-methods-package", "Fuzz/methods-package"),
-                         ("keybay-fuzz-passphrase-params", "Fuzz/passphrase-params"), ("keybay-fuzz-fido2-params", "Fuzz/fido2-params")] {
+                         ("keybay-fuzz-passphrase-params", "Fuzz/passphrase-params"), ("keybay-fuzz-fido2-params", "Fuzz/fido2-params"),
+                         ("keybay-fuzz-pkcs11-params", "Fuzz/pkcs11-params")] {
         package.targets.append(.executableTarget(name: name, dependencies: ["Keybay"], path: path, exclude: ["corpus"]))
         package.products.append(.executable(name: name, targets: [name]))
     }

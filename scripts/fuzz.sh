@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # libFuzzer runs over the strict decoders: the store file, the suite-2 methods package, the
-# passphrase and fido2 plugins' parameters (through the real loader), the file-root plugin's
+# passphrase, fido2 and pkcs11 plugins' parameters (through the real loader), the file-root plugin's
 # root file (through its own entry point) and the tpm2 plugin's root file (its decoder compiled
 # into the target: through the entry point every input would need a TPM).
 #
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-${KEYBAY_FUZZ_SECONDS:-15}}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(store methods-package passphrase-params fido2-params file-root tpm2-file)
+[ ${#targets[@]} -gt 0 ] || targets=(store methods-package passphrase-params fido2-params pkcs11-params file-root tpm2-file)
 
 export KEYBAY_FUZZ=1
 # The fuzzers are built apart from the ordinary build (other flags, another manifest).
@@ -39,12 +39,12 @@ for t in "${targets[@]}"; do
          --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address >/dev/null ;;
   esac
 done
-for product in keybay-passphrase keybay-fido2 keybay-file-root; do
+for product in keybay-passphrase keybay-fido2 keybay-pkcs11 keybay-file-root; do
   swift build -c release --build-path .build/fuzz-plugins --product "$product" -Xcc -fsanitize=fuzzer-no-link,address >/dev/null
 done
 export KEYBAY_FUZZ_PLUGIN_DIR="$PWD/.build/fuzz-plugins/release"
 # Sanity: a plugin without the instrumentation would leave libFuzzer blind inside it.
-for plugin in passphrase fido2 file-root; do
+for plugin in passphrase fido2 pkcs11 file-root; do
   nm -D "$KEYBAY_FUZZ_PLUGIN_DIR/libkeybay-$plugin.so" | grep -q ' U __asan_' \
     || { echo "fuzz: libkeybay-$plugin.so is not built with AddressSanitizer" >&2; exit 1; }
 done

@@ -10,6 +10,7 @@ packages=(libsodium-dev libargon2-dev libfido2-dev libssl-dev pkg-config python3
           libzbar0      # a QR decoder: RecoveryTests read that drawing back
           gnome-keyring dbus libsecret-1-dev libsecret-tools  # the secret-service root and its tests (a private bus + keyring)
           argon2        # the reference CLI Tests/plugin-harness/passphrase_check.c and MutationGuardTests compare with
+          softhsm2 opensc libp11-kit-dev p11-kit  # the pkcs11 method (p11-kit's headers; opens libp11-kit0) and its tests (SoftHSM2 tokens, pkcs11-tool)
           strace)       # MutationGuardTests (the order of fsync and rename), FaultInjectionTests (strace -e inject)
 missing=()
 for p in "${packages[@]}"; do

@@ -11,6 +11,8 @@ final class CheckRun {
     let wrongOptions: [(String, String)]
     /// A shell command (`/bin/sh -c`) run after every other check, which changes the enrolled credential.
     let changeCredential: String?
+    /// The PIN a device fixes (`--pin-fd N`), answering every PIN request but the wrong-secret check's.
+    let pin: SecureBytes?
     /// The last part of `path`.
     let fileName: String
     /// The id its file name claims (`libkeybay-<id>.so`), not yet checked; nil for another name.
@@ -32,7 +34,8 @@ final class CheckRun {
     var providerState: [UInt8]?
     var sealed: (data: [UInt8], secret: SecureBytes, aad: [UInt8])?
 
-    init(path: String, options: [(String, String)], wrongOptions: [(String, String)], changeCredential: String?) {
+    init(path: String, options: [(String, String)], wrongOptions: [(String, String)], changeCredential: String?, pin: SecureBytes? = nil) {
+        self.pin = pin
         self.path = path
         self.options = options
         self.wrongOptions = wrongOptions

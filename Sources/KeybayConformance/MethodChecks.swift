@@ -23,7 +23,7 @@ enum MethodChecks {
         },
         Check("enroll", "enroll with a scripted host returns parameters and a 32-byte M", appliesTo: Applies.methods) { run in
             let plugin = try run.needs(run.plugin, "loaded plugin")
-            let host = ScriptedHost(secret: secret)
+            let host = ScriptedHost(secret: secret, pin: run.pin)
             do {
                 let enrolled = try plugin.enroll(options: run.options, interaction: host)
                 run.enrolled = enrolled
@@ -66,7 +66,7 @@ enum MethodChecks {
         malformed("garbage") { [UInt8](repeating: 0xff, count: max(1, $0.count)) },
         Check("unknown-option", "an unknown enroll option gives INVALID_OPTION with a set_error line", appliesTo: Applies.methods) { run in
             let plugin = try run.needs(run.plugin, "loaded plugin")
-            let host = ScriptedHost(secret: secret)
+            let host = ScriptedHost(secret: secret, pin: run.pin)
             let unknown = run.options + [(unknownOption, "1")]
             let got = CallOutcome { _ = try plugin.enroll(options: unknown, interaction: host) }
             return .check(got.code == .invalidArgument && host.gaveErrorLine,
@@ -98,7 +98,7 @@ enum MethodChecks {
     static func sameM(_ which: String, forVerification: Bool) -> Check {
         Check(which, "\(which) of the enrolled parameters returns the same M", appliesTo: Applies.methods) { run in
             let plugin = try run.needs(run.plugin, "loaded plugin"), enrolled = try run.needs(run.enrolled, "enrollment")
-            let host = ScriptedHost(secret: secret, recoveryKey: run.shownKey)
+            let host = ScriptedHost(secret: secret, pin: run.pin, recoveryKey: run.shownKey)
             switch Result(catching: { try plugin.unwrap(params: enrolled.params, interaction: host, forVerification: forVerification) }) {
             case .success(let m): return .check(m.equals(enrolled.secret), "\(which) answered '\(secret)' as at enroll returned another M")
             case .failure(let e): return .fail("\(which) answered '\(secret)' as at enroll returned \(e)")
@@ -112,7 +112,7 @@ enum MethodChecks {
             let plugin = try run.needs(run.plugin, "loaded plugin"), enrolled = try run.needs(run.enrolled, "enrollment")
             let params = variant(enrolled.params)
             guard params != enrolled.params else { return .skip("these are the enrolled parameters (\(params.count) bytes)") }
-            let host = ScriptedHost(secret: secret, recoveryKey: run.shownKey)
+            let host = ScriptedHost(secret: secret, pin: run.pin, recoveryKey: run.shownKey)
             let got = CallOutcome { _ = try plugin.unwrap(params: params, interaction: host) }
             return .check(got.code == .malformed && host.gaveErrorLine,
                           got.code != .malformed ? "unwrap of \(params.count) bytes returned \(got.text)"
@@ -126,7 +126,7 @@ enum MethodChecks {
         let plugin = try run.needs(run.plugin, "loaded plugin"), enrolled = try run.needs(run.enrolled, "enrollment")
         let host = ScriptedHost(secret: otherSecret, recoveryKey: run.otherKey)
         let tried = run.otherKey != nil ? "unwrap answered with the secret a second enrollment showed"
-                                        : "unwrap answered '\(otherSecret)' (enrolled with '\(secret)')"
+                                        : "unwrap answered '\(otherSecret)' (enrolled with \(run.pin != nil ? "the --pin-fd PIN" : "'\(secret)'"))"
         switch Result(catching: { try plugin.unwrap(params: enrolled.params, interaction: host) }) {
         case .failure(let e as KeybayError) where e.code == .wrongSecret:
             return .pass("\(tried) returned WRONG_SECRET")
@@ -153,22 +153,22 @@ enum MethodChecks {
         let first = spelled(run.options), second = spelled(secondOptions)
         var step = "enroll with \(second)"
         do {
-            let secondHost = ScriptedHost(secret: secret)
+            let secondHost = ScriptedHost(secret: secret, pin: run.pin)
             let other = try plugin.enroll(options: secondOptions, interaction: secondHost)
             step = "unwrap of the parameters enrolled with \(second)"
-            let otherHost = ScriptedHost(secret: secret, recoveryKey: secondHost.shownSecret)
+            let otherHost = ScriptedHost(secret: secret, pin: run.pin, recoveryKey: secondHost.shownSecret)
             guard try plugin.unwrap(params: other.params, interaction: otherHost).equals(other.secret) else {
                 return .fail("\(step) returned another M than that enroll")
             }
             step = "unwrap of the parameters enrolled with \(first), after enrolling \(second)"
-            guard try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: secret, recoveryKey: run.shownKey)).equals(enrolled.secret) else {
+            guard try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: secret, pin: run.pin, recoveryKey: run.shownKey)).equals(enrolled.secret) else {
                 return .fail("\(step) returned another M than at enroll (does unwrap use state the last enroll left?)")
             }
             guard !other.secret.equals(enrolled.secret) else {
                 return .fail("enroll with \(first) and with \(second) returned the same M: M does not depend on the credential")
             }
             step = "a second enroll with \(first)"
-            let again = try plugin.enroll(options: run.options, interaction: ScriptedHost(secret: secret))
+            let again = try plugin.enroll(options: run.options, interaction: ScriptedHost(secret: secret, pin: run.pin))
             if again.secret.equals(enrolled.secret) {
                 return .pass("\(first) gives the same M at every enrollment, \(second) another")
             }
@@ -196,7 +196,7 @@ enum MethodChecks {
                          : "/bin/sh -c '\(command)' exited \(status); the credential was not changed")
         }
         let tried = "unwrap of the parameters enrolled before '\(command)', answered as at enroll,"
-        switch Result(catching: { try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: secret, recoveryKey: run.shownKey)) }) {
+        switch Result(catching: { try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: secret, pin: run.pin, recoveryKey: run.shownKey)) }) {
         case .success(let m):
             return .check(!m.equals(enrolled.secret), "\(tried) returned the enrolled M: M does not depend on the credential")
         case .failure(let e as KeybayError) where e.code == .wrongSecret:

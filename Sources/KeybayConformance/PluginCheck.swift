@@ -1,3 +1,5 @@
+import Keybay
+
 /// `keybay-methods plugin-check PATH.so`: a conformance run for plugin authors. It loads the
 /// plugin through the real loader (every refusal applies), then drives each operation with a
 /// scripted host and checks the documented behaviour. Each check passes, fails (with a detail
@@ -13,15 +15,17 @@ package enum PluginCheck {
     /// a PIN). `changeCredential`, a shell command run (`/bin/sh -c`) after every other check,
     /// changes the enrolled credential (`cp b.key a.key`): the enrolled parameters must then
     /// unwrap to another M or WRONG_SECRET, which proves the dependency even when the
-    /// parameters carry a salt.
+    /// parameters carry a salt. `pin`, for a method whose device fixes its PIN (a PKCS#11
+    /// token), answers every PIN request except the wrong-secret check's, which presents one
+    /// wrong PIN.
     package static func run(path: String, options: [(String, String)] = [], wrongOptions: [(String, String)] = [],
-                            changeCredential: String? = nil) -> [CheckResult] {
-        run(path: path, options: options, wrongOptions: wrongOptions, changeCredential: changeCredential, table: table)
+                            changeCredential: String? = nil, pin: SecureBytes? = nil) -> [CheckResult] {
+        run(path: path, options: options, wrongOptions: wrongOptions, changeCredential: changeCredential, pin: pin, table: table)
     }
 
     static func run(path: String, options: [(String, String)] = [], wrongOptions: [(String, String)] = [],
-                    changeCredential: String? = nil, table: [Check]) -> [CheckResult] {
-        let run = CheckRun(path: path, options: options, wrongOptions: wrongOptions, changeCredential: changeCredential)
+                    changeCredential: String? = nil, pin: SecureBytes? = nil, table: [Check]) -> [CheckResult] {
+        let run = CheckRun(path: path, options: options, wrongOptions: wrongOptions, changeCredential: changeCredential, pin: pin)
         defer { run.finish() }
         var results: [CheckResult] = []
         var stopped: Verdict.Rest?

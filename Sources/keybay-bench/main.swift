@@ -3,7 +3,7 @@
 // references (age, cryptsetup-bin) and builds in release mode.
 //
 //   keybay-bench [RUNS]          the whole table
-//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 ssget tpm2pin
+//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 ssget tpm2pin pkcs11
 //   (ssget needs a Secret Service on DBUS_SESSION_BUS_ADDRESS: scripts/bench.sh runs the bench
 //   in a private session with a throwaway, unlocked gnome-keyring)
 //   keybay-bench load-plugins    (internal) time discovery + loading of the plugins, in a fresh process
@@ -420,6 +420,8 @@ if wanted("ssget") {
 }
 
 if wanted("tpm2pin") { benchTpm2Pin() }
+// 10. A pkcs11 unlock vs pkcs11-tool --decrypt with the same key on the same SoftHSM2 token.
+if wanted("pkcs11") { benchPkcs11(runs: runs, base: base, env: env, cli: cli) }
 
 print("")
 print("| row | ours | reference | ratio | target |")

@@ -193,12 +193,13 @@ commands:
   benchmark [PLUGIN] [--opt target-ms=N]
                       calibrate a plugin that tunes its cost to this machine (default:
                       passphrase, Argon2id) and show what it picks
-  plugin-check PATH.so [--opt NAME=VALUE ...] [--wrong-opt NAME=VALUE ...] [--change-credential CMD]
+  plugin-check PATH.so [--opt NAME=VALUE ...] [--wrong-opt NAME=VALUE ...] [--change-credential CMD] [--pin-fd N]
                       conformance run for a plugin: descriptor, probe, enroll/unwrap round
                       trip, wrong and missing secrets, malformed parameters, buffers;
                       --wrong-opt enrolls a second credential (a method that asks for none);
                       --change-credential runs CMD with /bin/sh -c after the other checks
-                      (e.g. 'cp b.key a.key'): unwrap must then give another M
+                      (e.g. 'cp b.key a.key'): unwrap must then give another M;
+                      --pin-fd N: the device's real PIN answers its PIN requests (pkcs11)
   root move ROOT [--opt NAME=VALUE ...]
                       move the store to another platform root (file-root, secret-service, auto):
                       one atomic re-seal, then the old root is removed

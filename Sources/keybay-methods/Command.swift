@@ -327,8 +327,10 @@ enum Command {
     static func pluginCheck(_ c: Context) throws -> Int32 {
         let a = c.a
         try a.expect(["PATH.so"])
+        // A device fixes its PIN: the real one, from --pin-fd, answers where a scripted one would not do.
+        let pin = try a.secretFDs.pin.map { try c.interaction.descriptorSecret($0, what: "PIN") }
         let results = PluginCheck.run(path: a.positionals[0], options: a.options, wrongOptions: a.wrongOptions,
-                                              changeCredential: a.changeCredential)
+                                      changeCredential: a.changeCredential, pin: pin)
         let count = { (o: CheckResult.Outcome) in results.filter { $0.outcome == o }.count }
         if a.json {
             Output.line(JSON.render(.array(results.map {

@@ -127,10 +127,12 @@ final class TerminalInteraction: KeybayInteraction, @unchecked Sendable {
         return answer
     }
 
-    private func descriptorSecret(_ fd: Int32, what: String) throws -> SecureBytes {
+    /// The secret on descriptor `fd` (read once, to EOF, one trailing newline removed).
+    func descriptorSecret(_ fd: Int32, what: String) throws -> SecureBytes {
         if let cached = fromDescriptor[fd] { return cached }
         let capacity = 64 * 1024
-        guard let raw = sodium_malloc(capacity) else { throw KeybayError(.io, "out of memory") }
+        // plugin-check reads --pin-fd before anything else has started libsodium.
+        guard sodium_init() >= 0, let raw = sodium_malloc(capacity) else { throw KeybayError(.io, "out of memory") }
         defer { sodium_free(raw) }
         var n = 0
         while n < capacity {

@@ -51,15 +51,21 @@ import Testing
     /// The crash-kill harness. With `environment` (a root of its own, like tpm2's) the store is
     /// read and written only by child processes (the writer's `dump`, `set`, `rm`);
     /// `rotationsOnly` runs only enroll and remove (each writes the store, then the root's floor).
-    static func killWriters(_ box: Sandbox, runs: Int, environment: [String: String]? = nil, rotationsOnly: Bool = false) async throws {
+    /// `keeping`, a method already enrolled, is never removed (a pkcs11 method: the store stays
+    /// protected by it); `killAfterOpen` kills only once the writer has opened the store, as
+    /// rotationsOnly does.
+    static func killWriters(_ box: Sandbox, runs: Int, environment: [String: String]? = nil, rotationsOnly: Bool = false,
+                            keeping: String? = nil, killAfterOpen: Bool = false) async throws {
         let writer = buildDirectory + "/keybay-test-writer"
         let env = environment ?? box.environment
         func contents() async throws -> Contents {
             if let environment { return try dump(box, environment: environment) }
             return try await Self.contents(box)
         }
-        func lastMethod() throws -> String { try #require(try methodIDs(box, environment: env).last) }
-        #expect(try run(cliPath, ["set", "base", "present"], environment: env).status == 0)
+        func lastMethod() throws -> String { try #require(try methodIDs(box, environment: env).last { $0 != keeping }) }
+        let fewestMethods = keeping == nil ? 0 : 1
+        writeBytes(box.root + "/base", Array("present".utf8))
+        #expect(waitChild(spawnChild(writer, [box.app, "set", "base"], environment: env, stdinPath: box.root + "/base")).succeeded)
         var model = try await contents()
         var killedMidWay = 0, killedInStartUp = 0, completed = 0, stagingLeft = 0, byOperation: [String: Int] = [:]
         var rng = SystemRandomNumberGenerator()
@@ -91,7 +97,7 @@ import Testing
             } else if roll < 70 {
                 arguments = ["clear"]
                 after.records = [:]
-            } else if roll < 85 && model.methods < 3 || model.methods == 0 {
+            } else if roll < 85 && model.methods < 3 || model.methods == fewestMethods {
                 arguments = ["enroll"]
                 after.methods += 1
             } else {
@@ -105,8 +111,10 @@ import Testing
             var began: UInt8 = 0
             // Rotations only: the kill lands after the store is open (opening on a TPM takes most
             // of a run), anywhere in the rotation's store write and floor write.
-            let reported = rotationsOnly && read(report[0], &began, 1) == 1
-            usleep(UInt32.random(in: 0...(rotationsOnly ? window / 2 : window), using: &rng))
+            let reported = (rotationsOnly || killAfterOpen) && read(report[0], &began, 1) == 1
+            // After the open, a write is a small part of the window (measured with its open): a
+            // kill after a pkcs11 unlock lands within the first eighth.
+            usleep(UInt32.random(in: 0...(killAfterOpen ? window / 8 : rotationsOnly ? window / 2 : window), using: &rng))
             kill(pid, SIGKILL)
             let outcome = waitChild(pid)
             let writeBegan = (reported || read(report[0], &began, 1) == 1) && began == UInt8(ascii: "w")

@@ -26,6 +26,22 @@ import Testing
         }
     }
 
+    /// Writes `original` with each of three masks flipped into every `stride`-th byte to `path`,
+    /// expects `outcome` to be a typed failure for each, and puts `original` back.
+    static func expectEveryFlipFails(_ original: [UInt8], at path: String, stride: Int = 1,
+                                     _ outcome: () async -> KeybayError.Code?) async {
+        for i in Swift.stride(from: 0, to: original.count, by: stride) {
+            for mask: UInt8 in [0x01, 0x80, 0xff] {
+                var bytes = original
+                bytes[i] ^= mask
+                writeBytes(path, bytes)
+                let code = await outcome()
+                #expect(code.map(acceptable.contains) == true, "flip \(mask) at byte \(i) gave \(String(describing: code))")
+            }
+        }
+        writeBytes(path, original)
+    }
+
     /// What the tests append to a file: one zero byte, four, its own last four bytes, 100 bytes.
     static func appended(_ file: [UInt8]) -> [[UInt8]] {
         [[0], [0, 0, 0, 0], Array(file.suffix(4)), [UInt8](repeating: 0xaa, count: 100)]
@@ -61,15 +77,7 @@ import Testing
             }
         }
         #expect(await outcome() == nil)
-        for i in original.indices {
-            for mask: UInt8 in [0x01, 0x80, 0xff] {
-                var bytes = original
-                bytes[i] ^= mask
-                writeBytes(box.storePath, bytes)
-                let code = await outcome()
-                #expect(code.map(Self.acceptable.contains) == true, "flip \(mask) at byte \(i) gave \(String(describing: code))")
-            }
-        }
+        await Self.expectEveryFlipFails(original, at: box.storePath, outcome)
         for length in 0..<original.count {
             writeBytes(box.storePath, Array(original[0..<length]))
             let code = await outcome()

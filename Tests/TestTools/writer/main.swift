@@ -5,7 +5,8 @@
 //                      | move-root ROOT | dump | prepare-recovery
 // And a reader for ConcurrencyTests, which checks whole generations:
 //   keybay-test-writer APP read-generations K STOP-FILE
-// Protected stores are unlocked with their first method and the test PIN "1" (test-counting).
+// Protected stores are unlocked with their first method and the test PIN "1" (test-counting),
+// or KEYBAY_TEST_WRITER_PIN's (a pkcs11 token's, whose PIN the token fixes).
 // `dump` opens an existing store and prints "methods N", then "KEY HEXVALUE" per record.
 // `prepare-recovery` prepares a recovery key and commits it, then prints "committed ID KEY",
 // "unconfirmed ID KEY" (it took effect but was not confirmed durable) or "failed CODE". The
@@ -15,9 +16,10 @@ import Glibc
 import Keybay
 
 struct TestPIN: KeybayInteraction {
+    let pin = Array((getenv("KEYBAY_TEST_WRITER_PIN").map { String(cString: $0) } ?? "1").utf8)
     func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        buffer[0] = 0x31
-        return 1
+        buffer.copyBytes(from: pin)
+        return pin.count
     }
 }
 
