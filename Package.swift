@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "keybay-recovery", type: .dynamic, targets: ["KeybayRecovery"]),
         .library(name: "keybay-tpm2", type: .dynamic, targets: ["KeybayTPM2"]),
         .library(name: "keybay-secret-service", type: .dynamic, targets: ["KeybaySecretService"]),
+        .library(name: "keybay-portal", type: .dynamic, targets: ["KeybayPortal"]),
         .library(name: "KeybayPluginKit", targets: ["KeybayPluginKit"]),
         // Plugins for tests only, built as libkeybaytest-<name>.so: not a plugin file name, so the
         // CLI in the build directory (which searches its own directory) never lists them. The
@@ -97,6 +98,11 @@ let package = Package(
         // secret-service: the desktop keyring as platform root. It declares the few libsecret and
         // GLib types it uses and links neither: it opens libsecret-1.so.0 on first use.
         .target(name: "KeybaySecretService", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/secret-service",
+                publicHeadersPath: ".", linkerSettings: cPluginLinking),
+        // portal: the XDG Secret portal as platform root inside a Flatpak or snap sandbox. It
+        // declares the few GLib and GIO types it uses and links neither: it opens
+        // libgio-2.0.so.0 on first use.
+        .target(name: "KeybayPortal", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/portal",
                 publicHeadersPath: ".", linkerSettings: cPluginLinking),
 
         // The Swift kit for plugin authors, and a test plugin written with it.

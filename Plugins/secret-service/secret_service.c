@@ -195,33 +195,9 @@ static keybay_status fail_error(const keybay_host *host, keybay_status status, c
    libsecret, which opens its encrypted session for them. */
 static char plain_session[512];
 
-/* Never starts a session bus. GLib, asked for the session bus while DBUS_SESSION_BUS_ADDRESS is
-   unset, uses $XDG_RUNTIME_DIR/bus when that is a socket owned by this user, and otherwise, with
-   DISPLAY set, runs `dbus-launch --autolaunch` from PATH (which starts a bus, and with it
-   whatever that bus activates); an address whose transport is autolaunch: (or unixexec:, in
-   newer GLib) runs a program too. So without an address this goes on only where GLib's own check
-   will pick $XDG_RUNTIME_DIR/bus (the same stat: a socket whose owner is the effective user), and
-   an address naming one of those transports is refused: NOT_AVAILABLE either way, before GLib
-   looks. */
+/* Never starts a session bus (keybay_rf_check_session_bus says how). */
 static keybay_status check_session_bus(const keybay_host *host) {
-    const char *address = getenv("DBUS_SESSION_BUS_ADDRESS");
-    if (address == NULL) {
-        const char *runtime = getenv("XDG_RUNTIME_DIR");
-        char bus[4096];
-        struct stat st;
-        if (runtime == NULL || runtime[0] != '/' || (size_t)snprintf(bus, sizeof bus, "%s/bus", runtime) >= sizeof bus ||
-            stat(bus, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
-            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no session bus for " SERVICE_NAME ": DBUS_SESSION_BUS_ADDRESS is unset and $XDG_RUNTIME_DIR/bus is not a socket of this user (the secret-service root never launches a bus)");
-        return KEYBAY_OK;
-    }
-    for (const char *entry = address; *entry;) {
-        size_t length = strcspn(entry, ";");
-        if ((length >= 11 && strncmp(entry, "autolaunch:", 11) == 0) || (length >= 9 && strncmp(entry, "unixexec:", 9) == 0))
-            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "DBUS_SESSION_BUS_ADDRESS names a transport that runs a program (autolaunch: or unixexec:); the secret-service root never launches a bus, so it does not use " SERVICE_NAME " there");
-        entry += length;
-        if (*entry == ';') entry++;
-    }
-    return KEYBAY_OK;
+    return keybay_rf_check_session_bus(host, "secret-service", SERVICE_NAME);
 }
 
 /* The Secret Service (libsecret keeps one connection per process), answering: its plain
