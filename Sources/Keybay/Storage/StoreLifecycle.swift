@@ -35,8 +35,8 @@ struct StoreLifecycle: Sendable {
     /// is the root id.
     static func keyring(root id: String, _ configuration: KeybayConfiguration, interaction: any KeybayInteraction) throws -> Keyring {
         let plugin = try PluginLoader.load(id: id, kind: KEYBAY_KIND_ROOT, search: configuration.pluginSearch)
-        let domain = StorageDomain.derive(identity: configuration.applicationID, profile: plugin.id,
-                                          location: "keybay/\(configuration.applicationID)/")
+        let domain = StorageDomain.derive(identity: configuration.applicationID, assurance: StorageDomain.assurance(forRoot: plugin.id),
+                                          profile: plugin.id, location: "keybay/\(configuration.applicationID)/")
         var root = PluginRoot(plugin: plugin, applicationID: configuration.applicationID, stateHome: configuration.stateHome, domain: domain)
         root.interaction = interaction
         return Keyring(root: root, domain: domain, context: configuration.storePath)
