@@ -63,7 +63,10 @@ let package = Package(
         // SHA-256 bounds the speed of reading a store: every frame is committed by its digest).
         .target(name: "CKeybaySHA256", path: "Sources/CKeybaySHA256"),
 
-        .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256"]),
+        // Extended attributes and the nodump flag, for the backup markers (libc only).
+        .target(name: "CKeybayFileAttributes", path: "Sources/CKeybayFileAttributes"),
+
+        .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256", "CKeybayFileAttributes"]),
         // plugin-check's table of conformance checks: linked by the CLI, no product (not API of
         // the library); it reaches the loader through Keybay's package-access PluginUnderCheck.
         .target(name: "KeybayConformance", dependencies: ["Keybay", "CKeybayPlugin"]),
