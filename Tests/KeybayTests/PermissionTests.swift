@@ -134,8 +134,8 @@ import Testing
         let e = keybayError { _ = try KeybayConfiguration(applicationID: "com.example.test", dataHome: box.dataHome, stateHome: long) }
         #expect(e?.code == .invalidArgument && e?.message.contains("PATH_MAX") == true, "\(String(describing: e))")
 
-        let lifecycle = try StoreLifecycle(box.configuration())
-        let root = try #require(lifecycle.root as? PluginRoot)
+        let engine = try StoreEngine(box.configuration().settings)
+        let root = try #require(engine.root as? PluginRoot)
         #expect(root.location == box.rootPath, "an ordinary path comes back exactly")
         // Asked for a path it cannot hold, file-root says why (an over-read would come back as
         // more bytes than the core takes, a different message).

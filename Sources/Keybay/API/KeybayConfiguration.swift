@@ -38,7 +38,7 @@ public struct KeybayConfiguration: Sendable, Equatable {
     public var requireRootPlugin = false
     /// The `rootPlugin` value that picks a root when the store is created: the first of
     /// `automaticRoots` whose probe says it is usable here.
-    public static let automaticRoot = "auto"
+    public static let automaticRoot = StoreSettings.automaticRoot
     /// What `auto` tries, in order: each root plugin's probe is asked (a root without one is
     /// usable once it loads); one that cannot be loaded is passed over. Default: `secret-service`
     /// (when a Secret Service answers), then `file-root`.
@@ -74,7 +74,16 @@ public struct KeybayConfiguration: Sendable, Equatable {
     /// The store's directory, `<dataHome>/keybay/<applicationID>`.
     public var storeDirectory: String { dataHome + "/keybay/" + applicationID }
     /// The store file's path in ``storeDirectory``.
-    public var storePath: String { storeDirectory + "/" + StoreFile.liveName }
+    public var storePath: String { location.storePath }
+
+    /// Where the store lives, for the storage layer.
+    var location: StoreLocation { StoreLocation(dataHome: dataHome, applicationID: applicationID) }
+
+    /// This configuration as the engine takes it.
+    var settings: StoreSettings {
+        StoreSettings(location: location, stateHome: stateHome, rootPlugin: rootPlugin, automaticRoots: automaticRoots,
+                      requireRootPlugin: requireRootPlugin, rootOptions: rootOptions, pluginSearch: pluginSearch)
+    }
 
     /// Whether `id` is a valid application id: 1–120 bytes of `[A-Za-z0-9._-]`, starting with a
     /// letter or digit.

@@ -24,23 +24,24 @@ import Synchronization
 /// locked keyring asks the session's interaction to `confirm`.) After ``close()`` every call
 /// throws `.closed`, in whichever task it runs.
 public final class KeybaySession: Sendable {
-    private let lifecycle: StoreLifecycle
+    /// The configuration the store was opened with.
+    public let configuration: KeybayConfiguration
+    private let engine: StoreEngine
     private let file: StoreFile
     private let current: Mutex<Generation?>
     /// Who plugins may ask (method ceremonies run only in `open` and `auth`).
     let interaction: any KeybayInteraction
 
-    init(lifecycle: StoreLifecycle, file: StoreFile, generation: Generation, interaction: any KeybayInteraction) {
-        self.lifecycle = lifecycle
+    init(_ configuration: KeybayConfiguration, engine: StoreEngine, file: StoreFile, generation: Generation, interaction: any KeybayInteraction) {
+        self.configuration = configuration
+        self.engine = engine.withoutRead
         self.file = file
         self.current = Mutex(generation)
         self.interaction = interaction
     }
 
-    /// The configuration the store was opened with.
-    public var configuration: KeybayConfiguration { lifecycle.configuration }
     /// The store file's path, `<dataHome>/keybay/<applicationID>/` and the store's file name.
-    public var storePath: String { lifecycle.storePath }
+    public var storePath: String { engine.storePath }
     /// The unlock methods: list, add, remove, verify. They use the interaction the session was
     /// opened with.
     public var auth: KeybayAuth { KeybayAuth(session: self) }
@@ -189,7 +190,8 @@ public final class KeybaySession: Sendable {
     public func moveRoot(to rootPlugin: String, options: [(String, String)] = []) throws -> KeybayRootMove {
         defer { close() }
         let generation = try current.withLock { try open($0) }
-        return try lifecycle.moveRoot(file, previous: generation, to: rootPlugin, options: options, interaction: interaction)
+        let moved = try engine.moveRoot(file, previous: generation, to: rootPlugin, options: options, interaction: interaction)
+        return KeybayRootMove(rootPlugin: moved.root.id, rootLocation: moved.root.location, oldRootLeftAt: moved.oldRootLeftAt)
     }
 
     /// Ends the session; later calls throw `.closed`. Keys held in guarded memory are freed.
@@ -215,31 +217,31 @@ public final class KeybaySession: Sendable {
         try current.withLock { generation in
             let g = try open(generation)
             if file.identity() != g.identity {
-                generation = try lifecycle.reload(file, reusing: g.snapshot)
+                generation = try engine.reload(file, reusing: g.snapshot)
             }
             return generation!.snapshot
         }
     }
 
     func loadMethodPlugin(_ id: String) throws -> LoadedPlugin {
-        try PluginLoader.loadMethod(id, for: lifecycle.configuration)
+        try PluginLoader.loadMethod(id, search: configuration.pluginSearch)
     }
 
-    /// Replaces the method list (see StoreLifecycle.rotate); fails if the methods on disk are no
+    /// Replaces the method list (see StoreEngine.rotate); fails if the methods on disk are no
     /// longer those of `expected` (another session or process changed them meanwhile). Returns
     /// why a rotation that took effect could not be confirmed durable, for the caller to throw
     /// once it has handed over what the new method shows.
     func rotate(expecting expected: StoreSnapshot, _ change: ([MethodEnvelope.Public]) -> [MethodEnvelope.Public]) throws -> KeybayError? {
-        try replaceGeneration { try lifecycle.rotate(file, previous: $0, expecting: expected, change: change) }
+        try replaceGeneration { try engine.rotate(file, previous: $0, expecting: expected, change: change) }
     }
 
     private func write(_ change: (StoreSnapshot) throws -> [PendingFrame]?) throws {
-        if let unconfirmed = try replaceGeneration({ try lifecycle.commit(file, previous: $0, change: change) }) { throw unconfirmed }
+        if let unconfirmed = try replaceGeneration({ try engine.commit(file, previous: $0, change: change) }) { throw unconfirmed }
     }
 
     /// The session's generation, unless the session is closed.
     private func open(_ generation: Generation?) throws -> Generation {
-        guard let generation else { throw KeybayError(.closed, "the session for \(lifecycle.storePath) is closed") }
+        guard let generation else { throw KeybayError(.closed, "the session for \(engine.storePath) is closed") }
         return generation
     }
 

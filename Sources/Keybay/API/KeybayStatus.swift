@@ -39,3 +39,19 @@ public struct KeybayStatus: Sendable, Equatable {
         public let location: String
     }
 }
+
+extension KeybayStatus {
+    /// The public form of what the engine found.
+    init(_ inspection: StoreInspection, storePath: String) {
+        let state: State = switch inspection.state {
+        case .absent: .absent
+        case .platformOnly: .platformOnly
+        case .protected: .protected
+        case .rootOnly: .rootOnly
+        case .storeOnly: .storeOnly
+        }
+        self.init(state: state, storePath: storePath, rootPlugin: inspection.root.id, rootLocation: inspection.root.location,
+                  methods: inspection.methods.map(KeybayMethod.init), rootProtection: inspection.protectionNote,
+                  leftoverRoots: inspection.leftoverRoots.map { LeftoverRoot(plugin: $0.id, location: $0.location) })
+    }
+}

@@ -115,9 +115,9 @@ public enum KeybayStore {
     /// this open's ceremony uses.
     static func openStore(_ configuration: KeybayConfiguration, unlock: Unlock, createIfAbsent: Bool,
                           interaction: any KeybayInteraction) throws -> KeybaySession {
-        let lifecycle = try StoreLifecycle(configuration, interaction: interaction)
-        let (file, generation) = try lifecycle.open(create: createIfAbsent, unlock: unlock)
-        return KeybaySession(lifecycle: lifecycle, file: file, generation: generation, interaction: interaction)
+        let engine = try StoreEngine(configuration.settings, interaction: interaction)
+        let (file, generation) = try engine.open(create: createIfAbsent, unlock: unlock)
+        return KeybaySession(configuration, engine: engine, file: file, generation: generation, interaction: interaction)
     }
 
     /// The unlock a named method (or none) asks for; a malformed id is refused before anything is read.
@@ -135,145 +135,8 @@ public enum KeybayStore {
     /// Loads the method's plugin and runs its unlock ceremony.
     static func ceremony(_ configuration: KeybayConfiguration, _ interaction: any KeybayInteraction) -> MethodCeremony {
         { method in
-            try PluginLoader.loadMethod(method.pluginId, for: configuration)
+            try PluginLoader.loadMethod(method.pluginId, search: configuration.pluginSearch)
                 .unwrap(params: method.params, interaction: interaction, about: MethodCallContext(applicationID: configuration.applicationID, label: method.label))
-        }
-    }
-
-    /// Creates a new store; fails with `.alreadyInitialized` or `.stateConflict` if anything exists.
-    ///
-    /// The root is ``KeybayConfiguration/rootPlugin`` (with its `rootOptions`). Unlike `open`,
-    /// this never opens an existing store.
-    /// - Parameters:
-    ///   - configuration: Which application's store, and where.
-    ///   - interaction: Who the root may ask; kept by the session.
-    /// - Returns: A session on the new, empty, platform-only store.
-    /// - Throws: `.alreadyInitialized`, `.stateConflict`; `.invalidArgument` for root options
-    ///   the root does not take; `.pluginNotFound`, `.rootUnavailable` and the root's failures;
-    ///   `.insecurePermissions`, `.io`.
-    public static func initialize(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
-        try initializeStore(configuration, interaction: interaction)
-    }
-
-    /// `initialize`, from async code: the same work on a thread of its own.
-    ///
-    /// - Parameters:
-    ///   - configuration: Which application's store, and where.
-    ///   - interaction: Who the root may ask; kept by the session.
-    /// - Returns: A session on the new, empty, platform-only store.
-    /// - Throws: What the synchronous form throws.
-    public static func initialize(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
-        try await CeremonyThread.run(interaction) { _ in try initializeStore(configuration, interaction: interaction) }
-    }
-
-    static func initializeStore(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction) throws -> KeybaySession {
-        let lifecycle = try StoreLifecycle(configuration, interaction: interaction)
-        let (file, landed) = try lifecycle.initialize()
-        return KeybaySession(lifecycle: lifecycle, file: file, generation: try landed.confirmed(), interaction: interaction)
-    }
-
-    /// Creates a new store protected from its first write by a method of `plugin` (label: the
-    /// plugin id unless given): `prepare(_:enrolling:)`, then a shown secret (a recovery key) to
-    /// `interaction.showSecret` (if it cannot take it, nothing is created), then `commit()`. The
-    /// ceremony runs before anything is created, so a failed or cancelled one leaves nothing on
-    /// disk; then the store and its method are written in one write. Fails with
-    /// `.alreadyInitialized` or `.stateConflict` if anything exists.
-    ///
-    /// This form blocks the calling thread during the ceremony.
-    /// - Parameters:
-    ///   - configuration: Which application's store, and where.
-    ///   - plugin: The method plugin's id, e.g. `passphrase`.
-    ///   - options: The plugin's enrollment options in order, each name at most once.
-    ///   - label: The method's label (``KeybayMethod/isValidLabel(_:)``); the plugin id if nil.
-    ///   - interaction: Who the plugin and the root may ask (a shown secret goes to its
-    ///     ``KeybayInteraction/showSecret(_:)``); kept by the session.
-    /// - Returns: A session on the new protected store.
-    /// - Throws: `.alreadyInitialized`, `.stateConflict`; `.invalidArgument` for a label, an
-    ///   option given twice or refused; `.methodUnavailable` when the plugin cannot work here;
-    ///   the ceremony's failures; what `showSecret` throws (nothing is created then); the
-    ///   failures of `initialize(_:interaction:)`.
-    public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
-                                  label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
-        try KeybayAuth.showAndCommit(try prepare(configuration, enrolling: plugin, options: options, label: label, interaction: interaction),
-                                     to: interaction).session
-    }
-
-    /// `initialize(_:enrolling:)`, from async code: the ceremony runs on a thread of its own,
-    /// and cancelling the calling task cancels it (nothing is written; `.cancelled`).
-    ///
-    /// - Parameters:
-    ///   - configuration: Which application's store, and where.
-    ///   - plugin: The method plugin's id, e.g. `passphrase`.
-    ///   - options: The plugin's enrollment options in order, each name at most once.
-    ///   - label: The method's label; the plugin id if nil.
-    ///   - interaction: Who the plugin and the root may ask; kept by the session.
-    /// - Returns: A session on the new protected store.
-    /// - Throws: What the synchronous form throws, and `.cancelled` when the task is cancelled.
-    public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
-                                  label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
-        try await CeremonyThread.run(interaction) { ceremony in
-            try KeybayAuth.showAndCommit(try prepareStore(configuration, enrolling: plugin, options: options, label: label, ceremony: ceremony,
-                                                          interaction: interaction), to: ceremony).session
-        }
-    }
-
-    /// The first phase of `initialize(_:enrolling:)`: on a home where nothing exists, runs
-    /// `plugin`'s enrollment ceremony and creates nothing. `commit()` then creates the store with
-    /// this method as its first (and returns its session); `takeBack()` after that removes the
-    /// store again. A secret the plugin shows is in `shownSecret`.
-    ///
-    /// Blocks the calling thread during the ceremony.
-    /// - Parameters:
-    ///   - configuration: Which application's store, and where.
-    ///   - pluginID: The method plugin's id, e.g. `recovery`.
-    ///   - options: The plugin's enrollment options in order, each name at most once.
-    ///   - label: The method's label; the plugin id if nil.
-    ///   - interaction: Who the plugin and the root may ask; kept by the new store's session.
-    /// - Returns: The enrollment, to ``PreparedEnrollment/commit()`` or
-    ///   ``PreparedEnrollment/discard()``.
-    /// - Throws: `.alreadyInitialized` (a store exists), `.stateConflict` (a partial state: run
-    ///   `reset`), and what `KeybayAuth.prepare(plugin:)` throws.
-    public static func prepare(_ configuration: KeybayConfiguration, enrolling pluginID: String, options: [(String, String)] = [],
-                               label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) throws -> PreparedEnrollment {
-        try prepareStore(configuration, enrolling: pluginID, options: options, label: label, ceremony: interaction, interaction: interaction)
-    }
-
-    /// `ceremony` runs the plugin; the store's session keeps `interaction`.
-    static func prepareStore(_ configuration: KeybayConfiguration, enrolling pluginID: String, options: [(String, String)], label: String?,
-                             ceremony: any KeybayInteraction, interaction: any KeybayInteraction) throws -> PreparedEnrollment {
-        let lifecycle = try StoreLifecycle(configuration, interaction: interaction)
-        // Nothing may exist: checked before the ceremony too, so nobody enrolls a secret for nothing.
-        switch try lifecycle.status().state {
-        case .absent: break
-        case .rootOnly, .storeOnly:
-            throw KeybayError(.stateConflict, "\(configuration.storePath) is in a partial state; refusing to create a store over it (run reset to start over)")
-                .with(path: configuration.storePath)
-        case .platformOnly, .protected:
-            throw KeybayError(.alreadyInitialized, "a store already exists at \(configuration.storePath); refusing to initialise over it")
-                .with(path: configuration.storePath)
-        }
-        let plugin = try KeybayAuth.checkedPlugin(pluginID, label: label, options: options, configuration: configuration)
-        let capture = ShownSecretCapture(ceremony)
-        let enrollment = try KeybayAuth.enroll(plugin, options: options, label: label ?? pluginID, configuration: configuration,
-                                               interaction: capture)
-        return PreparedEnrollment(step: .create(configuration, interaction: interaction, first: enrollment.first()), shownSecret: capture.secret)
-    }
-
-    /// `prepare(_:enrolling:)`, from async code: the ceremony runs on a thread of its own, and
-    /// cancelling the calling task cancels it (`.cancelled`).
-    ///
-    /// - Parameters:
-    ///   - configuration: Which application's store, and where.
-    ///   - pluginID: The method plugin's id.
-    ///   - options: The plugin's enrollment options in order, each name at most once.
-    ///   - label: The method's label; the plugin id if nil.
-    ///   - interaction: Who the plugin and the root may ask; kept by the new store's session.
-    /// - Returns: The enrollment, not stored.
-    /// - Throws: What the synchronous form throws, and `.cancelled` when the task is cancelled.
-    public static func prepare(_ configuration: KeybayConfiguration, enrolling pluginID: String, options: [(String, String)] = [],
-                               label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) async throws -> PreparedEnrollment {
-        try await CeremonyThread.run(interaction) { ceremony in
-            try prepareStore(configuration, enrolling: pluginID, options: options, label: label, ceremony: ceremony, interaction: interaction)
         }
     }
 
@@ -307,7 +170,8 @@ public enum KeybayStore {
     ///   root's failures; `.malformed`, `.unsupported` for a store file it cannot read;
     ///   `.insecurePermissions`, `.io`.
     public static func status(_ configuration: KeybayConfiguration) throws -> KeybayStatus {
-        try StoreLifecycle(configuration).status()
+        let engine = try StoreEngine(configuration.settings)
+        return KeybayStatus(try engine.inspect(), storePath: engine.storePath)
     }
 
     /// `status`, with each enrolled method's one-line description from its plugin ("Argon2id
@@ -319,7 +183,16 @@ public enum KeybayStore {
     ///   plugin that is missing or fails does not fail the call).
     /// - Throws: What ``status(_:)`` throws.
     public static func describeMethods(_ configuration: KeybayConfiguration) throws -> (status: KeybayStatus, methods: [KeybayMethodDescription]) {
-        try StoreLifecycle(configuration).describeMethods()
+        let inspection = try StoreEngine(configuration.settings).inspect()
+        return (KeybayStatus(inspection, storePath: configuration.storePath), inspection.methods.map { envelope in
+            do {
+                let text = try PluginLoader.loadMethod(envelope.pluginId, search: configuration.pluginSearch).describe(params: envelope.params)
+                return KeybayMethodDescription(method: KeybayMethod(envelope), description: text, failure: nil)
+            } catch {
+                return KeybayMethodDescription(method: KeybayMethod(envelope), description: nil,
+                                               failure: error as? KeybayError ?? KeybayError(.pluginFailed, "\(error)"))
+            }
+        })
     }
 
     /// Removes the store and its platform root (keeps the lock file). Explicit, idempotent,
@@ -334,6 +207,6 @@ public enum KeybayStore {
     ///     nothing is removed.
     /// - Throws: `.interactionRequired`, the root's failures, `.insecurePermissions`, `.io`.
     public static func reset(_ configuration: KeybayConfiguration, interaction: any KeybayInteraction = NonInteractive()) throws {
-        try StoreLifecycle(configuration, interaction: interaction, forReset: true).reset()
+        try StoreEngine(configuration.settings, interaction: interaction, forReset: true).reset()
     }
 }

@@ -26,8 +26,9 @@ public final class PreparedEnrollment: Sendable {
         case add(KeybaySession, expecting: StoreSnapshot, method: MethodEnvelope.Public)
         /// Puts `method` in the place of `old`.
         case replace(KeybaySession, expecting: StoreSnapshot, old: MethodEnvelope.Public, method: MethodEnvelope.Public)
-        /// Creates the store with `first` as its only method.
-        case create(KeybayConfiguration, interaction: any KeybayInteraction, first: FirstMethod)
+        /// Creates the store with `first` as its only method, with the engine that found the home
+        /// empty (it checks again under the lock).
+        case create(KeybayConfiguration, engine: StoreEngine, first: FirstMethod)
     }
 
     private enum Progress: Sendable {
@@ -91,9 +92,9 @@ public final class PreparedEnrollment: Sendable {
                 if let unconfirmed = try session.rotate(expecting: now, { methods in methods.map { $0.methodId == new.methodId ? old : $0 } }) {
                     throw unconfirmed
                 }
-            case .create(let configuration, let interaction, _):
+            case .create(let configuration, let engine, _):
                 session.close()
-                try KeybayStore.reset(configuration, interaction: interaction)
+                try KeybayStore.reset(configuration, interaction: engine.interaction)
             }
             progress = .takenBack
         }
@@ -106,10 +107,10 @@ public final class PreparedEnrollment: Sendable {
             return (session, try session.rotate(expecting: expected) { $0 + [method] })
         case .replace(let session, let expected, let old, let method):
             return (session, try session.rotate(expecting: expected) { methods in methods.map { $0.methodId == old.methodId ? method : $0 } })
-        case .create(let configuration, let interaction, let first):
-            let lifecycle = try StoreLifecycle(configuration, interaction: interaction)
-            let (file, landed) = try lifecycle.initialize(first: first)
-            return (KeybaySession(lifecycle: lifecycle, file: file, generation: landed.generation, interaction: interaction), landed.unconfirmed)
+        case .create(let configuration, let engine, let first):
+            let (file, landed) = try engine.initialize(first: first)
+            return (KeybaySession(configuration, engine: engine, file: file, generation: landed.generation, interaction: engine.interaction),
+                    landed.unconfirmed)
         }
     }
 

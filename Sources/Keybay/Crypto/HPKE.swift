@@ -143,7 +143,7 @@ enum HPKE {
         /// ComputeNonce(seq) = base_nonce XOR I2OSP(seq, Nn). A 64-bit sequence number is padded
         /// on the left with zeros, as §5.2 allows. The caller should wipe the result when done.
         func nonce(sequence: UInt64) -> [UInt8] {
-            let seq = [UInt8](repeating: 0, count: HPKE.nn - 8) + bigEndian(sequence)
+            let seq = [UInt8](repeating: 0, count: HPKE.nn - 8) + withUnsafeBytes(of: sequence.bigEndian) { Array($0) }
             return baseNonce.withUnsafeBytes { base in (0..<HPKE.nn).map { base[$0] ^ seq[$0] } }
         }
     }

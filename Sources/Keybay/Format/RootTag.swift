@@ -38,7 +38,7 @@ enum RootTag {
         }
         guard let idLength = providerState.first.map(Int.init), idLength > 0, providerState.count >= 2 + idLength else { throw malformed() }
         let name = providerState[1...idLength]
-        guard let id = String(validating: name, as: UTF8.self), KeybayPluginSearch.isValidPluginID(id), id != fileRoot else { throw malformed() }
+        guard let id = String(validating: name, as: UTF8.self), MethodNames.isValidPluginID(id), id != fileRoot else { throw malformed() }
         let stateLength = Int(providerState[1 + idLength])
         let end = 2 + idLength + stateLength
         let padded = end == bareStateBytes

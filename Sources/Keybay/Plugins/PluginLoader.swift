@@ -42,9 +42,9 @@ enum PluginLoader {
             .with(pluginID: id)
     }
 
-    /// The method plugin `id` on the configuration's search path.
-    static func loadMethod(_ id: String, for configuration: KeybayConfiguration) throws -> LoadedPlugin {
-        try load(id: id, kind: KEYBAY_KIND_METHOD, search: configuration.pluginSearch)
+    /// The method plugin `id` on `search`.
+    static func loadMethod(_ id: String, search: KeybayPluginSearch) throws -> LoadedPlugin {
+        try load(id: id, kind: KEYBAY_KIND_METHOD, search: search)
     }
 
     /// The ids of every plugin file found in the search path (first occurrence wins).

@@ -13,10 +13,10 @@ struct StoreFile: Sendable {
     let path: String
 
     /// Opens `<dataHome>/keybay/<app>/`, creating it when `create` is set; nil if it is missing.
-    static func open(_ configuration: KeybayConfiguration, create: Bool) throws -> StoreFile? {
-        guard let directory = try PrivateDirectory.open(base: configuration.dataHome, components: ["keybay", configuration.applicationID],
+    static func open(_ location: StoreLocation, create: Bool) throws -> StoreFile? {
+        guard let directory = try PrivateDirectory.open(base: location.dataHome, components: ["keybay", location.applicationID],
                                                         create: create) else { return nil }
-        return StoreFile(directory: directory, path: configuration.storePath)
+        return StoreFile(directory: directory, path: location.storePath)
     }
 
     /// Runs `body` under the interprocess lock (the lock file is never deleted).
@@ -94,7 +94,7 @@ struct StoreFile: Sendable {
     func readMoveRecord() throws -> (from: String, to: String)? {
         guard let bytes = try directory.read(Self.moveName, maxBytes: 512)?.bytes else { return nil }
         let lines = bytes.split(separator: 0x0a, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
-        guard lines.count == 3, lines[2].isEmpty, KeybayPluginSearch.isValidPluginID(lines[0]), KeybayPluginSearch.isValidPluginID(lines[1]) else {
+        guard lines.count == 3, lines[2].isEmpty, MethodNames.isValidPluginID(lines[0]), MethodNames.isValidPluginID(lines[1]) else {
             throw KeybayError(.malformed, "\(directory.pathOf(Self.moveName)) is not a move record (two root plugin ids, one a line); remove it by hand once the roots it named are settled")
         }
         return (lines[0], lines[1])

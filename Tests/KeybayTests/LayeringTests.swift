@@ -1,0 +1,233 @@
+import Foundation
+import Testing
+
+/// The core's layers, read from its sources: each folder of `Sources/Keybay` is a layer, and a
+/// file may name only what its own layer and the layers below it declare. Crypto and Format are
+/// below Keys, Keys below Engine, Engine below API; Plugins and Root below API (and Engine); no
+/// type the API declares is named anywhere else. The top-level `KeybayError.swift` is below all.
+@Suite struct LayeringTests {
+    /// Which layers each layer may use (its own always).
+    static let allowed: [String: Set<String>] = [
+        "Errors": [],
+        "Crypto": ["Errors"],
+        "Format": ["Errors", "Crypto"],
+        "Storage": ["Errors", "Crypto", "Format"],
+        "Plugins": ["Errors", "Crypto", "Format", "Storage"],
+        "Root": ["Errors", "Crypto", "Format", "Storage", "Plugins"],
+        "Keys": ["Errors", "Crypto", "Format", "Root"],
+        "Engine": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys"],
+        "API": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine"],
+        // The fuzzers' entry points reach into the format and the loader; nothing uses them.
+        "Testing": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "API"],
+    ]
+
+    static let sourceDirectory = packageDirectory + "/Sources/Keybay"
+
+    @Test func everyLayerUsesOnlyTheLayersBelowIt() throws {
+        let sources = try Self.readSources()
+        #expect(Set(sources.map(\.layer)).isSubset(of: Set(Self.allowed.keys)), "a folder of Sources/Keybay that is no layer: \(Set(sources.map(\.layer)))")
+        let violations = SourceLayering(sources).violations(allowed: Self.allowed)
+        #expect(violations.isEmpty, "\(violations.joined(separator: "\n"))")
+    }
+
+    /// The check itself can fail: a Format file naming an API type, or a Plugins file naming the
+    /// engine, is reported; a name in a comment, a string or after a dot is not a use.
+    @Test func aReverseUseIsReportedAndCommentsStringsAndMembersAreNot() {
+        let sources = [
+            SourceFile(path: "API/Status.swift", layer: "API", text: "public struct KeybayStatus {}\nfunc describe() {}\n"),
+            SourceFile(path: "Engine/Engine.swift", layer: "Engine", text: "struct StoreEngine { let s: Bootstrap }\n"),
+            SourceFile(path: "Format/Bootstrap.swift", layer: "Format", text: """
+                struct Bootstrap {
+                    // KeybayStatus in a comment
+                    /* StoreEngine in a block comment */
+                    let text = "KeybayStatus in a string, \\(count) with an interpolation"
+                    func f(x: Thing) { x.describe() }
+                    var status: KeybayStatus?
+                }
+                """),
+            SourceFile(path: "Plugins/Loader.swift", layer: "Plugins", text: "enum Loader { static let e = \"\\(StoreEngine.self)\" }\n"),
+        ]
+        let violations = SourceLayering(sources).violations(allowed: Self.allowed)
+        #expect(violations == ["Format/Bootstrap.swift uses KeybayStatus (API)", "Plugins/Loader.swift uses StoreEngine (Engine)"])
+    }
+
+    @Test func noFileOfTheCoreIsOver300Lines() throws {
+        let long = try Self.readSources().compactMap { file -> String? in
+            let lines = file.text.split(separator: "\n", omittingEmptySubsequences: false).count - (file.text.hasSuffix("\n") ? 1 : 0)
+            return lines > 300 ? "\(file.path): \(lines) lines" : nil
+        }
+        #expect(long.isEmpty, "\(long)")
+    }
+
+    /// No plugin id drives the core's logic: the first-party ids appear only as the
+    /// configuration's defaults and as the format's name for an untagged provider state.
+    @Test func noPluginIDAppearsInTheCoresLogic() throws {
+        let ids = try FileManager.default.contentsOfDirectory(atPath: packageDirectory + "/Plugins").filter { !$0.contains(".") }
+        #expect(ids.contains("file-root") && ids.contains("secret-service"), "\(ids)")
+        let permitted = ["API/KeybayConfiguration.swift", "Format/RootTag.swift"]
+        let found = try Self.readSources().filter { !permitted.contains($0.path) }.flatMap { file in
+            ids.filter { SourceLayering.stringLiterals(in: file.text).contains($0) }.map { "\(file.path): \"\($0)\"" }
+        }
+        #expect(found.isEmpty, "\(found)")
+    }
+
+    static func readSources() throws -> [SourceFile] {
+        let manager = FileManager.default
+        guard let walker = manager.enumerator(atPath: sourceDirectory) else { throw CocoaError(.fileReadNoSuchFile) }
+        var files: [SourceFile] = []
+        while let relative = walker.nextObject() as? String {
+            guard relative.hasSuffix(".swift") else { continue }
+            let parts = relative.split(separator: "/")
+            let layer = parts.count == 1 ? "Errors" : String(parts[0])
+            files.append(SourceFile(path: relative, layer: layer, text: try String(contentsOfFile: sourceDirectory + "/" + relative, encoding: .utf8)))
+        }
+        #expect(files.count > 50, "found \(files.count) sources in \(sourceDirectory)")
+        return files.sorted { $0.path < $1.path }
+    }
+}
+
+struct SourceFile {
+    let path: String
+    let layer: String
+    let text: String
+}
+
+/// The names each layer declares at file scope, and the names each file uses in its code
+/// (comments and string contents left out; a name after a dot is a member, not a use).
+struct SourceLayering {
+    let files: [SourceFile]
+    /// Top-level name → the layer declaring it.
+    let owners: [String: String]
+
+    init(_ files: [SourceFile]) {
+        self.files = files
+        var owners: [String: String] = [:]
+        for file in files {
+            for name in Self.topLevelDeclarations(in: Self.code(of: file.text)) where owners[name] == nil {
+                owners[name] = file.layer
+            }
+        }
+        self.owners = owners
+    }
+
+    func violations(allowed: [String: Set<String>]) -> [String] {
+        files.flatMap { file -> [String] in
+            let permitted = allowed[file.layer] ?? []
+            return Set(Self.usedNames(in: Self.code(of: file.text))).sorted().compactMap { name in
+                guard let owner = owners[name], owner != file.layer, !permitted.contains(owner) else { return nil }
+                return "\(file.path) uses \(name) (\(owner))"
+            }
+        }.sorted()
+    }
+
+    static let declarationKeywords: Set<String> = ["struct", "class", "enum", "protocol", "actor", "typealias", "func", "let", "var"]
+    static let modifiers: Set<String> = ["public", "package", "internal", "private", "fileprivate", "final", "indirect", "nonisolated"]
+
+    /// Names declared by lines that start at column 0 (the file scope).
+    static func topLevelDeclarations(in code: String) -> [String] {
+        code.split(separator: "\n").compactMap { line -> String? in
+            guard let first = line.first, first.isLetter || first == "@" else { return nil }
+            var words = line.split(whereSeparator: { !($0.isLetter || $0.isNumber || $0 == "_" || $0 == "@") }).map(String.init)[...]
+            while let w = words.first, modifiers.contains(w) || w.hasPrefix("@") { words = words.dropFirst() }
+            guard let keyword = words.first, declarationKeywords.contains(keyword), words.count > 1 else { return nil }
+            return words[words.startIndex + 1]
+        }
+    }
+
+    /// Identifiers in code that are not members (not right after a dot). Names are ASCII.
+    static func usedNames(in code: String) -> [String] {
+        var names: [String] = []
+        var current: [UInt8] = []
+        var previous: UInt8 = 0x20
+        var afterDot = false
+        func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7a || b == 0x5f }
+        for b in Array(code.utf8) + [0x20] {
+            if isLetter(b) || (b >= 0x30 && b <= 0x39 && !current.isEmpty) {
+                if current.isEmpty { afterDot = previous == 0x2e }
+                current.append(b)
+            } else {
+                if !current.isEmpty, !afterDot { names.append(String(decoding: current, as: UTF8.self)) }
+                current.removeAll(keepingCapacity: true)
+            }
+            if b != 0x20 && b != 0x0a && b != 0x09 { previous = b }
+        }
+        return names
+    }
+
+    /// The text with comments removed and every string literal's contents blanked, its
+    /// interpolations kept (they are code).
+    static func code(of text: String) -> String {
+        lex(text).code
+    }
+
+    /// The contents of the string literals (interpolations left out).
+    static func stringLiterals(in text: String) -> [String] {
+        lex(text).strings
+    }
+
+    private static func lex(_ text: String) -> (code: String, strings: [String]) {
+        let chars = Array(text.utf8)
+        var code: [UInt8] = []
+        var strings: [String] = []
+        var i = 0
+        // Open string literals (each with whether it is multi-line), and for each interpolation
+        // the parenthesis depth at which it closes.
+        var literals: [(multiLine: Bool, text: [UInt8])] = []
+        var interpolationDepths: [Int] = []
+        var depth = 0
+        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\"), open = UInt8(ascii: "("), close = UInt8(ascii: ")")
+        let slash = UInt8(ascii: "/"), star = UInt8(ascii: "*"), newline = UInt8(ascii: "\n")
+        func at(_ a: UInt8, _ b: UInt8, _ k: Int) -> Bool { k + 1 < chars.count && chars[k] == a && chars[k + 1] == b }
+        func tripleQuote(_ k: Int) -> Bool { k + 2 < chars.count && chars[k] == quote && chars[k + 1] == quote && chars[k + 2] == quote }
+        while i < chars.count {
+            let c = chars[i]
+            if !literals.isEmpty && interpolationDepths.count < literals.count {
+                let multi = literals[literals.count - 1].multiLine
+                if at(backslash, open, i) {
+                    interpolationDepths.append(depth)
+                    depth += 1
+                    code.append(open)
+                    i += 2
+                } else if c == backslash {
+                    literals[literals.count - 1].text.append(contentsOf: chars[i..<min(i + 2, chars.count)])
+                    i += 2
+                } else if multi ? tripleQuote(i) : c == quote {
+                    strings.append(String(decoding: literals.removeLast().text, as: UTF8.self))
+                    code.append(contentsOf: [quote, quote])
+                    i += multi ? 3 : 1
+                } else {
+                    literals[literals.count - 1].text.append(c)
+                    if c == newline { code.append(newline) }
+                    i += 1
+                }
+                continue
+            }
+            if at(slash, slash, i) {
+                while i < chars.count && chars[i] != newline { i += 1 }
+            } else if at(slash, star, i) {
+                var nesting = 0
+                repeat {
+                    if at(slash, star, i) { nesting += 1; i += 2 } else if at(star, slash, i) { nesting -= 1; i += 2 } else {
+                        if chars[i] == newline { code.append(newline) }
+                        i += 1
+                    }
+                } while nesting > 0 && i < chars.count
+            } else if tripleQuote(i) {
+                literals.append((true, []))
+                i += 3
+            } else if c == quote {
+                literals.append((false, []))
+                i += 1
+            } else {
+                if c == open { depth += 1 }
+                if c == close {
+                    depth -= 1
+                    if let closes = interpolationDepths.last, closes == depth { interpolationDepths.removeLast() }
+                }
+                code.append(c)
+                i += 1
+            }
+        }
+        return (String(decoding: code, as: UTF8.self), strings)
+    }
+}
