@@ -67,6 +67,7 @@ enum Command {
         case "plugin-check": return try pluginCheck(c)
         case "root": return try root(c)
         case "reset": return try reset(c)
+        case "backup": return try backup(c)
         default: throw Arguments.UsageError(message: "unknown command '\(command)'")
         }
     }
@@ -81,6 +82,7 @@ enum Command {
         try a.expect([])
         var config = try configuration(a)
         config.rootOptions = a.options
+        config.excludeFromBackups = !a.flags.contains("--keep-in-backups")
         let unconfirmed = try tookEffect { try KeybayStore.initialize(config, interaction: c.interaction).close() }
         let root = try KeybayStore.status(config).rootPlugin
         a.json ? Output.line(JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath)),
@@ -437,6 +439,7 @@ enum Command {
                 ("methods", .array(s.methods.map(methodJSON))),
                 ("protection", .string(s.rootProtection)),
                 ("leftoverRoots", .array(s.leftoverRoots.map { .object([("plugin", .string($0.plugin)), ("location", .string($0.location))]) })),
+                ("backupExclusion", backupJSON(s.backupExclusion)),
             ])))
         } else {
             let methods = s.methods.isEmpty ? "none" : s.methods.map { "\($0.id) \($0.plugin) (\($0.label))" }.joined(separator: "\n            ")
@@ -446,6 +449,7 @@ enum Command {
                 root:       \(s.rootPlugin) at \(s.rootLocation)
                 methods:    \(methods)
                 note:       \(s.rootProtection)
+                backups:    \(backupText(s.backupExclusion))
 
                 """)
             for leftover in s.leftoverRoots {

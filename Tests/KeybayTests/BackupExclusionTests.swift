@@ -11,7 +11,7 @@ import Testing
         try #require(try PrivateDirectory.open(base: base, components: ["keybay", app], create: true))
     }
 
-    static let all: [KeybayBackupMarker] = [.dejaDupIgnore, .robotsBackupAttribute, .nodump]
+    static let all: [BackupMarker] = [.dejaDupIgnore, .robotsBackupAttribute, .nodump]
 
     @Test func theMarkersAreSetReadBackAndRemoved() throws {
         let box = Sandbox()
@@ -51,31 +51,62 @@ import Testing
         #expect(try BackupExclusion.markers(directory) == Self.all)
     }
 
-    /// A home with a store directory and a root directory, both marked: duplicity as Déjà Dup
-    /// runs it, borg 1.2 with --exclude-nodump and tar with --exclude-tag keep the rest of the
-    /// home and neither the store nor the root. Unmarked, all three keep both.
-    @Test(arguments: [true, false]) func backupToolsSkipMarkedDirectories(marked: Bool) throws {
+    /// The backup markers `status --json` lists (backupExclusion).
+    static func listed(_ box: Sandbox) throws -> (store: [String], root: [String])? {
+        let status = try box.cli("status", "--json")
+        guard let object = try? JSONSerialization.jsonObject(with: Data(status.stdout)) as? [String: Any],
+              let markers = object["backupExclusion"] as? [String: Any] else { return nil }
+        return (markers["storeDirectory"] as? [String] ?? ["?"], markers["rootDirectory"] as? [String] ?? ["?"])
+    }
+
+    static let allNames = all.map(\.rawValue)
+
+    /// A home with a store made by `init` (file-root) and a document: duplicity as Déjà Dup runs
+    /// it, borg 1.2 with --exclude-nodump and tar with --exclude-tag keep the document and
+    /// neither the store nor the root. With `--keep-in-backups` all three keep both.
+    @Test(arguments: [false, true]) func initMarksBothDirectoriesAndBackupsLeaveThemOut(keep: Bool) throws {
         let box = Sandbox()
-        let home = box.root + "/home"
-        let store = try Self.directory(home + "/.local/share"), root = try Self.directory(home + "/.local/state")
-        writeBytes(store.pathOf("keybay.v2.store"), [1, 2, 3])
-        writeBytes(root.pathOf("file-root.key"), [4, 5, 6])
-        mkdir(home + "/Documents", 0o700)
-        writeBytes(home + "/Documents/letter.txt", Array("dear".utf8))
-        if marked {
-            try BackupExclusion.exclude(store)
-            try BackupExclusion.exclude(root)
-        }
-        let storeFile = ".local/share/keybay/com.example.test/keybay.v2.store", rootFile = ".local/state/keybay/com.example.test/file-root.key"
-        let scratch = box.root + "/backups"
+        let created = try box.cli(["init"] + (keep ? ["--keep-in-backups"] : []), secret: nil, option: nil)
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(try box.cli("set", "k", "v").status == 0)
+        let listed = try #require(try Self.listed(box))
+        #expect(listed.store == (keep ? [] : Self.allNames) && listed.root == (keep ? [] : Self.allNames), "\(listed)")
+        mkdir(box.root + "/Documents", 0o700)
+        writeBytes(box.root + "/Documents/letter.txt", Array("dear".utf8))
+        let storeFile = "data/keybay/\(box.app)/keybay.v2.store", rootFile = "state/keybay/\(box.app)/file-root.key"
+        let scratch = "/tmp/keybay-backups-" + UUID().uuidString
         mkdir(scratch, 0o700)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
         for (tool, backup) in [("duplicity", BackupTools.duplicity), ("borg", BackupTools.borg), ("tar", BackupTools.tar)] as [(String, (BackupTools) -> (String) throws -> Set<String>)] {
             let directory = scratch + "/" + tool
             mkdir(directory, 0o700)
-            let held = try backup(BackupTools(scratch: directory))(home)
+            let held = try backup(BackupTools(scratch: directory))(box.root)
             #expect(held.contains("Documents/letter.txt"), "\(tool): \(held.sorted())")
-            #expect(held.contains(storeFile) == !marked, "\(tool): \(held.sorted())")
-            #expect(held.contains(rootFile) == !marked, "\(tool): \(held.sorted())")
+            #expect(held.contains(storeFile) == keep, "\(tool): \(held.sorted())")
+            #expect(held.contains(rootFile) == keep, "\(tool): \(held.sorted())")
         }
+    }
+
+    /// `backup exclude|include` changes an existing store; the store still opens either way.
+    @Test func backupExcludeAndIncludeChangeAnExistingStore() throws {
+        let box = Sandbox()
+        #expect(try box.cli("set", "k", "v").status == 0) // a store made by set: marked too
+        #expect(try Self.listed(box).map { [$0.store, $0.root] } == [Self.allNames, Self.allNames])
+        let included = try box.cli("backup", "include", "--json")
+        #expect(included.status == 0, "\(included.stderr)")
+        #expect(try Self.listed(box).map { [$0.store, $0.root] } == [[], []])
+        #expect(!exists(box.storeDirectory + "/.deja-dup-ignore"))
+        let got = try box.cli("get", "k")
+        #expect(got.status == 0 && got.out == "v")
+        let excluded = try box.cli("backup", "exclude")
+        #expect(excluded.status == 0, "\(excluded.stderr)")
+        #expect(try Self.listed(box).map { [$0.store, $0.root] } == [Self.allNames, Self.allNames])
+        #expect(try box.cli("get", "k").status == 0)
+        // No store: nothing to change (exit 1, store-not-found); a bad word is a usage error.
+        let empty = Sandbox()
+        let none = try empty.cli("backup", "exclude")
+        #expect(none.status == 1 && none.stderr.contains("[store-not-found]"), "\(none.stderr)")
+        #expect(!exists(empty.storeDirectory))
+        #expect(try box.cli("backup", "sideways").status == 2)
     }
 }

@@ -64,14 +64,31 @@ import Testing
         #expect(floor.count == 46 && Array(floor[0..<14]) == Array("KBPF".utf8) + [0, 1] + [UInt8](repeating: 0, count: 8))
         #expect(mode(Self.floorPath(f.notes)) == 0o600)
         #expect(!exists(f.notes.rootPath), "no file-root key for a store on the portal")
+        // Both directories carry the backup markers, and status lists them read back.
+        let markers = status["backupExclusion"] as? [String: [String]]
+        #expect(markers?["storeDirectory"] == BackupExclusionTests.allNames && markers?["rootDirectory"] == BackupExclusionTests.allNames, "\(status)")
+        // A tar and a borg archive of the home hold neither the store nor the floor file.
+        writeBytes(f.notes.root + "/notes.txt", Array("kept".utf8))
+        let scratch = "/tmp/keybay-backups-" + UUID().uuidString
+        mkdir(scratch, 0o700)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        for (tool, backup) in [("borg", BackupTools.borg), ("tar", BackupTools.tar)] as [(String, (BackupTools) -> (String) throws -> Set<String>)] {
+            mkdir(scratch + "/" + tool, 0o700)
+            let held = try backup(BackupTools(scratch: scratch + "/" + tool))(f.notes.root)
+            #expect(held.contains("notes.txt") && !held.contains("data/keybay/\(Self.notes)/keybay.v2.store")
+                    && !held.contains("state/keybay/\(Self.notes)/portal-root.floor"), "\(tool): \(held.sorted())")
+        }
 
         // Another sandbox, with the store's own app id: refused, the id is not the sandbox's.
         let foreign = try f.cli(f.notes, in: f.otherSandbox, "get", "api/token")
         #expect(foreign.status == 2 && Self.code(foreign) == "invalid-argument", "\(foreign.stderr)")
-        // Inside the first sandbox, another app id: refused the same way.
-        let wrongID = try f.cli(f.other, in: f.notesSandbox, "init", "--root", "portal")
-        #expect(wrongID.status == 2 && Self.code(wrongID) == "invalid-argument", "\(wrongID.stderr)")
-        #expect(!exists(f.other.storePath))
+        // Inside the first sandbox, another app id: refused the same way, on any root (the
+        // configuration checks it), and nothing is made.
+        for root in ["portal", "file-root"] {
+            let wrongID = try f.cli(f.other, in: f.notesSandbox, "init", "--root", root)
+            #expect(wrongID.status == 2 && Self.code(wrongID) == "invalid-argument", "\(root): \(wrongID.stderr)")
+        }
+        #expect(!exists(f.other.storeDirectory) && !exists(f.other.stateHome))
         // Outside any sandbox: the portal gives every program one secret, so the root refuses.
         let outside = try f.cli(f.notes, in: nil, "get", "api/token")
         #expect(outside.status == 1 && Self.code(outside) == "root-unavailable", "\(outside.stderr)")
@@ -112,6 +129,18 @@ import Testing
                                                  "--portal-floor", Self.floorPath(f.notes), "--store", f.notes.storePath],
                             environment: f.notes.environment)
         #expect(wrong.status == 1 && wrong.stdout.isEmpty, "\(wrong.stderr)")
+    }
+
+    /// Inside a sandbox `auto` is the portal root; outside one it stays as it was (file-root
+    /// here, where no Secret Service is asked for: the keyring is on the test's private bus).
+    @Test func autoInsideASandboxIsThePortal() throws {
+        let f = try Fixture()
+        let created = try f.cli(f.notes, in: f.notesSandbox, "init", "--root", "auto")
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(try f.status(f.notes, in: f.notesSandbox)["rootPlugin"] as? String == "portal")
+        let outside = try run(cliPath, ["init", "--root", "auto"], environment: f.other.environment)
+        #expect(outside.status == 0, "\(outside.stderr)")
+        #expect(try f.cli(f.other, in: nil, "status", "--json").out.contains("\"rootPlugin\":\"file-root\""))
     }
 
     /// A rollback floor that was raised is kept in the floor file, authenticated: a flipped byte

@@ -45,9 +45,12 @@ extension StoreEngine {
     /// exists, and a failure is returned as unconfirmed.
     func createStore(in file: StoreFile, first: FirstMethod? = nil) throws -> Landed {
         if try root.exists() { throw try missingStore() }
+        // Both directories are marked before the store exists: a backup never holds a new store.
+        if settings.excludeFromBackups { try file.setBackupExclusion(true) }
         let providerState: [UInt8]
         do {
             providerState = try root.create(options: settings.rootOptions)
+            if settings.excludeFromBackups { try markRootDirectoryForBackups() }
         } catch {
             // A root that failed halfway (its file linked, its directory's fsync failed) is
             // ours: there was none under the lock. Nothing refers to it.

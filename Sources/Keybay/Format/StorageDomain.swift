@@ -7,16 +7,12 @@ enum StorageDomain {
     /// The identity is declared by the host's configuration; nothing attests it.
     static let assuranceHostDeclared: UInt8 = 1
     /// The identity is the sandbox's own (Flatpak's `[Application] name=`, snap's
-    /// `SNAP_INSTANCE_NAME`), which the root checked before answering: the `portal` root, which
-    /// works only inside a sandbox and only for the sandbox's application.
+    /// `SNAP_INSTANCE_NAME`), which the root checked before answering: the sandbox root
+    /// (`KeybayConfiguration.sandboxRoot`), which works only inside a sandbox and only for the
+    /// sandbox's application. Other roots keep `assuranceHostDeclared` inside a sandbox too:
+    /// their stores were made before Keybay looked at the sandbox, and another byte would give
+    /// them another domain (they would no longer open).
     static let assuranceSandboxAttested: UInt8 = 2
-
-    /// The assurance a store on root `id` has. Other roots keep `assuranceHostDeclared` inside a
-    /// sandbox too: their stores were made before Keybay looked at the sandbox, and another byte
-    /// would give them another domain (they would no longer open).
-    static func assurance(forRoot id: String) -> UInt8 {
-        id == "portal" ? assuranceSandboxAttested : assuranceHostDeclared
-    }
 
     static func derive(identity: String, assurance: UInt8 = assuranceHostDeclared, profile: String, location: String) -> [UInt8] {
         SHA256.hash(transcript(label, [Array(identity.utf8), [assurance], Array(profile.utf8), Array(location.utf8)]))

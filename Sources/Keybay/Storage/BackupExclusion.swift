@@ -6,7 +6,7 @@ import Glibc
 /// both halves is a full copy of every secret, and one that holds only one half restores a store
 /// that cannot open (docs/security.md). Not `CACHEDIR.TAG`: it tells cleaners that the contents
 /// can be regenerated, and a store cannot be.
-public enum KeybayBackupMarker: String, Sendable, CaseIterable {
+enum BackupMarker: String, Sendable, CaseIterable {
     /// An empty file `.deja-dup-ignore` in the directory: Déjà Dup skips such directories by
     /// default (it passes `--exclude-if-present` to duplicity and restic); `tar --exclude-tag`.
     case dejaDupIgnore = ".deja-dup-ignore"
@@ -23,10 +23,16 @@ public enum KeybayBackupMarker: String, Sendable, CaseIterable {
 enum BackupExclusion {
     static let attributeValue: [UInt8] = Array("false".utf8)
 
+    /// The root's state directory, `<stateHome>/keybay/<applicationID>`, when it exists (a root
+    /// on a keyring has none).
+    static func rootDirectory(stateHome: String, applicationID: String) throws -> PrivateDirectory? {
+        try PrivateDirectory.open(base: stateHome, components: ["keybay", applicationID], create: false)
+    }
+
     /// Sets every marker the directory's file system takes, then reads them back: the markers in
     /// place. A marker the file system does not support is left out; any other failure throws.
     @discardableResult
-    static func exclude(_ directory: PrivateDirectory) throws -> [KeybayBackupMarker] {
+    static func exclude(_ directory: PrivateDirectory) throws -> [BackupMarker] {
         try createIgnoreFile(directory)
         try setAttribute(directory)
         try setNodump(directory, true)
@@ -35,9 +41,9 @@ enum BackupExclusion {
 
     /// Removes every marker; afterwards none is in place (read back, or this throws).
     static func include(_ directory: PrivateDirectory) throws {
-        try directory.removeIfPresent(KeybayBackupMarker.dejaDupIgnore.rawValue)
-        if keybay_remove_attribute(directory.fd, KeybayBackupMarker.robotsBackupAttribute.rawValue) != 0 && errno != ENODATA && !unsupported(errno) {
-            throw KeybayError.posix("cannot remove the extended attribute \(KeybayBackupMarker.robotsBackupAttribute.rawValue) of", directory.path)
+        try directory.removeIfPresent(BackupMarker.dejaDupIgnore.rawValue)
+        if keybay_remove_attribute(directory.fd, BackupMarker.robotsBackupAttribute.rawValue) != 0 && errno != ENODATA && !unsupported(errno) {
+            throw KeybayError.posix("cannot remove the extended attribute \(BackupMarker.robotsBackupAttribute.rawValue) of", directory.path)
         }
         try setNodump(directory, false)
         let left = try markers(directory)
@@ -48,20 +54,20 @@ enum BackupExclusion {
 
     /// The markers in place, read from the file system: the ignore file (a regular file of this
     /// user), the attribute holding exactly `false`, the nodump flag set.
-    static func markers(_ directory: PrivateDirectory) throws -> [KeybayBackupMarker] {
-        var found: [KeybayBackupMarker] = []
+    static func markers(_ directory: PrivateDirectory) throws -> [BackupMarker] {
+        var found: [BackupMarker] = []
         var st = stat()
-        if fstatat(directory.fd, KeybayBackupMarker.dejaDupIgnore.rawValue, &st, AT_SYMLINK_NOFOLLOW) == 0 {
+        if fstatat(directory.fd, BackupMarker.dejaDupIgnore.rawValue, &st, AT_SYMLINK_NOFOLLOW) == 0 {
             if st.st_mode & S_IFMT == S_IFREG && st.st_uid == geteuid() { found.append(.dejaDupIgnore) }
         } else if errno != ENOENT {
-            throw KeybayError.posix("cannot inspect", directory.pathOf(KeybayBackupMarker.dejaDupIgnore.rawValue))
+            throw KeybayError.posix("cannot inspect", directory.pathOf(BackupMarker.dejaDupIgnore.rawValue))
         }
         var value = [UInt8](repeating: 0, count: 16)
-        let length = keybay_get_attribute(directory.fd, KeybayBackupMarker.robotsBackupAttribute.rawValue, &value, value.count)
+        let length = keybay_get_attribute(directory.fd, BackupMarker.robotsBackupAttribute.rawValue, &value, value.count)
         if length >= 0 {
             if Array(value[0..<length]) == attributeValue { found.append(.robotsBackupAttribute) }
         } else if errno != ENODATA && errno != ERANGE && !unsupported(errno) {
-            throw KeybayError.posix("cannot read the extended attribute \(KeybayBackupMarker.robotsBackupAttribute.rawValue) of", directory.path)
+            throw KeybayError.posix("cannot read the extended attribute \(BackupMarker.robotsBackupAttribute.rawValue) of", directory.path)
         }
         if try nodump(directory) == true { found.append(.nodump) }
         return found
@@ -76,7 +82,7 @@ enum BackupExclusion {
     /// Empty, 0600, created without following links; one that is there already is kept (it is
     /// checked when read back).
     private static func createIgnoreFile(_ directory: PrivateDirectory) throws {
-        let name = KeybayBackupMarker.dejaDupIgnore.rawValue
+        let name = BackupMarker.dejaDupIgnore.rawValue
         let fd = openat(directory.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd < 0 {
             guard errno == EEXIST else { throw KeybayError.posix("cannot create", directory.pathOf(name)) }
@@ -89,7 +95,7 @@ enum BackupExclusion {
     }
 
     private static func setAttribute(_ directory: PrivateDirectory) throws {
-        let name = KeybayBackupMarker.robotsBackupAttribute.rawValue
+        let name = BackupMarker.robotsBackupAttribute.rawValue
         if keybay_set_attribute(directory.fd, name, attributeValue, attributeValue.count) != 0 && !unsupported(errno) {
             throw KeybayError.posix("cannot set the extended attribute \(name) of", directory.path)
         }
