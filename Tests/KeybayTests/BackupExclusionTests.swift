@@ -108,5 +108,9 @@ import Testing
         #expect(none.status == 1 && none.stderr.contains("[store-not-found]"), "\(none.stderr)")
         #expect(!exists(empty.storeDirectory))
         #expect(try box.cli("backup", "sideways").status == 2)
+        // Reset keeps the directories; a store made again with --keep-in-backups has no markers.
+        #expect(try box.cli("reset", "--yes").status == 0)
+        #expect(try box.cli("init", "--keep-in-backups").status == 0)
+        #expect(try Self.listed(box).map { [$0.store, $0.root] } == [[], []])
     }
 }

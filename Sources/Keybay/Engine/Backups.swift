@@ -18,9 +18,10 @@ extension StoreEngine {
                       root: try rootDirectory().map(BackupExclusion.markers) ?? [])
     }
 
-    /// Marks the root's state directory (after the root made it), for a new store.
-    func markRootDirectoryForBackups() throws {
-        if let directory = try rootDirectory() { try BackupExclusion.exclude(directory) }
+    /// Sets or removes the markers of the root's state directory, when the root has one.
+    func setRootDirectoryBackupExclusion(_ excluded: Bool) throws {
+        guard let directory = try rootDirectory() else { return }
+        if excluded { try BackupExclusion.exclude(directory) } else { try BackupExclusion.include(directory) }
     }
 
     /// `backup exclude|include`: sets or removes the markers of an existing store's directories;
@@ -28,9 +29,7 @@ extension StoreEngine {
     func setBackupExclusion(_ excluded: Bool) throws -> BackupMarkers {
         guard found != nil, let file = try storeFile(create: false) else { throw try missingStore() }
         try file.setBackupExclusion(excluded)
-        if let directory = try rootDirectory() {
-            if excluded { try BackupExclusion.exclude(directory) } else { try BackupExclusion.include(directory) }
-        }
+        try setRootDirectoryBackupExclusion(excluded)
         return try backupMarkers()
     }
 }
