@@ -2,7 +2,8 @@ import Foundation
 import Glibc
 import Testing
 
-/// A private D-Bus session bus and an unlocked gnome-keyring-daemon on it, started for one test
+/// A private D-Bus session bus and an unlocked gnome-keyring-daemon on it (and, when asked,
+/// xdg-desktop-portal with gnome-keyring's Secret backend: startPortal), started for one test
 /// and stopped when it ends; never the user's own bus. Everything lives under the sandbox: the
 /// bus socket and its configuration, XDG_RUNTIME_DIR and the keyrings (HOME). The bus activates
 /// nothing (no service directories): no second keyring daemon and no prompter can start behind
