@@ -31,7 +31,7 @@ docdir = $(PREFIX)/share/doc/keybay
 
 # Every first-party plugin (one directory under Plugins/ each; InstallTests checks that the
 # installed CLI lists exactly those).
-PLUGINS = libkeybay-file-root.so libkeybay-passphrase.so libkeybay-fido2.so libkeybay-recovery.so libkeybay-tpm2.so libkeybay-secret-service.so
+PLUGINS = libkeybay-file-root.so libkeybay-passphrase.so libkeybay-fido2.so libkeybay-recovery.so libkeybay-tpm2.so libkeybay-secret-service.so libkeybay-portal.so
 HEADER = $(TOP)/Sources/CKeybayPlugin/include/keybay_plugin.h
 # The installed documentation keeps docs/'s layout, so every link in it resolves in both trees:
 # the guide (plugins.md) and what it links, the header beside it (docs/keybay_plugin.h is a link

@@ -14,7 +14,8 @@ public struct KeybayConfiguration: Sendable, Equatable {
     /// The base directory of the file-root key and other roots' state (absolute, no trailing slash).
     public let stateHome: String
     /// The root plugin that seals a **new** store's key package: a plugin id, or `auto`
-    /// (`secret-service` when a Secret Service answers, else `file-root`), decided once, when the
+    /// (inside a sandbox `portal`; outside one `secret-service` when a Secret Service answers,
+    /// else `file-root`: ``automaticRoots``), decided once, when the
     /// store is created. An existing store always opens with the root it was created with, which
     /// its bootstrap names (`KeybayStatus.rootPlugin`); `KeybayStore.moveRoot` moves it.
     /// Default: `$KEYBAY_ROOT` when it is set and not empty, else `file-root`.
