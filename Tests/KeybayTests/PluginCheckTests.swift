@@ -140,7 +140,7 @@ import Testing
     @Test func aClientOfKeybaySeesNoConformanceAPIAndNoLoadedPlugin() throws {
         let box = Sandbox()
         let modules = buildDirectory + "/Modules"
-        let maps = [buildDirectory + "/CKeybayPlugin.build/module.modulemap", buildDirectory + "/CKeybaySHA256.build/module.modulemap",
+        let maps = [buildDirectory + "/CKeybayPlugin.build/module.modulemap", buildDirectory + "/CKeybaySHA256.build/module.modulemap", buildDirectory + "/CKeybayFileAttributes.build/module.modulemap",
                     packageDirectory + "/Sources/CSodium/module.modulemap"]
         let swiftc = try #require((ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
             .map { String($0) + "/swiftc" }.first { access($0, X_OK) == 0 }, "swiftc is not on PATH")
