@@ -5,7 +5,7 @@
  * on the development machine (a C program that links libcrypto and hashes 3 bytes runs 2.5x
  * longer than one that links libsodium), which would undo the CLI `get` vs `age` row of
  * docs/performance.md; libsodium 1.0.18's portable SHA-256 (about 200 MiB/s) bounds store reads.
- * Tests/KeybayTests/SHA256Tests.swift cross-checks this implementation against libsodium's.
+ * Tests/KeybayTests/Crypto/SHA256Tests.swift cross-checks this implementation against libsodium's.
  *
  * Layout:
  *   - portable compression function (plain C, FIPS 180-4 section 6.2.2)

@@ -74,7 +74,7 @@ enum PluginLoader {
         }
         let fileDirectory = realFile.lastIndex(of: "/").map { String(realFile[..<$0]) } ?? ""
         guard fileDirectory == realDirectory || (realDirectory == "/" && fileDirectory.isEmpty) else {
-            throw KeybayError(.pluginRefused, "plugin \(path) is a link leading out of \(directory) (to \(realFile)); refusing to load it")
+            throw KeybayError(.pluginRefused, "plugin \(path) is a link leading out of \(directory) (to \(realFile)); refusing to load it").with(path: path)
         }
         try checkOwnerAndMode(realFile, what: "plugin", shown: path, directory: false)
         return realFile
@@ -84,13 +84,13 @@ enum PluginLoader {
         var st = stat()
         guard stat(path, &st) == 0 else { throw KeybayError.posix("cannot inspect \(what)", shown) }
         if directory ? (st.st_mode & S_IFMT) != S_IFDIR : (st.st_mode & S_IFMT) != S_IFREG {
-            throw KeybayError(.pluginRefused, "\(what) \(shown) is not a \(directory ? "directory" : "regular file"); refusing to load from it")
+            throw KeybayError(.pluginRefused, "\(what) \(shown) is not a \(directory ? "directory" : "regular file"); refusing to load from it").with(path: shown)
         }
         if st.st_uid != geteuid() && st.st_uid != 0 {
-            throw KeybayError(.pluginRefused, "\(what) \(shown) is owned by uid \(st.st_uid), neither this user nor root; refusing to load from it")
+            throw KeybayError(.pluginRefused, "\(what) \(shown) is owned by uid \(st.st_uid), neither this user nor root; refusing to load from it").with(path: shown)
         }
         if st.st_mode & 0o022 != 0 {
-            throw KeybayError(.pluginRefused, "\(what) \(shown) is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); refusing to load from it")
+            throw KeybayError(.pluginRefused, "\(what) \(shown) is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); refusing to load from it").with(path: shown)
         }
     }
 

@@ -2,11 +2,13 @@
 // SIGKILLs it at random moments). Exit 0 means the write was acknowledged (it returned). It
 // writes "w" to standard output once the store is open, just before the write.
 //   keybay-test-writer APP set KEY < value | rm KEY | clear | enroll | remove METHOD-ID
-//                      | move-root ROOT | dump
+//                      | move-root ROOT | dump | prepare-recovery
 // And a reader for ConcurrencyTests, which checks whole generations:
 //   keybay-test-writer APP read-generations K STOP-FILE
 // Protected stores are unlocked with their first method and the test PIN "1" (test-counting).
-// `dump` opens an existing store and prints "methods N", then "KEY HEXVALUE" per record. The
+// `dump` opens an existing store and prints "methods N", then "KEY HEXVALUE" per record.
+// `prepare-recovery` prepares a recovery key and commits it, then prints "committed ID KEY",
+// "unconfirmed ID KEY" (it took effect but was not confirmed durable) or "failed CODE". The
 // root is KEYBAY_ROOT's (default file-root), so the harness also runs on roots that need their
 // own environment (tpm2's KEYBAY_TPM2_TCTI).
 import Glibc
@@ -60,6 +62,21 @@ func readGenerations(_ session: KeybaySession, count: Int, stopFile: String) -> 
     return violations == 0 && failures == 0 ? 0 : 1
 }
 
+/// The two phases of an enrollment through the library, and what came of the commit.
+func prepareRecovery(_ session: KeybaySession) -> String {
+    let prepared: PreparedEnrollment
+    do { prepared = try session.auth.prepare(plugin: "recovery") } catch let e as KeybayError { return "failed \(e.code.rawValue)" } catch { return "failed \(error)" }
+    let key = prepared.shownSecret.map { $0.text.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } } ?? ""
+    do {
+        try prepared.commit()
+        return "committed \(prepared.method.id) \(key)"
+    } catch let e as KeybayError {
+        return e.tookEffect ? "unconfirmed \(prepared.method.id) \(key)" : "failed \(e.code.rawValue)"
+    } catch {
+        return "failed \(error)"
+    }
+}
+
 let args = Array(CommandLine.arguments.dropFirst())
 do {
     var config = try KeybayConfiguration(applicationID: args[0])
@@ -76,6 +93,7 @@ do {
     case "enroll": try session.auth.add(plugin: "test-counting")
     case "remove": try session.auth.remove(args[2])
     case "move-root": try session.moveRoot(to: args[2])
+    case "prepare-recovery": say(prepareRecovery(session))
     case "dump":
         var lines = "methods \(status.methods.count)\n"
         for key in try session.keys() {

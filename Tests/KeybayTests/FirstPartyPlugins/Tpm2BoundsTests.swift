@@ -6,7 +6,7 @@ import Testing
 
 /// The tpm2 root reaches only the TPM it is told to, gives up on one that does not answer, and
 /// lets this user's processes share one TPM (docs/security.md, "The tpm2 root").
-extension Tpm2Tests {
+@Suite struct Tpm2BoundsTests {
     /// 127.0.0.1:2321 and 2322 are where tpm2-tss's default order looks for a simulator. A test
     /// that starts one there, or that runs the default TCTI, holds this lock (a file in /tmp, so
     /// that other test processes on this machine wait too): they never overlap.
@@ -56,7 +56,7 @@ extension Tpm2Tests {
             let r = try Self.runWithin(60, cliPath, ["init", "--root", "tpm2"], environment: env).result
             #expect(r.status == 1 && r.stderr.contains("[root-unavailable]") && r.stderr.contains("/dev/tpmrm0"), "\(r.status): \(r.stderr)")
             #expect(try tpm.handles("handles-nv-index").isEmpty && tpm.handles("handles-transient").isEmpty, "the simulator on 2321 saw nothing")
-            #expect(!exists(box.storePath) && !exists(Self.rootPath(box)))
+            #expect(!exists(box.storePath) && !exists(Tpm2Tests.rootPath(box)))
             env["KEYBAY_TPM2_TCTI"] = "swtpm:host=127.0.0.1,port=2321"
             let named = try run(cliPath, ["init", "--root", "tpm2"], environment: env)
             #expect(try named.status == 0 && tpm.handles("handles-nv-index").count == 1, "\(named.stderr)")
@@ -123,7 +123,7 @@ extension Tpm2Tests {
                     && r.stderr.contains("1000 ms"), "\(args[0]): \(r.signalled ? "killed after \(seconds) s" : "\(r.status)"): \(r.stderr)")
             #expect(seconds >= 0.95 && seconds < 10, "\(args[0]) took \(seconds) s")
         }
-        #expect(!exists(fresh.storePath) && !exists(Self.rootPath(fresh)))
+        #expect(!exists(fresh.storePath) && !exists(Tpm2Tests.rootPath(fresh)))
         tpm.resume()
         let again = try Self.runWithin(20, cliPath, ["get", "k"], environment: env).result
         #expect(again.status == 0 && again.out == "v", "\(again.stderr)")

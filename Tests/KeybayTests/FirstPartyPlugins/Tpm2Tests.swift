@@ -144,7 +144,7 @@ extension RootUnderTest {
         // another test has a simulator where tss2's own default would look.)
         if !exists("/dev/tpmrm0") && !exists("/dev/tpm0") {
             env["KEYBAY_TPM2_TCTI"] = nil
-            let d = try Self.holdingTheSimulatorPorts { try run(cliPath, ["init"], environment: env) }
+            let d = try Tpm2BoundsTests.holdingTheSimulatorPorts { try run(cliPath, ["init"], environment: env) }
             #expect(d.status == 1 && d.stderr.contains("[root-unavailable]") && d.stderr.contains("/dev/tpmrm0"), "\(d.stderr)")
         }
         // A store whose TPM is gone for good can still be reset (the counter stays in that TPM).

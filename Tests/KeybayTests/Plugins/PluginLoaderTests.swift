@@ -59,7 +59,7 @@ import Testing
         try Self.build(Self.source(), in: dir)
         chmod(dir, 0o777)
         let e = Self.loadError(dir: dir)
-        #expect(e?.code == .pluginRefused && e?.message.contains(dir) == true && e?.message.contains("writable") == true, "\(String(describing: e))")
+        #expect(e?.code == .pluginRefused && e?.path == dir, "\(String(describing: e))")
     }
 
     @Test func groupWritableFileIsRefused() throws {
@@ -67,7 +67,7 @@ import Testing
         let path = try Self.build(Self.source(), in: box.root + "/gw")
         chmod(path, 0o775)
         let e = Self.loadError(dir: box.root + "/gw")
-        #expect(e?.code == .pluginRefused && e?.message.contains(path) == true && e?.message.contains("writable") == true, "\(String(describing: e))")
+        #expect(e?.code == .pluginRefused && e?.path == path, "\(String(describing: e))")
         #expect(mode(path) == 0o775, "the file was changed")
     }
 
@@ -77,7 +77,7 @@ import Testing
         let path = try Self.build(Self.source(), in: box.root + "/owner")
         chown(path, 65534, 65534)
         let e = Self.loadError(dir: box.root + "/owner")
-        #expect(e?.code == .pluginRefused && e?.message.contains(path) == true && e?.message.contains("owned by uid 65534") == true, "\(String(describing: e))")
+        #expect(e?.code == .pluginRefused && e?.path == path, "\(String(describing: e))")
         var st = stat()
         #expect(stat(path, &st) == 0 && st.st_uid == 65534, "the file was changed")
     }
@@ -90,7 +90,7 @@ import Testing
         chmod(dir, 0o755)
         symlink(elsewhere, dir + "/libkeybay-t-plugin.so")
         let e = Self.loadError(dir: dir)
-        #expect(e?.code == .pluginRefused && e?.message.contains(dir + "/libkeybay-t-plugin.so") == true && e?.message.contains("link leading out") == true, "\(String(describing: e))")
+        #expect(e?.code == .pluginRefused && e?.path == dir + "/libkeybay-t-plugin.so", "\(String(describing: e))")
     }
 
     /// A plugin broken in one way is refused, with a message saying how.
@@ -110,7 +110,7 @@ import Testing
     @Test(arguments: ["../evil", "Upper", "", "a/b", "-x", ".hidden", String(repeating: "a", count: 65), "a b"])
     func invalidIdsNeverBecomeFileNames(_ id: String) throws {
         let e = Self.loadError(id, dir: "/tmp")
-        #expect(e?.code == .invalidArgument && e?.message.contains("invalid plugin id") == true, "\(String(describing: e))")
+        #expect(e?.code == .invalidArgument, "\(String(describing: e))")
     }
 
     @Test func wrongKindIsRefused() throws {
@@ -127,7 +127,7 @@ import Testing
         let e = keybayError {
             _ = try PluginLoader.load(id: "file-root", kind: KEYBAY_KIND_ROOT, search: KeybayPluginSearch(environmentPath: "relative/dir"))
         }
-        #expect(e?.code == .invalidArgument && e?.message.contains("KEYBAY_PLUGIN_PATH entry 'relative/dir' is not an absolute path") == true, "\(String(describing: e))")
+        #expect(e?.code == .invalidArgument, "\(String(describing: e))")
     }
 
     @Test func externalPluginsCanBeSwitchedOff() throws {

@@ -158,7 +158,7 @@ let unsanitizedPluginDirectory = ProcessInfo.processInfo.environment["KEYBAY_TES
 /// The package's root directory, for scripts under Tests/.
 let packageDirectory: String = {
     var url = URL(fileURLWithPath: #filePath)
-    for _ in 0..<3 { url.deleteLastPathComponent() }
+    for _ in 0..<4 { url.deleteLastPathComponent() }
     return url.path
 }()
 

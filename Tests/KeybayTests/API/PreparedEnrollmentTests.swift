@@ -83,4 +83,44 @@ import Testing
         #expect(keybayError { try session.auth.add(plugin: "recovery") }?.code == .interactionRequired)
         #expect(readBytes(box.storePath) == before)
     }
+
+    /// A commit through the library with each of its fsyncs failing in turn (strace's inject, in
+    /// a process of its own: `keybay-test-writer prepare-recovery`). What `commit` said must be
+    /// what is on disk: committed, or unconfirmed (`tookEffect`: the directory's fsync after the
+    /// rename failed), and the shown key opens the store; failed, and the store is as it was.
+    /// At least one run must be unconfirmed, or the path after the rename went untested.
+    @Test func aCommitWithAFailingFsyncSaysWhatIsOnDisk() throws {
+        let template = Sandbox()
+        try KeybayStore.open(template.configuration()).set("a", string: "1")
+        let writer = buildDirectory + "/keybay-test-writer"
+        let undisturbed = try FaultInjectionTests.copy(template)
+        let trace = template.root + "/trace"
+        let counted = try run("/usr/bin/strace", ["-f", "-qq", "-o", trace, "-e", "trace=fsync", writer, undisturbed.app, "prepare-recovery"],
+                              environment: undisturbed.environment)
+        #expect(counted.status == 0 && counted.out.hasPrefix("wcommitted "), "undisturbed: \(counted.out) \(counted.stderr)")
+        let fsyncs = String(decoding: readBytes(trace) ?? [], as: UTF8.self).split(separator: "\n").filter { $0.contains("fsync(") }.count
+        #expect(fsyncs >= 2, "\(fsyncs) fsyncs")
+        var outcomes: [String] = []
+        for n in 1...fsyncs {
+            let box = try FaultInjectionTests.copy(template)
+            let r = try run("/usr/bin/strace", ["-f", "-qq", "-o", "/dev/null", "-e", "trace=fsync", "-e", "inject=fsync:error=EIO:when=\(n)",
+                                                writer, box.app, "prepare-recovery"], environment: box.environment)
+            // After the "w" the writer prints as the write begins.
+            let said = r.out.dropFirst().split(separator: " ").map(String.init)
+            outcomes.append(said.first ?? "")
+            let config = try box.configuration()
+            switch said.first {
+            case "committed", "unconfirmed":
+                let opened = try KeybayStore.open(config, method: said[1], interaction: ScriptedInteraction([said[2].trimmingCharacters(in: .newlines)]))
+                #expect(try opened.getString("a") == "1", "fsync \(n): \(r.out)")
+            case "failed":
+                let status = try KeybayStore.status(config)
+                #expect(status.state == .platformOnly && status.methods.isEmpty, "fsync \(n): \(r.out) left \(status.state)")
+                #expect(try KeybayStore.open(config).getString("a") == "1", "fsync \(n)")
+            default:
+                Issue.record("fsync \(n): exit \(r.status), \(r.out) \(r.stderr)")
+            }
+        }
+        #expect(outcomes.contains("unconfirmed") && outcomes.contains("failed"), "\(outcomes)")
+    }
 }
