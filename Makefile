@@ -33,7 +33,7 @@ docdir = $(PREFIX)/share/doc/keybay
 # Every first-party plugin (one directory under Plugins/ each; InstallTests checks that the
 # installed CLI lists exactly those).
 PLUGINS = libkeybay-file-root.so libkeybay-passphrase.so libkeybay-fido2.so libkeybay-recovery.so libkeybay-tpm2.so libkeybay-secret-service.so \
-          libkeybay-tpm2-pin.so libkeybay-pkcs11.so
+          libkeybay-tpm2-pin.so libkeybay-pkcs11.so libkeybay-portal.so
 HEADER = $(TOP)/Sources/CKeybayPlugin/include/keybay_plugin.h
 # The C API for hosts: libkeybay.so.1 (soname; libkeybay.so links to it), its header and keybay.pc.
 CAPI_HEADER = $(TOP)/Sources/CKeybay/include/keybay/keybay.h

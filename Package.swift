@@ -38,6 +38,7 @@ let package = Package(
         .library(name: "keybay-tpm2-pin", type: .dynamic, targets: ["KeybayTPM2Pin"]),
         .library(name: "keybay-secret-service", type: .dynamic, targets: ["KeybaySecretService"]),
         .library(name: "keybay-pkcs11", type: .dynamic, targets: ["KeybayPkcs11"]),
+        .library(name: "keybay-portal", type: .dynamic, targets: ["KeybayPortal"]),
         .library(name: "KeybayPluginKit", targets: ["KeybayPluginKit"]),
         // The C API for hosts in any language: libkeybay.so (installed as libkeybay.so.1),
         // include/keybay/keybay.h (Sources/CKeybay), keybay.pc; docs/c-api.md.
@@ -74,11 +75,14 @@ let package = Package(
 
         // Where the code is loaded from (dladdr): the plugin search looks beside libkeybay.so.1.
         .target(name: "CKeybayImage", path: "Sources/CKeybayImage", linkerSettings: [.linkedLibrary("dl")]),
-        .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256", "CKeybayImage"]),
+        // Extended attributes and the nodump flag, for the backup markers (libc only).
+        .target(name: "CKeybayFileAttributes", path: "Sources/CKeybayFileAttributes"),
+        .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256", "CKeybayImage", "CKeybayFileAttributes"]),
         // The C API: its header (a C target of its own, so the Swift side reads the same types
         // the hosts compile against) and the @_cdecl functions over the public Swift API.
         .target(name: "CKeybay", path: "Sources/CKeybay"),
         .target(name: "KeybayCAPI", dependencies: ["Keybay", "CKeybay", "CSodium"], linkerSettings: cLibraryLinking),
+
         // plugin-check's table of conformance checks: linked by the CLI, no product (not API of
         // the library); it reaches the loader through Keybay's package-access PluginUnderCheck.
         .target(name: "KeybayConformance", dependencies: ["Keybay", "CKeybayPlugin"]),
@@ -127,6 +131,11 @@ let package = Package(
         // and a module named with --opt module=PATH, on first use.
         .target(name: "KeybayPkcs11", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/pkcs11", publicHeadersPath: ".",
                 cSettings: [.unsafeFlags(["-I/usr/include/p11-kit-1"])], linkerSettings: cPluginLinking),
+        // portal: the XDG Secret portal as platform root inside a Flatpak or snap sandbox. It
+        // declares the few GLib and GIO types it uses and links neither: it opens
+        // libgio-2.0.so.0 on first use.
+        .target(name: "KeybayPortal", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/portal",
+                publicHeadersPath: ".", linkerSettings: cPluginLinking),
 
         // The Swift kit for plugin authors, and a test plugin written with it.
         .target(name: "KeybayPluginKit", dependencies: ["CKeybayPlugin"]),

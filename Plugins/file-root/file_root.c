@@ -45,15 +45,7 @@ static int root_file_path(const keybay_root_context *c, char *out, size_t size) 
 /* ---- the root ---- */
 
 static void provider_state(const uint8_t *root, const uint8_t *domain, uint8_t out[STATE_BYTES]) {
-    crypto_hash_sha256_state h;
-    const uint8_t zero = 0;
-    crypto_hash_sha256_init(&h);
-    crypto_hash_sha256_update(&h, (const uint8_t *)provider_state_label, sizeof provider_state_label - 1);
-    crypto_hash_sha256_update(&h, &zero, 1);
-    crypto_hash_sha256_update(&h, domain, 32);
-    crypto_hash_sha256_update(&h, root, ROOT_BYTES);
-    crypto_hash_sha256_final(&h, out);
-    sodium_memzero(&h, sizeof h);
+    keybay_rf_provider_state(provider_state_label, domain, root, out);
 }
 
 /* Reads the root into guarded memory and checks it against `state`; `*floor_out` gets the
@@ -116,20 +108,9 @@ static keybay_status root_seal(const keybay_host *host, const keybay_root_contex
     uint64_t floor;
     keybay_status s = load_matching_root(host, c, state, state_length, &root, &floor);
     if (s != KEYBAY_OK) return s;
-    /* The core never seals an empty package and refuses an empty one from root_open. */
-    if (plaintext_length == 0) {
-        sodium_free(root);
-        return fail(host, KEYBAY_ERR_INTERNAL, "refusing to seal an empty key package");
-    }
-    size_t length = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + plaintext_length + crypto_aead_xchacha20poly1305_ietf_ABYTES;
-    if (!buffer_alloc(sealed_out, length)) { sodium_free(root); return KEYBAY_ERR_INTERNAL; }
-    uint8_t *nonce = sealed_out->data;
-    randombytes_buf(nonce, crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
-    unsigned long long written = 0;
-    crypto_aead_xchacha20poly1305_ietf_encrypt(nonce + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, &written,
-                                               plaintext, plaintext_length, aad, aad_length, NULL, nonce, root);
+    s = keybay_rf_seal(host, root, plaintext, plaintext_length, aad, aad_length, sealed_out);
     sodium_free(root);
-    return KEYBAY_OK;
+    return s;
 }
 
 static keybay_status root_open_with_floor(const keybay_host *host, const keybay_root_context *c,
@@ -137,31 +118,15 @@ static keybay_status root_open_with_floor(const keybay_host *host, const keybay_
                                           const uint8_t *sealed, size_t sealed_length,
                                           const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out,
                                           uint64_t *floor_out) {
-    const size_t overhead = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + crypto_aead_xchacha20poly1305_ietf_ABYTES;
     uint8_t *root;
     keybay_status s = load_matching_root(host, c, state, state_length, &root, floor_out);
     if (s != KEYBAY_OK) return s;
-    char path[KEYBAY_ROOT_PATH_BYTES];
+    char path[KEYBAY_ROOT_PATH_BYTES], name[KEYBAY_ROOT_PATH_BYTES + 32];
     root_file_path(c, path, sizeof path); /* for messages: truncation is harmless */
-    if (sealed_length <= overhead) {
-        sodium_free(root);
-        return fail(host, KEYBAY_ERR_INTEGRITY, "the sealed key package is too short for the platform root %s", path);
-    }
-    if (!buffer_alloc(plaintext_out, sealed_length - overhead)) {
-        sodium_free(root);
-        return fail(host, KEYBAY_ERR_INTERNAL, "out of memory opening the key package with %s", path);
-    }
-    unsigned long long written = 0;
-    int rc = crypto_aead_xchacha20poly1305_ietf_decrypt(plaintext_out->data, &written, NULL,
-                                                        sealed + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES,
-                                                        sealed_length - crypto_aead_xchacha20poly1305_ietf_NPUBBYTES,
-                                                        aad, aad_length, sealed, root);
+    snprintf(name, sizeof name, "the platform root %s", path);
+    s = keybay_rf_open(host, root, sealed, sealed_length, aad, aad_length, plaintext_out, name);
     sodium_free(root);
-    if (rc != 0) {
-        keybay_rf_free_buffer(plaintext_out);
-        return fail(host, KEYBAY_ERR_INTEGRITY, "the store's key package failed authentication with the platform root %s (the store file was modified)", path);
-    }
-    return KEYBAY_OK;
+    return s;
 }
 
 /* Rewrites the root file as version 2 with the new floor and the same root: staged, fsynced,

@@ -195,33 +195,9 @@ static keybay_status fail_error(const keybay_host *host, keybay_status status, c
    libsecret, which opens its encrypted session for them. */
 static char plain_session[512];
 
-/* Never starts a session bus. GLib, asked for the session bus while DBUS_SESSION_BUS_ADDRESS is
-   unset, uses $XDG_RUNTIME_DIR/bus when that is a socket owned by this user, and otherwise, with
-   DISPLAY set, runs `dbus-launch --autolaunch` from PATH (which starts a bus, and with it
-   whatever that bus activates); an address whose transport is autolaunch: (or unixexec:, in
-   newer GLib) runs a program too. So without an address this goes on only where GLib's own check
-   will pick $XDG_RUNTIME_DIR/bus (the same stat: a socket whose owner is the effective user), and
-   an address naming one of those transports is refused: NOT_AVAILABLE either way, before GLib
-   looks. */
+/* Never starts a session bus (keybay_rf_check_session_bus says how). */
 static keybay_status check_session_bus(const keybay_host *host) {
-    const char *address = getenv("DBUS_SESSION_BUS_ADDRESS");
-    if (address == NULL) {
-        const char *runtime = getenv("XDG_RUNTIME_DIR");
-        char bus[4096];
-        struct stat st;
-        if (runtime == NULL || runtime[0] != '/' || (size_t)snprintf(bus, sizeof bus, "%s/bus", runtime) >= sizeof bus ||
-            stat(bus, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid())
-            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no session bus for " SERVICE_NAME ": DBUS_SESSION_BUS_ADDRESS is unset and $XDG_RUNTIME_DIR/bus is not a socket of this user (the secret-service root never launches a bus)");
-        return KEYBAY_OK;
-    }
-    for (const char *entry = address; *entry;) {
-        size_t length = strcspn(entry, ";");
-        if ((length >= 11 && strncmp(entry, "autolaunch:", 11) == 0) || (length >= 9 && strncmp(entry, "unixexec:", 9) == 0))
-            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "DBUS_SESSION_BUS_ADDRESS names a transport that runs a program (autolaunch: or unixexec:); the secret-service root never launches a bus, so it does not use " SERVICE_NAME " there");
-        entry += length;
-        if (*entry == ';') entry++;
-    }
-    return KEYBAY_OK;
+    return keybay_rf_check_session_bus(host, "secret-service", SERVICE_NAME);
 }
 
 /* The Secret Service (libsecret keeps one connection per process), answering: its plain
@@ -438,15 +414,7 @@ static keybay_status find_unlocked(const keybay_host *host, const keybay_root_co
 /* ---- the root ---- */
 
 static void provider_state(const uint8_t *root, const uint8_t *domain, uint8_t out[STATE_BYTES]) {
-    crypto_hash_sha256_state h;
-    const uint8_t zero = 0;
-    crypto_hash_sha256_init(&h);
-    crypto_hash_sha256_update(&h, (const uint8_t *)provider_state_label, sizeof provider_state_label - 1);
-    crypto_hash_sha256_update(&h, &zero, 1);
-    crypto_hash_sha256_update(&h, domain, 32);
-    crypto_hash_sha256_update(&h, root, ROOT_BYTES);
-    crypto_hash_sha256_final(&h, out);
-    sodium_memzero(&h, sizeof h);
+    keybay_rf_provider_state(provider_state_label, domain, root, out);
 }
 
 /* The root of the item `state` names, in guarded memory, and its rollback floor (0 for a
@@ -559,15 +527,9 @@ static keybay_status root_seal(const keybay_host *host, const keybay_root_contex
     uint8_t *root;
     keybay_status s = load_matching_root(host, c, state, state_length, &root, NULL, NULL, 0);
     if (s != KEYBAY_OK) return s;
-    size_t length = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + plaintext_length + crypto_aead_xchacha20poly1305_ietf_ABYTES;
-    if (!buffer_alloc(sealed_out, length)) { sodium_free(root); return fail(host, KEYBAY_ERR_INTERNAL, "out of memory"); }
-    uint8_t *nonce = sealed_out->data;
-    randombytes_buf(nonce, crypto_aead_xchacha20poly1305_ietf_NPUBBYTES);
-    unsigned long long written = 0;
-    crypto_aead_xchacha20poly1305_ietf_encrypt(nonce + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES, &written,
-                                               plaintext, plaintext_length, aad, aad_length, NULL, nonce, root);
+    s = keybay_rf_seal(host, root, plaintext, plaintext_length, aad, aad_length, sealed_out);
     sodium_free(root);
-    return KEYBAY_OK;
+    return s;
 }
 
 static keybay_status root_open_with_floor(const keybay_host *host, const keybay_root_context *c,
@@ -575,29 +537,12 @@ static keybay_status root_open_with_floor(const keybay_host *host, const keybay_
                                           const uint8_t *sealed, size_t sealed_length,
                                           const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out,
                                           uint64_t *floor_out) {
-    const size_t overhead = crypto_aead_xchacha20poly1305_ietf_NPUBBYTES + crypto_aead_xchacha20poly1305_ietf_ABYTES;
     uint8_t *root;
     keybay_status s = load_matching_root(host, c, state, state_length, &root, floor_out, NULL, 0);
     if (s != KEYBAY_OK) return s;
-    if (sealed_length <= overhead) {
-        sodium_free(root);
-        return fail(host, KEYBAY_ERR_INTEGRITY, "the sealed key package is too short for the keyring's platform key");
-    }
-    if (!buffer_alloc(plaintext_out, sealed_length - overhead)) {
-        sodium_free(root);
-        return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
-    }
-    unsigned long long written = 0;
-    int rc = crypto_aead_xchacha20poly1305_ietf_decrypt(plaintext_out->data, &written, NULL,
-                                                        sealed + crypto_aead_xchacha20poly1305_ietf_NPUBBYTES,
-                                                        sealed_length - crypto_aead_xchacha20poly1305_ietf_NPUBBYTES,
-                                                        aad, aad_length, sealed, root);
+    s = keybay_rf_open(host, root, sealed, sealed_length, aad, aad_length, plaintext_out, "the keyring's platform key");
     sodium_free(root);
-    if (rc != 0) {
-        keybay_rf_free_buffer(plaintext_out);
-        return fail(host, KEYBAY_ERR_INTEGRITY, "the store's key package failed authentication with the keyring's platform key (the store file was modified)");
-    }
-    return KEYBAY_OK;
+    return s;
 }
 
 /* Rewrites the item's secret as root | epoch (the same item, the same root); an epoch at or

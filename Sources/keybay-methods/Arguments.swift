@@ -34,10 +34,10 @@ struct Arguments {
 
     /// Options that take a value, global or per command.
     static let valueOptions = Set(["--app", "--plugin-dir", "--method", "--root", "--label", "--opt", "--wrong-opt", "--change-credential"]).union(SecretDescriptors.options)
-    static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--describe", "--help", "-h", "--version"]
+    static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--describe", "--help", "-h", "--version", "--keep-in-backups"]
     /// The command options each command accepts (globals are accepted everywhere).
     static let commandOptions: [String: Set<String>] = [
-        "status": [], "init": ["--opt"], "get": [], "set": ["--stdin"], "rm": [], "keys": [], "reset": ["--yes"], "help": [],
+        "status": [], "init": ["--opt", "--keep-in-backups"], "backup": [], "get": [], "set": ["--stdin"], "rm": [], "keys": [], "reset": ["--yes"], "help": [],
         "list": ["--describe"], "plugins": [], "enroll": ["--label", "--opt"], "change": ["--label", "--opt"], "remove": [], "verify": [], "benchmark": ["--opt"],
         "plugin-check": ["--opt", "--wrong-opt", "--change-credential"], "root": ["--opt"],
     ]
@@ -169,9 +169,11 @@ usage: keybay-methods [global options] COMMAND [ARGS]
 
 commands:
   status              show what is on disk (state, paths, root, methods)
-  init [--opt NAME=VALUE ...]
+  init [--opt NAME=VALUE ...] [--keep-in-backups]
                       create a new platform-only store (refuses if anything exists);
-                      --opt goes to the root ($KEYBAY_ROOT), e.g. tpm2's pcrs=7
+                      --opt goes to the root ($KEYBAY_ROOT), e.g. tpm2's pcrs=7; the store's
+                      and the root's directories are marked as excluded from backups
+                      (.deja-dup-ignore, user.xdg.robots.backup, nodump) unless --keep-in-backups
   get KEY             print the value of KEY (exit 3 if there is none)
   set KEY VALUE       store VALUE under KEY (creates the store if there is nothing yet)
   set KEY --stdin     store standard input, byte for byte, under KEY
@@ -203,6 +205,9 @@ commands:
   root move ROOT [--opt NAME=VALUE ...]
                       move the store to another platform root (file-root, secret-service, auto):
                       one atomic re-seal, then the old root is removed
+  backup exclude|include
+                      mark the store's and the root's directories as excluded from backups,
+                      or remove the markers (the store is then kept in backups)
   reset --yes         remove the store and its platform root, losing every record
 
 global options (before or after the command):
@@ -217,7 +222,8 @@ global options (before or after the command):
   --no-input          never prompt (a needed secret gives exit 4)
   --plugin-dir DIR    look for plugins in DIR first (repeatable)
   --root ID|auto      the platform root of a new store (default: $KEYBAY_ROOT, else file-root;
-                      auto: secret-service when a Secret Service answers, else file-root); an
+                      auto: inside a Flatpak or snap sandbox portal, else secret-service when a
+                      Secret Service answers, else file-root); an
                       existing store always opens with its own root, and a different --root is
                       refused (exit 2)
   --version           print the version and the plugin ABI, and do nothing else

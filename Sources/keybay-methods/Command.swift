@@ -67,6 +67,7 @@ enum Command {
         case "plugin-check": return try pluginCheck(c)
         case "root": return try root(c)
         case "reset": return try reset(c)
+        case "backup": return try backup(c)
         default: throw Arguments.UsageError(message: "unknown command '\(command)'")
         }
     }
@@ -81,6 +82,7 @@ enum Command {
         try a.expect([])
         var config = try configuration(a)
         config.rootOptions = a.options
+        config.excludeFromBackups = !a.flags.contains("--keep-in-backups")
         let unconfirmed = try tookEffect { try KeybayStore.initialize(config, interaction: c.interaction).close() }
         let root = try KeybayStore.status(config).rootPlugin
         a.json ? Output.line(JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath)),
@@ -438,6 +440,7 @@ enum Command {
                 root:       \(s.rootPlugin) at \(s.rootLocation)
                 methods:    \(methods)
                 note:       \(s.rootProtection)
+                backups:    \(backupText(s.backupExclusion))
 
                 """)
             for leftover in s.leftoverRoots {

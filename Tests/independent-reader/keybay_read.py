@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent reader for the Keybay V2 store format, on the file-root or secret-service root:
+"""Independent reader for the Keybay V2 store format, on the file-root, secret-service or portal root:
 suite 1 (platform-only policy) and suite 2 (method-protected; the `passphrase` method only).
 
 Written from docs/format.md alone (no reference to the Swift implementation). Section
@@ -7,11 +7,13 @@ numbers in comments refer to that document. HPKE (RFC 9180) and DeriveKeyPair ar
 here from the RFC; only X25519, ChaCha20-Poly1305, XChaCha20-Poly1305 (libsodium) and
 Argon2id (libargon2) come from C libraries, through ctypes.
 
-    keybay_read.py --app APP (--root ROOTFILE | --root-secret FILE) --store STOREFILE [--key KEY]
-                   [--passphrase-file FILE] [--method METHOD-ID]
+    keybay_read.py --app APP (--root ROOTFILE | --root-secret FILE | --portal-secret FILE --portal-floor FILE)
+                   --store STOREFILE [--key KEY] [--passphrase-file FILE] [--method METHOD-ID]
 
 --root is a file-root root file (§3); --root-secret holds the secret of a secret-service
-keyring item (§4.2: 32 or 40 bytes). The store's provider state says which root it needs (§4.1).
+keyring item (§4.2: 32 or 40 bytes); --portal-secret holds the Secret portal's secret for APP
+and --portal-floor is the portal root's floor file (§4.3). The store's provider state says which
+root it needs (§4.1).
     keybay_read.py --self-test
 
 Exit codes: 0 ok, 1 spec violation / I/O failure / wrong passphrase / store is protected,
@@ -313,9 +315,11 @@ def parse_root_file(data: bytes):
 
 
 def storage_domain(app: str, root_id: str = "file-root") -> bytes:
-    """§4: SHA-256("keybay:v2:storage-domain" | 0x00 | LP(identity) | LP([assurance]) | LP(profile) | LP(location))."""
+    """§4: SHA-256("keybay:v2:storage-domain" | 0x00 | LP(identity) | LP([assurance]) | LP(profile) | LP(location));
+    the assurance is 0x02 (attested by the sandbox) on the portal root, else 0x01."""
     a = app.encode("utf-8")
-    return sha256(transcript("keybay:v2:storage-domain", a, b"\x01", root_id.encode("ascii"),
+    assurance = b"\x02" if root_id == "portal" else b"\x01"
+    return sha256(transcript("keybay:v2:storage-domain", a, assurance, root_id.encode("ascii"),
                              b"keybay/" + a + b"/"))
 
 
@@ -324,7 +328,30 @@ def provider_state(domain: bytes, root: bytes, root_id: str = "file-root") -> by
     return sha256(b"keybay:v2:s1:provider-state:" + root_id.encode("ascii") + b"\x00" + domain + root)
 
 
-KNOWN_ROOTS = ("file-root", "secret-service")
+KNOWN_ROOTS = ("file-root", "secret-service", "portal")
+PORTAL_SECRET_LEN = (32, 1024)  # §4.3
+PORTAL_FLOOR_LEN = 46
+
+
+def portal_root(secret: bytes, domain: bytes) -> bytes:
+    """§4.3: root = HKDF(ikm = portalSecret, salt = storageDomain, info = "keybay:v2:s1:key:portal-root")."""
+    return hkdf(secret, domain, b"keybay:v2:s1:key:portal-root")
+
+
+def parse_portal_floor(data: bytes, root: bytes, domain: bytes) -> int:
+    """§4.3: "KBPF" | version:u16 (= 1) | floor:u64 | HMAC-SHA256(floorKey, the 14 bytes before)."""
+    if len(data) != PORTAL_FLOOR_LEN:
+        raise FormatError(f"portal floor file: length {len(data)}, expected {PORTAL_FLOOR_LEN}")
+    r = Reader(data, "portal floor file")
+    if r.take(4) != b"KBPF" or r.u16() != 1:
+        raise FormatError("portal floor file: bad magic or version")
+    floor = r.u64()
+    tag = r.take(32)
+    r.finish()
+    floor_key = hkdf(root, domain, b"keybay:v2:s1:key:portal-floor")
+    if not hmac.compare_digest(hmac.new(floor_key, data[:14], hashlib.sha256).digest(), tag):
+        raise FormatError("portal floor file: authentication failed")
+    return floor
 
 
 def root_of(ps: bytes):
@@ -571,21 +598,31 @@ def read_limited(path: str, limit: int, what: str) -> bytes:
     return data
 
 
-def open_store(app: str, root_path, store_path: str, passphrase=None, method_id=None, root_secret_path=None):
+def open_store(app: str, root_path, store_path: str, passphrase=None, method_id=None, root_secret_path=None,
+               portal_secret_path=None, portal_floor_path=None):
     # 1. read both files, refusing oversized ones before reading.
-    if root_secret_path is not None:
+    portal_floor = None
+    if portal_secret_path is not None:
+        root_data, kind = read_limited(portal_secret_path, PORTAL_SECRET_LEN[1], "portal secret"), "portal"
+        portal_floor = read_limited(portal_floor_path, PORTAL_FLOOR_LEN, "portal floor file")
+    elif root_secret_path is not None:
         root_data, kind = read_limited(root_secret_path, 40, "root secret"), "secret-service"
     else:
         root_data, kind = read_limited(root_path, max(ROOT_FILE_LEN.values()), "root file"), "file-root"
     data = read_limited(store_path, MAX_STORE_FILE, "store file")
-    return open_store_bytes(app, root_data, data, passphrase, method_id, kind)
+    return open_store_bytes(app, root_data, data, passphrase, method_id, kind, portal_floor)
 
 
-def open_store_bytes(app: str, root_data: bytes, data: bytes, passphrase=None, method_id=None, root_kind="file-root"):
+def open_store_bytes(app: str, root_data: bytes, data: bytes, passphrase=None, method_id=None, root_kind="file-root",
+                     portal_floor=None):
     """§6 (and §10 for suite 2). Returns (keys, open_record, info). root_data is a root file
     (§3) for file-root, the item's secret (§4.2: root(32), or root(32) | floor:u64) for secret-service."""
     if root_kind == "file-root":
         root, floor = parse_root_file(root_data)
+    elif root_kind == "portal":
+        if not PORTAL_SECRET_LEN[0] <= len(root_data) <= PORTAL_SECRET_LEN[1]:
+            raise FormatError(f"portal secret: length {len(root_data)}, expected {PORTAL_SECRET_LEN[0]}..{PORTAL_SECRET_LEN[1]}")
+        root, floor = None, 0  # derived from the storage domain below (§4.3)
     elif len(root_data) not in (32, 40):
         raise FormatError(f"root secret: length {len(root_data)}, expected 32 or 40")
     else:
@@ -631,9 +668,13 @@ def open_store_bytes(app: str, root_data: bytes, data: bytes, passphrase=None, m
     if root_id != root_kind:
         raise FormatError(f"store is on the root {root_id}, but a {root_kind} root was given")
     domain = storage_domain(app, root_id)
+    if root_kind == "portal":
+        root = portal_root(root_data, domain)
     if not hmac.compare_digest(provider_state(domain, root, root_id), own_state):
         raise FormatError("provider state mismatch: platform key invalidated "
                           "(root does not belong to this store)")
+    if root_kind == "portal":
+        floor = parse_portal_floor(portal_floor, root, domain)
     # 4. open and decode the key package (root-sealed in both suites).
     pkg_pt = open_sealed(root, sealed_pkg, package_aad(domain, core, suite), "key package")
     info = {"suite": suite}
@@ -873,6 +914,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Independent Keybay V2 store reader (suite 1 and suite 2 / passphrase)")
     ap.add_argument("--app"); ap.add_argument("--root"); ap.add_argument("--store")
     ap.add_argument("--root-secret", metavar="FILE", help="the secret of a secret-service item (32 or 40 bytes)")
+    ap.add_argument("--portal-secret", metavar="FILE", help="the Secret portal's secret for APP (32..1024 bytes)")
+    ap.add_argument("--portal-floor", metavar="FILE", help="the portal root's floor file (46 bytes)")
     ap.add_argument("--key"); ap.add_argument("--self-test", action="store_true")
     ap.add_argument("--passphrase-file", metavar="FILE")
     ap.add_argument("--method", metavar="METHOD-ID", help="32 hex digits")
@@ -881,8 +924,11 @@ def main(argv=None) -> int:
         if args.self_test:
             self_test()
             return 0
-        if not (args.app and (args.root is None) != (args.root_secret is None) and args.store):
-            ap.error("--app, --store and one of --root and --root-secret are required")
+        roots = [args.root, args.root_secret, args.portal_secret]
+        if not (args.app and sum(r is not None for r in roots) == 1 and args.store):
+            ap.error("--app, --store and one of --root, --root-secret and --portal-secret are required")
+        if (args.portal_secret is None) != (args.portal_floor is None):
+            ap.error("--portal-secret and --portal-floor go together")
         if not APP_RE.match(args.app.encode("utf-8")):
             ap.error(f"invalid application id {args.app!r}")
         method_id = None
@@ -895,7 +941,8 @@ def main(argv=None) -> int:
             passphrase = read_passphrase_file(args.passphrase_file)
             if not 1 <= len(passphrase) <= MAX_PASSPHRASE:
                 ap.error(f"the passphrase must be 1..{MAX_PASSPHRASE} bytes")
-        keys, open_record, _info = open_store(args.app, args.root, args.store, passphrase, method_id, args.root_secret)
+        keys, open_record, _info = open_store(args.app, args.root, args.store, passphrase, method_id, args.root_secret,
+                                              args.portal_secret, args.portal_floor)
         if args.key is not None:
             k = args.key.encode("utf-8")
             if k not in keys:

@@ -1,6 +1,7 @@
 /*
  * keybay_root_files.h — what first-party root plugins share: failure lines, guarded buffers
- * (file-root, tpm2, secret-service), and their private files (file-root, tpm2) under
+ * (file-root, tpm2, secret-service, portal), the session-bus check of the D-Bus roots
+ * (secret-service, portal), and their private files (file-root, tpm2, portal) under
  * <state_home>/keybay/<app>/: directories 0700 and files 0600, owned by the effective user,
  * opened without following links; anything else is refused, never repaired. Every failure has
  * called set_error with the path. Not installed, not part of the ABI.
@@ -58,6 +59,24 @@ keybay_status keybay_rf_replace(const keybay_host *host, const keybay_root_conte
 
 /* Removes <name> and its staging file; idempotent. */
 keybay_status keybay_rf_remove(const keybay_host *host, const keybay_root_context *c, const char *name);
+
+/* The provider state of a root holding a 32-byte root key (file-root, secret-service, portal):
+   SHA-256(label | 0x00 | storageDomain(32) | root(32)), docs/format.md §4. */
+void keybay_rf_provider_state(const char *label, const uint8_t *domain, const uint8_t *root, uint8_t out[32]);
+/* nonce(24) | XChaCha20-Poly1305(root, plaintext, aad) into a new buffer; an empty plaintext is
+   refused (INTERNAL). */
+keybay_status keybay_rf_seal(const keybay_host *host, const uint8_t *root, const uint8_t *plaintext, size_t plaintext_length,
+                             const uint8_t *aad, size_t aad_length, keybay_buffer *sealed_out);
+/* Opens what keybay_rf_seal made into a new guarded buffer; INTEGRITY when it is too short or
+   fails authentication, the line naming `root_name` ("the platform root /path", ...). */
+keybay_status keybay_rf_open(const keybay_host *host, const uint8_t *root, const uint8_t *sealed, size_t sealed_length,
+                             const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out, const char *root_name);
+
+/* Whether the session bus may be used without launching one (session_bus.c): NOT_AVAILABLE, with
+   a line naming `service` and `root_id`, when DBUS_SESSION_BUS_ADDRESS is unset and
+   $XDG_RUNTIME_DIR/bus is not a socket of this user, or when the address names a transport that
+   runs a program (autolaunch:, unixexec:). */
+keybay_status keybay_rf_check_session_bus(const keybay_host *host, const char *root_id, const char *service);
 
 #pragma GCC visibility pop
 

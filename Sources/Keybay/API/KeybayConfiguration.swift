@@ -14,7 +14,8 @@ public struct KeybayConfiguration: Sendable, Equatable {
     /// The base directory of the file-root key and other roots' state (absolute, no trailing slash).
     public let stateHome: String
     /// The root plugin that seals a **new** store's key package: a plugin id, or `auto`
-    /// (`secret-service` when a Secret Service answers, else `file-root`), decided once, when the
+    /// (inside a sandbox `portal`; outside one `secret-service` when a Secret Service answers,
+    /// else `file-root`: ``automaticRoots``), decided once, when the
     /// store is created. An existing store always opens with the root it was created with, which
     /// its bootstrap names (`KeybayStatus.rootPlugin`); `KeybayStore.moveRoot` moves it.
     /// Default: `$KEYBAY_ROOT` when it is set and not empty, else `file-root`.
@@ -40,9 +41,18 @@ public struct KeybayConfiguration: Sendable, Equatable {
     /// `automaticRoots` whose probe says it is usable here.
     public static let automaticRoot = StoreSettings.automaticRoot
     /// What `auto` tries, in order: each root plugin's probe is asked (a root without one is
-    /// usable once it loads); one that cannot be loaded is passed over. Default: `secret-service`
-    /// (when a Secret Service answers), then `file-root`.
+    /// usable once it loads); one that cannot be loaded is passed over. Default: inside a Flatpak
+    /// or snap sandbox ``sandboxRoot`` alone; outside one `secret-service` (when a Secret Service
+    /// answers), then `file-root`.
     public var automaticRoots = ["secret-service", "file-root"]
+    /// The root for sandboxed apps (`portal`): what `auto` is inside a sandbox. It works only
+    /// there, for the sandbox's own application id, so its stores' storage domain records that
+    /// the sandbox attested the id (docs/format.md §4).
+    public static let sandboxRoot = "portal"
+    /// Mark the store directory and the root's state directory as excluded from backups when this
+    /// configuration creates the store (`.deja-dup-ignore`, `user.xdg.robots.backup`, `nodump`;
+    /// docs/security.md). Default `true`; `init --keep-in-backups` sets it to `false`.
+    public var excludeFromBackups = true
     /// Where plugins are looked for; `allowExternal = false` limits it to the installation.
     public var pluginSearch = KeybayPluginSearch()
 
@@ -53,12 +63,21 @@ public struct KeybayConfiguration: Sendable, Equatable {
     ///   - applicationID: `[A-Za-z0-9][A-Za-z0-9._-]{0,119}`, e.g. `com.example.app`.
     ///   - dataHome: absolute path; default `$XDG_DATA_HOME`, else `~/.local/share`.
     ///   - stateHome: absolute path; default `$XDG_STATE_HOME`, else `~/.local/state`.
-    /// - Throws: `.invalidArgument` for an invalid application id, a base directory that is not
-    ///   absolute or too long for the paths under it, no home directory to default to, or a
-    ///   `KEYBAY_ROOT` that is not a plugin id or `auto`.
+    /// Inside a Flatpak or snap sandbox, `applicationID` must be the sandbox's own (Flatpak's
+    /// `[Application] name=`, snap's `SNAP_INSTANCE_NAME`).
+    ///
+    /// - Throws: `.invalidArgument` for an invalid application id, one that is not the
+    ///   sandbox's, a base directory that is not absolute or too long for the paths under it, no
+    ///   home directory to default to, or a `KEYBAY_ROOT` that is not a plugin id or `auto`.
     public init(applicationID: String, dataHome: String? = nil, stateHome: String? = nil) throws {
         guard Self.isValidApplicationID(applicationID) else {
             throw KeybayError(.invalidArgument, "invalid application id: use 1–120 characters of [A-Za-z0-9._-], starting with a letter or digit")
+        }
+        if let sandbox = try ApplicationSandbox.current() {
+            guard sandbox.applicationID == applicationID else {
+                throw KeybayError(.invalidArgument, "the application id \(applicationID) is not this \(sandbox.kind.rawValue) sandbox's own (\(sandbox.applicationID)): inside a sandbox a store is the sandbox's application's")
+            }
+            automaticRoots = [Self.sandboxRoot]
         }
         self.applicationID = applicationID
         self.dataHome = try Self.baseDirectory(explicit: dataHome, variable: "XDG_DATA_HOME", fallback: ".local/share")
@@ -82,7 +101,8 @@ public struct KeybayConfiguration: Sendable, Equatable {
     /// This configuration as the engine takes it.
     var settings: StoreSettings {
         StoreSettings(location: location, stateHome: stateHome, rootPlugin: rootPlugin, automaticRoots: automaticRoots,
-                      requireRootPlugin: requireRootPlugin, rootOptions: rootOptions, pluginSearch: pluginSearch)
+                      requireRootPlugin: requireRootPlugin, rootOptions: rootOptions, pluginSearch: pluginSearch,
+                      sandboxRoot: Self.sandboxRoot, excludeFromBackups: excludeFromBackups)
     }
 
     /// Whether `id` is a valid application id: 1–120 bytes of `[A-Za-z0-9._-]`, starting with a

@@ -30,6 +30,8 @@ public struct KeybayStatus: Sendable, Equatable {
     /// Roots that an interrupted `root move` left behind and the store does not use (the root it
     /// moved from, or the one it was moving to); `reset` removes them with the store.
     public let leftoverRoots: [LeftoverRoot]
+    /// The backup markers on the store's and the root's directories, read back.
+    public let backupExclusion: KeybayBackupExclusion
 
     /// A root the store does not use.
     public struct LeftoverRoot: Sendable, Equatable {
@@ -52,6 +54,7 @@ extension KeybayStatus {
         }
         self.init(state: state, storePath: storePath, rootPlugin: inspection.root.id, rootLocation: inspection.root.location,
                   methods: inspection.methods.map(KeybayMethod.init), rootProtection: inspection.protectionNote,
-                  leftoverRoots: inspection.leftoverRoots.map { LeftoverRoot(plugin: $0.id, location: $0.location) })
+                  leftoverRoots: inspection.leftoverRoots.map { LeftoverRoot(plugin: $0.id, location: $0.location) },
+                  backupExclusion: KeybayBackupExclusion(inspection.backupMarkers))
     }
 }

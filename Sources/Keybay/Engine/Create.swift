@@ -45,9 +45,14 @@ extension StoreEngine {
     /// exists, and a failure is returned as unconfirmed.
     func createStore(in file: StoreFile, first: FirstMethod? = nil) throws -> Landed {
         if try root.exists() { throw try missingStore() }
+        // Both directories are marked before the store exists, so a backup never holds a new
+        // store; kept in backups, markers left from an earlier store (reset keeps the
+        // directories) are removed.
+        try file.setBackupExclusion(settings.excludeFromBackups)
         let providerState: [UInt8]
         do {
             providerState = try root.create(options: settings.rootOptions)
+            try setRootDirectoryBackupExclusion(settings.excludeFromBackups)
         } catch {
             // A root that failed halfway (its file linked, its directory's fsync failed) is
             // ours: there was none under the lock. Nothing refers to it.

@@ -13,6 +13,8 @@ struct StoreInspection: Sendable {
     let methods: [MethodEnvelope.Public]
     /// Roots an interrupted root move left, which the store does not use.
     let leftoverRoots: [any RootProvider]
+    /// The backup markers in place on the store's and the root's directories.
+    let backupMarkers: BackupMarkers
 
     /// The root's own note on what it protects against, and what the methods add.
     var protectionNote: String {
@@ -43,6 +45,7 @@ extension StoreEngine {
                 methods = try keyring.methods(bootstrap, sealedPackage: sealedPackage)
             }
         }
-        return StoreInspection(state: state, root: root, methods: methods, leftoverRoots: try leftoverRoots(storeFile(create: false)))
+        return StoreInspection(state: state, root: root, methods: methods, leftoverRoots: try leftoverRoots(storeFile(create: false)),
+                               backupMarkers: try backupMarkers())
     }
 }

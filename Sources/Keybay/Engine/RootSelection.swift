@@ -8,7 +8,8 @@ enum RootSelection {
     /// is the root id.
     static func keyring(root id: String, _ settings: StoreSettings, interaction: any KeybayInteraction) throws -> Keyring {
         let plugin = try PluginLoader.load(id: id, kind: KEYBAY_KIND_ROOT, search: settings.pluginSearch)
-        let domain = StorageDomain.derive(identity: settings.applicationID, profile: plugin.id,
+        let assurance = plugin.id == settings.sandboxRoot ? StorageDomain.assuranceSandboxAttested : StorageDomain.assuranceHostDeclared
+        let domain = StorageDomain.derive(identity: settings.applicationID, assurance: assurance, profile: plugin.id,
                                           location: "keybay/\(settings.applicationID)/")
         var root = PluginRoot(plugin: plugin, applicationID: settings.applicationID, stateHome: settings.stateHome, domain: domain)
         root.interaction = interaction

@@ -15,6 +15,11 @@ struct StoreSettings: Sendable {
     let rootOptions: [(String, String)]
     /// Where plugins are looked for.
     let pluginSearch: KeybayPluginSearch
+    /// The root that works only inside a sandbox, for the sandbox's own application id: its
+    /// stores' storage domain has the sandbox-attested assurance.
+    let sandboxRoot: String
+    /// Mark a new store's directory and its root's directory as excluded from backups.
+    let excludeFromBackups: Bool
 
     /// The `rootPlugin` value that picks the first usable root of `automaticRoots`.
     static let automaticRoot = "auto"

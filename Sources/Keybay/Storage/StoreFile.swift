@@ -12,6 +12,17 @@ struct StoreFile: Sendable {
     /// The live file's path, for messages.
     let path: String
 
+    /// The backup markers the store directory carries, read back (BackupExclusion).
+    func backupMarkers() throws -> [BackupMarker] { try BackupExclusion.markers(directory) }
+
+    /// Sets (`excluded`) or removes the store directory's backup markers; the markers in place.
+    @discardableResult
+    func setBackupExclusion(_ excluded: Bool) throws -> [BackupMarker] {
+        if excluded { return try BackupExclusion.exclude(directory) }
+        try BackupExclusion.include(directory)
+        return []
+    }
+
     /// Opens `<dataHome>/keybay/<app>/`, creating it when `create` is set; nil if it is missing.
     static func open(_ location: StoreLocation, create: Bool) throws -> StoreFile? {
         guard let directory = try PrivateDirectory.open(base: location.dataHome, components: ["keybay", location.applicationID],

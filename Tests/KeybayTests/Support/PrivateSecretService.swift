@@ -2,7 +2,8 @@ import Foundation
 import Glibc
 import Testing
 
-/// A private D-Bus session bus and an unlocked gnome-keyring-daemon on it, started for one test
+/// A private D-Bus session bus and an unlocked gnome-keyring-daemon on it (and, when asked,
+/// xdg-desktop-portal with gnome-keyring's Secret backend: startPortal), started for one test
 /// and stopped when it ends; never the user's own bus. Everything lives under the sandbox: the
 /// bus socket and its configuration, XDG_RUNTIME_DIR and the keyrings (HOME). The bus activates
 /// nothing (no service directories): no second keyring daemon and no prompter can start behind
@@ -18,6 +19,7 @@ final class PrivateSecretService: @unchecked Sendable {
     private let passwordFile: String
     private var bus: pid_t = 0
     private var keyring: pid_t = 0
+    private var portal: pid_t = 0
 
     struct StartFailure: Error, CustomStringConvertible { let description: String }
 
@@ -62,12 +64,14 @@ final class PrivateSecretService: @unchecked Sendable {
 
     /// SIGTERM, then SIGKILL after two seconds; always reaped.
     func stop() {
-        for pid in [keyring, bus] where pid > 0 { Self.end(pid) }
+        for pid in [portal, keyring, bus] where pid > 0 { Self.end(pid) }
+        portal = 0
         keyring = 0
         bus = 0
     }
 
     private static func end(_ pid: pid_t) {
+        kill(pid, SIGCONT) // a paused portal (pausePortal) must be able to exit
         kill(pid, SIGTERM)
         var status: Int32 = 0
         for _ in 0..<40 {
@@ -154,6 +158,48 @@ final class PrivateSecretService: @unchecked Sendable {
     /// The Keybay root items of application `app` for one state home.
     func rootItems(app: String, stateHome: String) throws -> [String] {
         try items(["keybay-application": app, "keybay-state-home": stateHome])
+    }
+
+    // MARK: - The XDG Secret portal
+
+    /// Starts xdg-desktop-portal on this bus with gnome-keyring's Secret backend
+    /// (gnome-keyring.portal, used in GNOME): org.freedesktop.portal.Secret then answers on
+    /// /org/freedesktop/portal/desktop, giving each sandboxed application its own secret.
+    func startPortal() throws {
+        guard portal == 0 else { return }
+        let executable = "/usr/libexec/xdg-desktop-portal"
+        guard access(executable, X_OK) == 0 else {
+            throw StartFailure(description: "\(executable) is missing: run scripts/setup.sh (xdg-desktop-portal)")
+        }
+        var environment = processEnvironment
+        environment["XDG_CURRENT_DESKTOP"] = "GNOME"
+        portal = spawnChild(executable, ["-r"], environment: environment, stdinPath: "/dev/null")
+        try waitUntil("xdg-desktop-portal owning org.freedesktop.portal.Desktop on \(address)") { portalAnswers }
+    }
+
+    /// Ends the portal (SIGTERM, reaped): a portal that is gone.
+    func stopPortal() {
+        if portal > 0 { Self.end(portal) }
+        portal = 0
+    }
+
+    /// SIGSTOP / SIGCONT: a portal that owns its name but does not answer.
+    func pausePortal() { kill(portal, SIGSTOP) }
+    func resumePortal() { kill(portal, SIGCONT) }
+
+    var portalAnswers: Bool {
+        (try? run("/usr/bin/gdbus", ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+                                      "--method", "org.freedesktop.DBus.NameHasOwner", "org.freedesktop.portal.Desktop"],
+                  environment: processEnvironment).out.contains("true")) == true
+    }
+
+    /// The secret the portal gives application `app`, as gnome-keyring's backend keeps it: a
+    /// keyring item with the attribute app_id, which any unsandboxed process of the user can
+    /// read while the keyring is unlocked (docs/security.md says so).
+    func portalSecret(app: String) throws -> [UInt8] {
+        let r = try secretTool(["lookup", "app_id", app])
+        guard r.status == 0, !r.stdout.isEmpty else { throw StartFailure(description: "no portal secret for \(app): \(r.stderr)") }
+        return r.stdout
     }
 
     // MARK: -

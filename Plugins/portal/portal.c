@@ -1,0 +1,610 @@
+/*
+ * portal — the XDG Secret portal as platform root, for sandboxed apps (libkeybay-portal.so).
+ *
+ * Inside a Flatpak or snap sandbox, xdg-desktop-portal hands each application a secret of its
+ * own (org.freedesktop.portal.Secret.RetrieveSecret, kept by the portal's backend, e.g. in one
+ * gnome-keyring item per application). The root key is derived from it and the storage domain;
+ * the portal's secret is never stored:
+ *
+ *   root            = HKDF(ikm = portalSecret, salt = storageDomain, info = "keybay:v2:s1:key:portal-root", L = 32)
+ *   Provider state  = SHA-256("keybay:v2:s1:provider-state:portal" | 0x00 | storageDomain | root)   (32 B)
+ *   Sealed package  = nonce(24) | XChaCha20-Poly1305(root, plaintext, aad)
+ *
+ * The rollback floor lives in <state_home>/keybay/<app>/portal-root.floor, authenticated with a
+ * key derived from the root (the portal keeps one secret and nothing else):
+ *
+ *   floorKey   = HKDF(ikm = root, salt = storageDomain, info = "keybay:v2:s1:key:portal-floor", L = 32)
+ *   floor file = "KBPF" | version:u16 BE (= 1) | floor:u64 BE | HMAC-SHA256(floorKey, "KBPF" | version | floor)   (46 B)
+ *
+ * The floor file is written at creation (floor 0) and is the root's presence: without it the
+ * root is missing (ROOT_MISSING), never recreated on open.
+ *
+ * Outside a sandbox every program gets one and the same portal secret, so the root is refused
+ * there (NOT_AVAILABLE). A sandbox is a Flatpak (/.flatpak-info, its [Application] name=) or a
+ * snap (SNAP_NAME, the instance SNAP_INSTANCE_NAME, with the password-manager-service interface
+ * connected as `snapctl is-connected` answers); the store's application id must be the
+ * sandbox's (INVALID_OPTION otherwise). Every portal call is bounded (PORTAL_TIMEOUT_MS): a
+ * portal that does not answer, or refuses, is NOT_AVAILABLE, never a hang. A session bus is never
+ * started (keybay_rf_check_session_bus).
+ *
+ * GIO (GDBus, GUnixFDList) is opened with dlopen on the first call that talks to the portal, so
+ * a process whose store is on another root never loads it. The few GLib types used are declared
+ * below (their layout is GLib's public, stable API).
+ */
+#define _GNU_SOURCE /* pipe2 */
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "keybay_plugin.h"
+#include "keybay_plugin_host.h"
+#include "keybay_root_files.h"
+
+#define fail keybay_rf_fail
+#define buffer_alloc keybay_rf_buffer_alloc
+
+#define ROOT_BYTES 32
+#define STATE_BYTES 32
+#define FLOOR_FILE "portal-root.floor"
+#define FLOOR_FILE_BYTES 46
+#define FLOOR_MAGIC "KBPF"
+#define SECRET_MIN_BYTES 32
+#define SECRET_MAX_BYTES 1024
+#define PORTAL_TIMEOUT_MS 10000
+#define SNAPCTL_TIMEOUT_MS 5000
+#define FLATPAK_INFO "/.flatpak-info"
+#define SNAPCTL "/usr/bin/snapctl"
+#define PORTAL_NAME "the XDG Secret portal (org.freedesktop.portal.Secret of org.freedesktop.portal.Desktop on the session bus)"
+static const char provider_state_label[] = "keybay:v2:s1:provider-state:portal";
+static const char root_info[] = "keybay:v2:s1:key:portal-root";
+static const char floor_info[] = "keybay:v2:s1:key:portal-floor";
+
+/* ---- the GLib and GIO types used (as their public headers declare them) ---- */
+
+typedef struct pt_error { uint32_t domain; int code; char *message; } pt_error; /* GError */
+typedef void pt_object; /* GDBusConnection, GUnixFDList, GVariant, GVariantBuilder, GMainContext */
+typedef void (*pt_signal_callback)(pt_object *connection, const char *sender, const char *path, const char *interface,
+                                   const char *signal, pt_object *parameters, void *user_data);
+
+enum { BUS_TYPE_SESSION = 2 /* G_BUS_TYPE_SESSION */ };
+
+#define PT_LIBRARY "libgio-2.0.so.0"
+#define PT_FUNCTIONS(X)                                                                                            \
+    X(g_bus_get_sync, pt_object *, (int type, void *cancellable, pt_error **error))                              \
+    X(g_dbus_connection_get_unique_name, const char *, (pt_object *connection))                                  \
+    X(g_dbus_connection_signal_subscribe, unsigned, (pt_object *connection, const char *sender,                   \
+                                                     const char *interface, const char *member, const char *path, \
+                                                     const char *arg0, int flags, pt_signal_callback callback,    \
+                                                     void *user_data, void (*free_data)(void *)))                 \
+    X(g_dbus_connection_signal_unsubscribe, void, (pt_object *connection, unsigned id))                          \
+    X(g_dbus_connection_call_with_unix_fd_list_sync, pt_object *,                                                 \
+      (pt_object *connection, const char *bus_name, const char *path, const char *interface, const char *method,  \
+       pt_object *parameters, const void *reply_type, int flags, int timeout, pt_object *fd_list,                 \
+       pt_object **out_fd_list, void *cancellable, pt_error **error))                                             \
+    X(g_unix_fd_list_new, pt_object *, (void))                                                                    \
+    X(g_unix_fd_list_append, int, (pt_object *list, int fd, pt_error **error))                                   \
+    X(g_variant_builder_new, pt_object *, (const void *type))                                                     \
+    X(g_variant_builder_add, void, (pt_object *builder, const char *format, ...))                                 \
+    X(g_variant_builder_unref, void, (pt_object *builder))                                                        \
+    X(g_variant_new, pt_object *, (const char *format, ...))                                                      \
+    X(g_variant_new_string, pt_object *, (const char *text))                                                      \
+    X(g_variant_get_child_value, pt_object *, (pt_object *value, size_t index))                                   \
+    X(g_variant_get_uint32, uint32_t, (pt_object *value))                                                         \
+    X(g_variant_is_of_type, int, (pt_object *value, const void *type))                                            \
+    X(g_variant_unref, void, (pt_object *value))                                                                  \
+    X(g_main_context_new, pt_object *, (void))                                                                    \
+    X(g_main_context_push_thread_default, void, (pt_object *context))                                            \
+    X(g_main_context_pop_thread_default, void, (pt_object *context))                                             \
+    X(g_main_context_iteration, int, (pt_object *context, int may_block))                                        \
+    X(g_main_context_unref, void, (pt_object *context))                                                           \
+    X(g_object_unref, void, (pt_object *object))                                                                  \
+    X(g_error_free, void, (pt_error *error))
+
+#define PT_POINTER(name, result, parameters) result(*name) parameters;
+static struct pt_lib {
+    PT_FUNCTIONS(PT_POINTER)
+} pt_lib; /* filled only when every symbol resolved */
+#undef PT_POINTER
+#define PT(name) (pt_lib.name)
+
+static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
+static int pt_lib_ok;
+static char pt_lib_error[256];
+
+static void pt_load(void) {
+    struct pt_lib lib;
+    memset(&lib, 0, sizeof lib);
+    dlerror();
+    void *handle = dlopen(PT_LIBRARY, RTLD_LAZY | RTLD_LOCAL);
+    if (handle == NULL) {
+        const char *why = dlerror();
+        snprintf(pt_lib_error, sizeof pt_lib_error, "%s", why ? why : "unknown error");
+        return;
+    }
+#define PT_RESOLVE(name, result, parameters)                                                       \
+    if ((*(void **)&lib.name = dlsym(handle, #name)) == NULL) {                                      \
+        const char *why = dlerror();                                                                 \
+        snprintf(pt_lib_error, sizeof pt_lib_error, "%s", why ? why : "no symbol " #name);          \
+        dlclose(handle);                                                                             \
+        return;                                                                                      \
+    }
+    PT_FUNCTIONS(PT_RESOLVE)
+#undef PT_RESOLVE
+    pt_lib = lib; /* the handle stays open for the life of the process */
+    pt_lib_ok = 1;
+}
+
+static keybay_status fail_error(const keybay_host *host, keybay_status status, const char *what, pt_error *error) {
+    keybay_status s = fail(host, status, "%s: %s", what, error && error->message ? error->message : "no reason given");
+    if (error) PT(g_error_free)(error);
+    return s;
+}
+
+static int64_t now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* ---- the sandbox ---- */
+
+typedef struct sandbox {
+    const char *kind; /* "Flatpak" or "snap" */
+    char app[128];    /* the application id the sandbox attests */
+} sandbox;
+
+/* The [Application] name= of a keyfile, or "" when it has none. */
+static void flatpak_name(const char *text, char *out, size_t size) {
+    out[0] = 0;
+    int in_application = 0;
+    for (const char *line = text; *line;) {
+        size_t length = strcspn(line, "\n");
+        if (length > 0 && line[0] == '[') in_application = length == 13 && strncmp(line, "[Application]", 13) == 0;
+        else if (in_application && length > 5 && strncmp(line, "name=", 5) == 0 && length - 5 < size) {
+            memcpy(out, line + 5, length - 5);
+            out[length - 5] = 0;
+            return;
+        }
+        line += length;
+        if (*line == '\n') line++;
+    }
+}
+
+static int valid_application_id(const char *id) {
+    size_t n = strlen(id);
+    if (n < 1 || n > 120) return 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = id[i];
+        int alnum = (ch >= '0' && ch <= '9') || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z');
+        if (!alnum && (i == 0 || (ch != '.' && ch != '_' && ch != '-'))) return 0;
+    }
+    return 1;
+}
+
+/* Whether `snapctl is-connected password-manager-service` says yes, within SNAPCTL_TIMEOUT_MS
+   (snapd's own tool inside every snap; its exit status is the answer). */
+static keybay_status snap_interface_connected(const keybay_host *host) {
+    if (access(SNAPCTL, X_OK) != 0)
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "SNAP_NAME is set but " SNAPCTL " is missing: cannot tell whether the snap's password-manager-service interface is connected");
+    char *argv[] = { "snapctl", "is-connected", "password-manager-service", NULL };
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    extern char **environ;
+    pid_t pid;
+    int rc = posix_spawn(&pid, SNAPCTL, &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot run " SNAPCTL ": %s", strerror(rc));
+    int status = 0;
+    for (int64_t deadline = now_ms() + SNAPCTL_TIMEOUT_MS;;) {
+        pid_t done = waitpid(pid, &status, WNOHANG);
+        if (done == pid) break;
+        if (done < 0 && errno != EINTR) return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot wait for " SNAPCTL ": %s", strerror(errno));
+        if (now_ms() > deadline) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, SNAPCTL " is-connected password-manager-service gave no answer within %d ms", SNAPCTL_TIMEOUT_MS);
+        }
+        usleep(10000);
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "the snap's password-manager-service interface is not connected (snap connect <snap>:password-manager-service)");
+    return KEYBAY_OK;
+}
+
+/* The sandbox this process runs in, or NOT_AVAILABLE saying why the portal root cannot be used. */
+static keybay_status find_sandbox(const keybay_host *host, sandbox *out) {
+    memset(out, 0, sizeof *out);
+    int fd = open(FLATPAK_INFO, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        char text[65536];
+        size_t total = 0;
+        ssize_t n;
+        while (total < sizeof text - 1 && (n = read(fd, text + total, sizeof text - 1 - total)) != 0) {
+            if (n < 0) { if (errno == EINTR) continue; break; }
+            total += (size_t)n;
+        }
+        close(fd);
+        text[total] = 0;
+        out->kind = "Flatpak";
+        flatpak_name(text, out->app, sizeof out->app);
+        if (!valid_application_id(out->app))
+            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, FLATPAK_INFO " names no valid application ([Application] name=)");
+        return KEYBAY_OK;
+    }
+    if (errno != ENOENT) return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot read " FLATPAK_INFO ": %s", strerror(errno));
+    const char *snap = getenv("SNAP_NAME");
+    if (snap && snap[0]) {
+        const char *instance = getenv("SNAP_INSTANCE_NAME");
+        out->kind = "snap";
+        if (!instance || strlen(instance) >= sizeof out->app || !valid_application_id(instance))
+            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "SNAP_NAME is set but SNAP_INSTANCE_NAME names no valid application");
+        snprintf(out->app, sizeof out->app, "%s", instance);
+        return snap_interface_connected(host);
+    }
+    return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "not inside a sandbox (no " FLATPAK_INFO ", no SNAP_NAME): outside one every program gets the same portal secret, so the portal root protects nothing there");
+}
+
+/* The sandbox, and the store's application id checked against it. */
+static keybay_status check_sandbox(const keybay_host *host, const keybay_root_context *c, sandbox *box) {
+    keybay_status s = find_sandbox(host, box);
+    if (s == KEYBAY_OK && strcmp(box->app, c->application_id) != 0)
+        s = fail(host, KEYBAY_ERR_INVALID_OPTION, "the application id %s is not this %s sandbox's (%s)", c->application_id, box->kind, box->app);
+    return s;
+}
+
+/* ---- the portal ---- */
+
+typedef struct response_wait {
+    int answered;
+    uint32_t code;
+} response_wait;
+
+static void on_response(pt_object *connection, const char *sender, const char *path, const char *interface,
+                        const char *signal, pt_object *parameters, void *user_data) {
+    (void)connection; (void)sender; (void)path; (void)interface; (void)signal;
+    response_wait *wait = user_data;
+    if (!PT(g_variant_is_of_type)(parameters, "(ua{sv})")) return;
+    pt_object *code = PT(g_variant_get_child_value)(parameters, 0);
+    wait->code = PT(g_variant_get_uint32)(code);
+    PT(g_variant_unref)(code);
+    wait->answered = 1;
+}
+
+/* The request object path for `token`: /org/freedesktop/portal/desktop/request/SENDER/TOKEN,
+   SENDER being the unique name without its ':' and with '.' as '_'. */
+static int request_path(const char *unique, const char *token, char *out, size_t size) {
+    if (!unique || unique[0] != ':') return 0;
+    int n = snprintf(out, size, "/org/freedesktop/portal/desktop/request/%s/%s", unique + 1, token);
+    if (n < 0 || (size_t)n >= size) return 0;
+    for (char *p = out + strlen("/org/freedesktop/portal/desktop/request/"); *p && *p != '/'; p++)
+        if (*p == '.') *p = '_';
+    return 1;
+}
+
+/* Asks the portal for this sandbox's secret, within PORTAL_TIMEOUT_MS: subscribes to the
+   request's Response first (its path is known from the handle token), passes the write end of a
+   pipe, then reads the pipe to its end and waits for Response 0. The secret, in guarded memory,
+   is SECRET_MIN_BYTES..SECRET_MAX_BYTES long. */
+static keybay_status retrieve_secret(const keybay_host *host, uint8_t **secret_out, size_t *length_out) {
+    pthread_once(&pt_once, pt_load);
+    if (!pt_lib_ok)
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot load " PT_LIBRARY " (%s); the portal root needs GIO (Debian: libglib2.0-0) and " PORTAL_NAME, pt_lib_error);
+    keybay_status s = keybay_rf_check_session_bus(host, "portal", PORTAL_NAME);
+    if (s != KEYBAY_OK) return s;
+    int64_t deadline = now_ms() + PORTAL_TIMEOUT_MS;
+    uint8_t *secret = sodium_malloc(SECRET_MAX_BYTES + 1);
+    if (!secret) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    pt_object *context = PT(g_main_context_new)();
+    PT(g_main_context_push_thread_default)(context); /* the Response is dispatched here, and only here */
+    pt_error *error = NULL;
+    pt_object *connection = PT(g_bus_get_sync)(BUS_TYPE_SESSION, NULL, &error);
+    if (!connection) s = fail_error(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot reach the session bus for " PORTAL_NAME, error);
+    char token[40], path[512];
+    uint8_t random[12];
+    randombytes_buf(random, sizeof random);
+    snprintf(token, sizeof token, "keybay_");
+    sodium_bin2hex(token + 7, sizeof token - 7, random, sizeof random);
+    if (s == KEYBAY_OK && !request_path(PT(g_dbus_connection_get_unique_name)(connection), token, path, sizeof path))
+        s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "the session bus gave this connection no usable unique name");
+    response_wait wait = { 0, 0 };
+    unsigned subscription = 0;
+    if (s == KEYBAY_OK)
+        subscription = PT(g_dbus_connection_signal_subscribe)(connection, NULL, "org.freedesktop.portal.Request", "Response",
+                                                              path, NULL, 0, on_response, &wait, NULL);
+    int pipe_fds[2] = { -1, -1 };
+    if (s == KEYBAY_OK && pipe2(pipe_fds, O_CLOEXEC) != 0) s = fail(host, KEYBAY_ERR_IO, "cannot make a pipe for the portal's secret: %s", strerror(errno));
+    if (s == KEYBAY_OK) {
+        pt_object *fds = PT(g_unix_fd_list_new)();
+        int index = PT(g_unix_fd_list_append)(fds, pipe_fds[1], &error); /* the list holds a copy */
+        close(pipe_fds[1]);
+        pipe_fds[1] = -1;
+        if (index < 0) {
+            s = fail_error(host, KEYBAY_ERR_IO, "cannot pass the pipe to the portal", error);
+        } else {
+            pt_object *options = PT(g_variant_builder_new)("a{sv}");
+            PT(g_variant_builder_add)(options, "{sv}", "handle_token", PT(g_variant_new_string)(token));
+            pt_object *parameters = PT(g_variant_new)("(ha{sv})", index, options);
+            PT(g_variant_builder_unref)(options);
+            int remaining = (int)(deadline - now_ms());
+            pt_object *reply = PT(g_dbus_connection_call_with_unix_fd_list_sync)(
+                connection, "org.freedesktop.portal.Desktop", "/org/freedesktop/portal/desktop", "org.freedesktop.portal.Secret",
+                "RetrieveSecret", parameters, NULL, 0, remaining > 1 ? remaining : 1, fds, NULL, NULL, &error);
+            if (reply) PT(g_variant_unref)(reply);
+            else s = fail_error(host, KEYBAY_ERR_NOT_AVAILABLE, "no answer from " PORTAL_NAME, error);
+        }
+        PT(g_object_unref)(fds); /* closes the list's copy: the portal's side holds the only write end now */
+    }
+    size_t total = 0;
+    int ended = 0;
+    while (s == KEYBAY_OK && !(ended && wait.answered)) {
+        while (PT(g_main_context_iteration)(context, 0)) {}
+        if (wait.answered && wait.code != 0) {
+            s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s refused to give this application's secret (response %u)", PORTAL_NAME, wait.code);
+            break;
+        }
+        int64_t remaining = deadline - now_ms();
+        if (remaining <= 0) {
+            s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s gave no secret within %d ms", PORTAL_NAME, PORTAL_TIMEOUT_MS);
+            break;
+        }
+        if (ended) { usleep(5000); continue; }
+        struct pollfd p = { .fd = pipe_fds[0], .events = POLLIN };
+        int ready = poll(&p, 1, remaining < 20 ? (int)remaining : 20);
+        if (ready < 0 && errno != EINTR) { s = fail(host, KEYBAY_ERR_IO, "cannot wait for the portal's secret: %s", strerror(errno)); break; }
+        if (ready <= 0) continue;
+        ssize_t n = read(pipe_fds[0], secret + total, SECRET_MAX_BYTES + 1 - total);
+        if (n < 0) { if (errno == EINTR || errno == EAGAIN) continue; s = fail(host, KEYBAY_ERR_IO, "cannot read the portal's secret: %s", strerror(errno)); break; }
+        if (n == 0) ended = 1;
+        total += (size_t)n;
+        if (total > SECRET_MAX_BYTES) { s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s gave a secret longer than %d bytes", PORTAL_NAME, SECRET_MAX_BYTES); break; }
+    }
+    if (s == KEYBAY_OK && total < SECRET_MIN_BYTES)
+        s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s gave a secret of %zu bytes, fewer than %d", PORTAL_NAME, total, SECRET_MIN_BYTES);
+    if (pipe_fds[0] >= 0) close(pipe_fds[0]);
+    if (subscription) PT(g_dbus_connection_signal_unsubscribe)(connection, subscription);
+    while (PT(g_main_context_iteration)(context, 0)) {} /* lets the unsubscription's cleanup run */
+    if (connection) PT(g_object_unref)(connection);
+    PT(g_main_context_pop_thread_default)(context);
+    PT(g_main_context_unref)(context);
+    if (s != KEYBAY_OK) { sodium_free(secret); return s; }
+    *secret_out = secret;
+    *length_out = total;
+    return KEYBAY_OK;
+}
+
+/* ---- the root ---- */
+
+/* HKDF-SHA256 (RFC 5869), extract then expand, with L = 32: one block. */
+static void hkdf32(const uint8_t *ikm, size_t ikm_length, const uint8_t *salt, size_t salt_length,
+                   const char *info, uint8_t out[32]) {
+    uint8_t prk[crypto_auth_hmacsha256_BYTES];
+    crypto_auth_hmacsha256_state h;
+    crypto_auth_hmacsha256_init(&h, salt, salt_length);
+    crypto_auth_hmacsha256_update(&h, ikm, ikm_length);
+    crypto_auth_hmacsha256_final(&h, prk);
+    const uint8_t counter = 1;
+    crypto_auth_hmacsha256_init(&h, prk, sizeof prk);
+    crypto_auth_hmacsha256_update(&h, (const uint8_t *)info, strlen(info));
+    crypto_auth_hmacsha256_update(&h, &counter, 1);
+    crypto_auth_hmacsha256_final(&h, out);
+    sodium_memzero(prk, sizeof prk);
+    sodium_memzero(&h, sizeof h);
+}
+
+static void provider_state(const uint8_t *root, const uint8_t *domain, uint8_t out[STATE_BYTES]) {
+    keybay_rf_provider_state(provider_state_label, domain, root, out);
+}
+
+/* The root of this sandbox and storage domain, in guarded memory (the portal's secret is wiped
+   and freed here). */
+static keybay_status derive_root(const keybay_host *host, const keybay_root_context *c, uint8_t **root_out) {
+    sandbox box;
+    keybay_status s = check_sandbox(host, c, &box);
+    if (s != KEYBAY_OK) return s;
+    uint8_t *secret;
+    size_t length;
+    if ((s = retrieve_secret(host, &secret, &length)) != KEYBAY_OK) return s;
+    uint8_t *root = sodium_malloc(ROOT_BYTES);
+    if (root) hkdf32(secret, length, c->storage_domain, 32, root_info, root);
+    sodium_free(secret);
+    if (!root) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    *root_out = root;
+    return KEYBAY_OK;
+}
+
+/* The floor file for `floor`: magic, version, floor and its HMAC under the floor key. */
+static void floor_file(const uint8_t *root, const uint8_t *domain, uint64_t floor, uint8_t out[FLOOR_FILE_BYTES]) {
+    memcpy(out, FLOOR_MAGIC "\0\1", 6);
+    for (int i = 0; i < 8; i++) out[6 + i] = (uint8_t)(floor >> (56 - 8 * i));
+    uint8_t key[32];
+    hkdf32(root, ROOT_BYTES, domain, 32, floor_info, key);
+    crypto_auth_hmacsha256_state h;
+    crypto_auth_hmacsha256_init(&h, key, sizeof key);
+    crypto_auth_hmacsha256_update(&h, out, 14);
+    crypto_auth_hmacsha256_final(&h, out + 14);
+    sodium_memzero(key, sizeof key);
+    sodium_memzero(&h, sizeof h);
+}
+
+/* The root `state` names, in guarded memory, and its floor from the floor file: ROOT_MISMATCH
+   when the portal's secret gives another provider state (checked before any decryption),
+   ROOT_MISSING without the floor file, INTEGRITY when the file does not authenticate. */
+static keybay_status load_matching_root(const keybay_host *host, const keybay_root_context *c,
+                                        const uint8_t *state, size_t state_length, uint8_t **root_out, uint64_t *floor_out) {
+    uint8_t *root;
+    keybay_status s = derive_root(host, c, &root);
+    if (s != KEYBAY_OK) return s;
+    uint8_t expected[STATE_BYTES];
+    provider_state(root, c->storage_domain, expected);
+    char path[KEYBAY_ROOT_PATH_BYTES];
+    keybay_rf_path(c, FLOOR_FILE, path, sizeof path); /* for messages: truncation is harmless */
+    if (state_length != STATE_BYTES || sodium_memcmp(expected, state, STATE_BYTES) != 0)
+        s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: this sandbox's portal secret is not the one this store was made with (another application, or another portal secret)");
+    uint8_t file[FLOOR_FILE_BYTES + 1], recomputed[FLOOR_FILE_BYTES];
+    size_t length = 0;
+    if (s == KEYBAY_OK) s = keybay_rf_read(host, c, FLOOR_FILE, "the portal root's floor file", file, sizeof file, &length);
+    uint64_t floor = 0;
+    if (s == KEYBAY_OK) {
+        for (int i = 0; i < 8 && length == FLOOR_FILE_BYTES; i++) floor = floor << 8 | file[6 + i];
+        floor_file(root, c->storage_domain, floor, recomputed);
+        if (length != FLOOR_FILE_BYTES || memcmp(file, FLOOR_MAGIC "\0\1", 6) != 0)
+            s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is not a version-1 portal floor file", path);
+        else if (sodium_memcmp(file, recomputed, FLOOR_FILE_BYTES) != 0)
+            s = fail(host, KEYBAY_ERR_INTEGRITY, "%s failed authentication with the portal root (it was modified, or belongs to another store)", path);
+    }
+    if (s != KEYBAY_OK) { sodium_free(root); return s; }
+    *root_out = root;
+    *floor_out = floor;
+    return KEYBAY_OK;
+}
+
+static keybay_status probe(const keybay_host *host) {
+    sandbox box;
+    return find_sandbox(host, &box);
+}
+
+/* The root exists when its floor file does; only inside the store's own sandbox. */
+static keybay_status root_exists(const keybay_host *host, const keybay_root_context *c, int *exists) {
+    *exists = 0;
+    sandbox box;
+    keybay_status s = check_sandbox(host, c, &box);
+    if (s != KEYBAY_OK) return s;
+    return keybay_rf_exists(host, c, FLOOR_FILE, exists);
+}
+
+static keybay_status root_create(const keybay_host *host, const keybay_root_context *c, keybay_buffer *state_out) {
+    int exists = 0;
+    keybay_status s = root_exists(host, c, &exists);
+    if (s != KEYBAY_OK) return s;
+    char path[KEYBAY_ROOT_PATH_BYTES];
+    keybay_rf_path(c, FLOOR_FILE, path, sizeof path);
+    if (exists) return fail(host, KEYBAY_ERR_ROOT_EXISTS, "%s already exists; refusing to overwrite it", path);
+    uint8_t *root;
+    if ((s = derive_root(host, c, &root)) != KEYBAY_OK) return s;
+    if (!buffer_alloc(state_out, STATE_BYTES)) { sodium_free(root); return fail(host, KEYBAY_ERR_INTERNAL, "out of memory"); }
+    uint8_t file[FLOOR_FILE_BYTES];
+    floor_file(root, c->storage_domain, 0, file);
+    s = keybay_rf_create(host, c, FLOOR_FILE, file, sizeof file); /* create-only: never overwritten */
+    if (s == KEYBAY_OK) provider_state(root, c->storage_domain, state_out->data);
+    else keybay_rf_free_buffer(state_out);
+    sodium_free(root);
+    return s;
+}
+
+static keybay_status root_seal(const keybay_host *host, const keybay_root_context *c,
+                               const uint8_t *state, size_t state_length,
+                               const uint8_t *plaintext, size_t plaintext_length,
+                               const uint8_t *aad, size_t aad_length, keybay_buffer *sealed_out) {
+    uint8_t *root;
+    uint64_t floor;
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, &floor);
+    if (s != KEYBAY_OK) return s;
+    s = keybay_rf_seal(host, root, plaintext, plaintext_length, aad, aad_length, sealed_out);
+    sodium_free(root);
+    return s;
+}
+
+static keybay_status root_open_with_floor(const keybay_host *host, const keybay_root_context *c,
+                                          const uint8_t *state, size_t state_length,
+                                          const uint8_t *sealed, size_t sealed_length,
+                                          const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out,
+                                          uint64_t *floor_out) {
+    uint8_t *root;
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, floor_out);
+    if (s != KEYBAY_OK) return s;
+    s = keybay_rf_open(host, root, sealed, sealed_length, aad, aad_length, plaintext_out, "the portal root");
+    sodium_free(root);
+    return s;
+}
+
+/* Rewrites the floor file with the new floor (staged, fsynced, renamed over); never lowers it. */
+static keybay_status root_raise_floor(const keybay_host *host, const keybay_root_context *c,
+                                      const uint8_t *state, size_t state_length, uint64_t epoch) {
+    uint8_t *root;
+    uint64_t floor;
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, &floor);
+    if (s != KEYBAY_OK) return s;
+    if (epoch > floor) {
+        uint8_t file[FLOOR_FILE_BYTES];
+        floor_file(root, c->storage_domain, epoch, file);
+        s = keybay_rf_replace(host, c, FLOOR_FILE, file, sizeof file);
+    }
+    sodium_free(root);
+    return s;
+}
+
+static keybay_status copy_text(const keybay_host *host, const char *text, size_t length, keybay_buffer *text_out) {
+    if (!buffer_alloc(text_out, length)) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    memcpy(text_out->data, text, length);
+    return KEYBAY_OK;
+}
+
+/* Never reaches the portal: names the secret and the floor file. */
+static keybay_status root_location(const keybay_host *host, const keybay_root_context *c, keybay_buffer *text_out) {
+    char path[KEYBAY_ROOT_PATH_BYTES], text[KEYBAY_ROOT_PATH_BYTES + 200];
+    if (keybay_rf_path(c, FLOOR_FILE, path, sizeof path) < 0)
+        return fail(host, KEYBAY_ERR_IO, "the floor file's path under %.64s... is longer than PATH_MAX", c->state_home);
+    int n = snprintf(text, sizeof text, "the Secret portal's secret for %s (rollback floor: %s)", c->application_id, path);
+    return copy_text(host, text, (size_t)n, text_out);
+}
+
+static const char protection_note[] =
+    "portal derives the platform key from the Secret portal's secret for this sandboxed application: it "
+    "protects against copied files, backups, other users and other sandboxed applications; not against "
+    "programs running as this user outside the sandbox while the keyring is unlocked";
+
+static keybay_status root_protection(const keybay_host *host, const keybay_root_context *c, keybay_buffer *text_out) {
+    (void)c;
+    return copy_text(host, protection_note, sizeof protection_note - 1, text_out);
+}
+
+/* Removes the floor file (the portal offers no way to delete its secret; without the floor file
+   the root is gone for Keybay); idempotent. */
+static keybay_status root_reset(const keybay_host *host, const keybay_root_context *c) {
+    return keybay_rf_remove(host, c, FLOOR_FILE);
+}
+
+static const keybay_plugin descriptor = {
+    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
+    .struct_size = sizeof(keybay_plugin),
+    .id = "portal",
+    .name = "XDG Secret portal (platform root for sandboxed apps)",
+    .version = "1.0.0",
+    .kind = KEYBAY_KIND_ROOT,
+    .flags = 0,
+    .options = NULL,
+    .option_count = 0,
+    .free_buffer = keybay_rf_free_buffer,
+    .probe = probe,
+    .root_exists = root_exists,
+    .root_create = root_create,
+    .root_seal = root_seal,
+    .root_reset = root_reset,
+    .root_location_with_host = root_location,
+    .root_protection = root_protection,
+    .root_open_with_floor = root_open_with_floor,
+    .root_raise_floor = root_raise_floor,
+};
+
+KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
+    if (sodium_init() < 0) return NULL;
+    return &descriptor;
+}

@@ -1,0 +1,190 @@
+import Foundation
+import Glibc
+import Testing
+@testable import Keybay
+
+/// The portal root through the CLI, inside bwrap sandboxes around a written `/.flatpak-info`
+/// (FlatpakSandbox), against a real xdg-desktop-portal and gnome-keyring's portal backend on a
+/// private session bus (PrivateSecretService.startPortal). A test that cannot start them fails.
+@Suite struct PortalRootTests {
+    static let notes = "org.example.Notes"
+    static let other = "org.example.Other"
+
+    /// Two applications' XDG directories, the private bus with the portal, and one sandbox per app.
+    struct Fixture {
+        let notes: Sandbox
+        let other: Sandbox
+        let service: PrivateSecretService
+        let notesSandbox: FlatpakSandbox
+        let otherSandbox: FlatpakSandbox
+
+        init() throws {
+            notes = Sandbox(app: PortalRootTests.notes)
+            other = Sandbox(app: PortalRootTests.other)
+            service = try PrivateSecretService(under: notes.root)
+            try service.startPortal()
+            notesSandbox = try FlatpakSandbox(app: PortalRootTests.notes, under: notes.root)
+            otherSandbox = try FlatpakSandbox(app: PortalRootTests.other, under: notes.root)
+        }
+
+        /// The CLI in `sandbox` (nil: unsandboxed) with `box`'s directories and app id.
+        @discardableResult
+        func cli(_ box: Sandbox, in sandbox: FlatpakSandbox?, _ arguments: String..., extra: [String: String] = [:]) throws -> RunResult {
+            let environment = service.environment(box.environment).merging(extra) { _, new in new }
+            guard let sandbox else { return try run(cliPath, arguments, environment: environment) }
+            return try sandbox.run(cliPath, arguments, environment: environment)
+        }
+
+        func status(_ box: Sandbox, in sandbox: FlatpakSandbox) throws -> [String: Any] {
+            let result = try cli(box, in: sandbox, "status", "--json")
+            return (try? JSONSerialization.jsonObject(with: Data(result.stdout)) as? [String: Any]) ?? [:]
+        }
+    }
+
+    static func floorPath(_ box: Sandbox) -> String { box.stateHome + "/keybay/" + box.app + "/portal-root.floor" }
+
+    static func code(_ result: RunResult) -> String? {
+        result.stderr.range(of: #"\[[a-z-]+\]"#, options: .regularExpression).map { String(result.stderr[$0].dropFirst().dropLast()) }
+    }
+
+    @Test func aSandboxedAppKeepsItsStoreOnThePortalAndNoOtherOpensIt() throws {
+        let f = try Fixture()
+        let created = try f.cli(f.notes, in: f.notesSandbox, "init", "--root", "portal")
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(try f.cli(f.notes, in: f.notesSandbox, "set", "api/token", "s3cret").status == 0)
+        let got = try f.cli(f.notes, in: f.notesSandbox, "get", "api/token")
+        #expect(got.status == 0 && got.out == "s3cret", "\(got.stderr)")
+        let status = try f.status(f.notes, in: f.notesSandbox)
+        #expect(status["rootPlugin"] as? String == "portal", "\(status)")
+        #expect(status["state"] as? String == "platform-only")
+        // The bootstrap names the root; the floor file (46 bytes, floor 0) is the root's presence.
+        let store = try #require(readBytes(f.notes.storePath))
+        #expect(try RootTag.decode(Array(store[10..<(10 + Int(store[9]))]), context: "test").root == "portal")
+        let floor = try #require(readBytes(Self.floorPath(f.notes)))
+        #expect(floor.count == 46 && Array(floor[0..<14]) == Array("KBPF".utf8) + [0, 1] + [UInt8](repeating: 0, count: 8))
+        #expect(mode(Self.floorPath(f.notes)) == 0o600)
+        #expect(!exists(f.notes.rootPath), "no file-root key for a store on the portal")
+        // Both directories carry the backup markers, and status lists them read back.
+        let markers = status["backupExclusion"] as? [String: [String]]
+        #expect(markers?["storeDirectory"] == BackupExclusionTests.allNames && markers?["rootDirectory"] == BackupExclusionTests.allNames, "\(status)")
+        // A tar and a borg archive of the home hold neither the store nor the floor file.
+        writeBytes(f.notes.root + "/notes.txt", Array("kept".utf8))
+        let scratch = "/tmp/keybay-backups-" + UUID().uuidString
+        mkdir(scratch, 0o700)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        for (tool, backup) in [("borg", BackupTools.borg), ("tar", BackupTools.tar)] as [(String, (BackupTools) -> (String) throws -> Set<String>)] {
+            mkdir(scratch + "/" + tool, 0o700)
+            let held = try backup(BackupTools(scratch: scratch + "/" + tool))(f.notes.root)
+            #expect(held.contains("notes.txt") && !held.contains("data/keybay/\(Self.notes)/keybay.v2.store")
+                    && !held.contains("state/keybay/\(Self.notes)/portal-root.floor"), "\(tool): \(held.sorted())")
+        }
+
+        // Another sandbox, with the store's own app id: refused, the id is not the sandbox's.
+        let foreign = try f.cli(f.notes, in: f.otherSandbox, "get", "api/token")
+        #expect(foreign.status == 2 && Self.code(foreign) == "invalid-argument", "\(foreign.stderr)")
+        // Inside the first sandbox, another app id: refused the same way, on any root (the
+        // configuration checks it), and nothing is made.
+        for root in ["portal", "file-root"] {
+            let wrongID = try f.cli(f.other, in: f.notesSandbox, "init", "--root", root)
+            #expect(wrongID.status == 2 && Self.code(wrongID) == "invalid-argument", "\(root): \(wrongID.stderr)")
+        }
+        #expect(!exists(f.other.storeDirectory) && !exists(f.other.stateHome))
+        // Outside any sandbox: the portal gives every program one secret, so the root refuses.
+        let outside = try f.cli(f.notes, in: nil, "get", "api/token")
+        #expect(outside.status == 1 && Self.code(outside) == "root-unavailable", "\(outside.stderr)")
+        #expect(!outside.stdout.contains(Array("s3cret".utf8)))
+        // A snap without snapd's snapctl cannot show its password-manager-service connection.
+        let snap = try f.cli(f.notes, in: nil, "get", "api/token", extra: ["SNAP_NAME": "notes", "SNAP_INSTANCE_NAME": Self.notes])
+        #expect(snap.status == 1 && Self.code(snap) == "root-unavailable", "\(snap.stderr)")
+
+        // The other app's own store, then the files swapped: Notes' store and floor file under
+        // Other's directories, opened in Other's sandbox as Other. Another secret, another
+        // domain: the root does not belong to the store.
+        #expect(try f.cli(f.other, in: f.otherSandbox, "init", "--root", "portal").status == 0)
+        #expect(try f.cli(f.other, in: f.otherSandbox, "set", "api/token", "other").status == 0)
+        let otherStore = try #require(readBytes(f.other.storePath)), otherFloor = try #require(readBytes(Self.floorPath(f.other)))
+        writeBytes(f.other.storePath, store)
+        writeBytes(Self.floorPath(f.other), floor)
+        let swapped = try f.cli(f.other, in: f.otherSandbox, "get", "api/token")
+        #expect(swapped.status != 0 && Self.code(swapped) == "platform-key-invalidated", "\(swapped.stderr)")
+        #expect(!swapped.stdout.contains(Array("s3cret".utf8)))
+        writeBytes(f.notes.storePath, otherStore)
+        writeBytes(Self.floorPath(f.notes), otherFloor)
+        let swappedBack = try f.cli(f.notes, in: f.notesSandbox, "get", "api/token")
+        #expect(swappedBack.status != 0 && Self.code(swappedBack) == "platform-key-invalidated", "\(swappedBack.stderr)")
+        writeBytes(f.notes.storePath, store)
+        writeBytes(Self.floorPath(f.notes), floor)
+
+        // The independent reader opens the store from docs/format.md alone, given the portal's
+        // secret for Notes (which an unsandboxed process reads from the keyring) and the floor file.
+        let secretFile = f.notes.root + "/portal-secret"
+        writeBytes(secretFile, try f.service.portalSecret(app: Self.notes))
+        let read = try run("/usr/bin/python3", [IndependentReaderTests.reader, "--app", Self.notes, "--portal-secret", secretFile,
+                                                "--portal-floor", Self.floorPath(f.notes), "--store", f.notes.storePath],
+                           environment: f.notes.environment)
+        #expect(read.status == 0 && read.out == "{\"api/token\": \"\(hexString(Array("s3cret".utf8)))\"}\n", "\(read.out) \(read.stderr)")
+        // Other's secret does not read it.
+        writeBytes(secretFile, try f.service.portalSecret(app: Self.other))
+        let wrong = try run("/usr/bin/python3", [IndependentReaderTests.reader, "--app", Self.notes, "--portal-secret", secretFile,
+                                                 "--portal-floor", Self.floorPath(f.notes), "--store", f.notes.storePath],
+                            environment: f.notes.environment)
+        #expect(wrong.status == 1 && wrong.stdout.isEmpty, "\(wrong.stderr)")
+    }
+
+    /// Inside a sandbox `auto` is the portal root; outside one it stays as it was (file-root
+    /// here, where no Secret Service is asked for: the keyring is on the test's private bus).
+    @Test func autoInsideASandboxIsThePortal() throws {
+        let f = try Fixture()
+        let created = try f.cli(f.notes, in: f.notesSandbox, "init", "--root", "auto")
+        #expect(created.status == 0, "\(created.stderr)")
+        #expect(try f.status(f.notes, in: f.notesSandbox)["rootPlugin"] as? String == "portal")
+        let outside = try run(cliPath, ["init", "--root", "auto"], environment: f.other.environment)
+        #expect(outside.status == 0, "\(outside.stderr)")
+        #expect(try f.cli(f.other, in: nil, "status", "--json").out.contains("\"rootPlugin\":\"file-root\""))
+    }
+
+    /// A rollback floor that was raised is kept in the floor file, authenticated: a flipped byte
+    /// fails the open, and a store older than the floor is refused.
+    @Test func theFloorFileIsAuthenticatedAndHoldsTheFloor() throws {
+        let f = try Fixture()
+        #expect(try f.cli(f.notes, in: f.notesSandbox, "init", "--root", "portal").status == 0)
+        #expect(try f.cli(f.notes, in: f.notesSandbox, "set", "k", "v").status == 0)
+        let epoch1 = try #require(readBytes(f.notes.storePath))
+        // A rotation raises the floor: enrolling a recovery key makes epoch 2.
+        let enrolled = try f.cli(f.notes, in: f.notesSandbox, "enroll", "recovery", "--json", "--no-input")
+        #expect(enrolled.status == 0, "\(enrolled.stderr)")
+        let raised = try #require(readBytes(Self.floorPath(f.notes)))
+        #expect(raised.count == 46 && raised[13] == 2 && raised[6..<13].allSatisfy { $0 == 0 }, "the floor is the rotation's epoch")
+        let epoch2 = try #require(readBytes(f.notes.storePath))
+        writeBytes(f.notes.storePath, epoch1)
+        let rolledBack = try f.cli(f.notes, in: f.notesSandbox, "get", "k")
+        #expect(rolledBack.status != 0 && Self.code(rolledBack) == "rolled-back", "\(rolledBack.stderr)")
+        writeBytes(f.notes.storePath, epoch2)
+        var floor = try #require(readBytes(Self.floorPath(f.notes)))
+        floor[20] ^= 1
+        writeBytes(Self.floorPath(f.notes), floor)
+        let tampered = try f.cli(f.notes, in: f.notesSandbox, "get", "k", "--no-input")
+        #expect(tampered.status != 0 && Self.code(tampered) == "integrity", "\(tampered.stderr)")
+        unlink(Self.floorPath(f.notes))
+        let missing = try f.cli(f.notes, in: f.notesSandbox, "get", "k", "--no-input")
+        #expect(missing.status != 0 && Self.code(missing) == "platform-key-invalidated", "\(missing.stderr)")
+    }
+
+    /// A portal that is gone, or that owns its name and never answers, is root-unavailable
+    /// within the plugin's bound (10 s), never a hang.
+    @Test func aStoppedPortalIsRootUnavailable() throws {
+        let f = try Fixture()
+        #expect(try f.cli(f.notes, in: f.notesSandbox, "init", "--root", "portal").status == 0)
+        #expect(try f.cli(f.notes, in: f.notesSandbox, "set", "k", "v").status == 0)
+        f.service.pausePortal()
+        let start = Date()
+        let paused = try f.cli(f.notes, in: f.notesSandbox, "get", "k")
+        let took = Date().timeIntervalSince(start)
+        f.service.resumePortal()
+        #expect(paused.status == 1 && Self.code(paused) == "root-unavailable", "\(paused.stderr)")
+        #expect(took < 30, "a paused portal held the CLI for \(took) s")
+        f.service.stopPortal()
+        let stopped = try f.cli(f.notes, in: f.notesSandbox, "get", "k")
+        #expect(stopped.status == 1 && Self.code(stopped) == "root-unavailable", "\(stopped.stderr)")
+    }
+}
