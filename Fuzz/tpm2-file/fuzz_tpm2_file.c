@@ -12,7 +12,8 @@
  * A broken promise aborts (a crash artifact), as does a memory error.
  * Built by scripts/fuzz.sh:
  *   clang -fsanitize=fuzzer,address -I Sources/CKeybayPlugin/include -I Sources/CKeybayRootFiles/include \
- *     Fuzz/tpm2-file/fuzz_tpm2_file.c Sources/CKeybayRootFiles/root_files.c -lsodium -ldl
+ *     -I Sources/CKeybayTPM2/include Fuzz/tpm2-file/fuzz_tpm2_file.c (every .c of Sources/CKeybayRootFiles \
+ *     and Sources/CKeybayTPM2) -lsodium -ldl -lpthread
  */
 #include "../../Plugins/tpm2/tpm2_root.c"
 
@@ -28,8 +29,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc;
     (void)argv;
     expect(sodium_init() >= 0, "libsodium");
-    pthread_once(&tss_once, tss_load);
-    expect(tss_ok, tss_error);
+    const char *unloaded = keybay_tpm2_load_tss();
+    expect(unloaded == NULL, unloaded ? unloaded : "");
     return 0;
 }
 

@@ -69,6 +69,11 @@ static void tss_load(void) {
     tss_ok = 1;
 }
 
+const char *keybay_tpm2_load_tss(void) {
+    pthread_once(&tss_once, tss_load);
+    return tss_ok ? NULL : tss_error;
+}
+
 /* ---------------------------------------------------------------- errors */
 
 int keybay_tpm2_rc_is_tpm(TSS2_RC rc) { return (rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER; }
@@ -457,10 +462,10 @@ keybay_status keybay_tpm2_begin(const keybay_host *host, keybay_tpm2 *t, const c
     t->deadline.tv_sec += t->timeout_ms / 1000;
     t->deadline.tv_nsec += (t->timeout_ms % 1000) * 1000000;
     if (t->deadline.tv_nsec >= 1000000000) { t->deadline.tv_sec++; t->deadline.tv_nsec -= 1000000000; }
-    pthread_once(&tss_once, tss_load);
-    if (!tss_ok)
+    const char *unloaded = keybay_tpm2_load_tss();
+    if (unloaded)
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s cannot load tpm2-tss (%s); the %s needs libtss2-esys0, "
-                    "libtss2-tctildr0, libtss2-mu0 and libtss2-rc0", plugin, tss_error, user);
+                    "libtss2-tctildr0, libtss2-mu0 and libtss2-rc0", plugin, unloaded, user);
     return KEYBAY_OK;
 }
 

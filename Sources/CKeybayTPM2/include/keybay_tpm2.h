@@ -69,6 +69,9 @@ struct keybay_tss {
 extern struct keybay_tss keybay_tss;
 #define T(name) (keybay_tss.name)
 
+/* Opens tpm2-tss once per process: NULL when every symbol resolved, else why not. */
+const char *keybay_tpm2_load_tss(void);
+
 #define KEYBAY_TPM2_TIMEOUT_MAX_MS 30000L /* the bound of every operation (docs/security.md) */
 #define KEYBAY_TPM2_TCTI_MAX_BYTES 256
 #define KEYBAY_TPM2_DEFAULT_DEVICE "/dev/tpmrm0"
