@@ -26,9 +26,10 @@ final class CError: @unchecked Sendable {
         self.tookEffect = tookEffect
     }
 
-    convenience init(_ e: KeybayError) {
+    /// `e` as a C error; `methodID` names the method when `e` does not.
+    convenience init(_ e: KeybayError, methodID: String? = nil) {
         self.init(code: ErrorCodes.numbers[e.code] ?? KEYBAY_ERR_PLUGIN_FAILED, name: e.code.rawValue, message: e.message, path: e.path,
-                  pluginID: e.pluginID, methodID: e.methodID, tookEffect: e.tookEffect)
+                  pluginID: e.pluginID, methodID: e.methodID ?? methodID, tookEffect: e.tookEffect)
     }
 
     deinit {

@@ -16,15 +16,18 @@ final class CInteraction: KeybayInteraction, @unchecked Sendable {
     /// reach `ask_secret`.
     static func from(_ pointer: UnsafePointer<keybay_interaction>?) throws -> CInteraction? {
         guard let pointer else { return nil }
-        let given = Int(pointer.pointee.struct_size)
-        guard pointer.pointee.abi_version == KEYBAY_INTERACTION_ABI_VERSION else {
-            throw invalidArgument("keybay_interaction.abi_version is \(pointer.pointee.abi_version), expected \(KEYBAY_INTERACTION_ABI_VERSION)")
+        // The two leading fields are read as bytes: the caller's struct may be shorter than ours.
+        let raw = UnsafeRawPointer(pointer)
+        let version = raw.loadUnaligned(fromByteOffset: 0, as: UInt32.self)
+        let given = Int(raw.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
+        guard version == KEYBAY_INTERACTION_ABI_VERSION else {
+            throw invalidArgument("keybay_interaction.abi_version is \(version), expected \(KEYBAY_INTERACTION_ABI_VERSION)")
         }
         let needed = MemoryLayout<keybay_interaction>.offset(of: \.ask_secret)! + MemoryLayout<UnsafeRawPointer>.size
         guard given >= needed else { throw invalidArgument("keybay_interaction.struct_size is \(given), less than the \(needed) bytes through ask_secret") }
         var copy = keybay_interaction()
         withUnsafeMutableBytes(of: &copy) { target in
-            target.copyMemory(from: UnsafeRawBufferPointer(start: pointer, count: min(given, target.count)))
+            target.copyMemory(from: UnsafeRawBufferPointer(start: raw, count: min(given, target.count)))
         }
         return CInteraction(copy)
     }

@@ -25,20 +25,38 @@ public func keybay_enroll(_ store: OpaquePointer?, _ plugin: UnsafePointer<CChar
         }
         let asker = try CInteraction.from(host)
         let prepared = try session.auth.prepare(plugin: plugin, options: pairs, label: label, interaction: asker ?? NonInteractive())
-        // A secret shown once opens only the new store: without a host to show it, store nothing.
-        if prepared.shownSecret != nil && asker?.canShowSecret != true {
-            prepared.discard()
-            throw KeybayError(.interactionRequired, "\(plugin) shows a secret once, but the host gave no show_secret; nothing was enrolled")
+        // A secret shown once opens only the new store: without a host to show it, store nothing;
+        // one that cannot reach the host whole (a NUL in it) is refused before anything is stored.
+        if let shown = prepared.shownSecret {
+            guard asker?.canShowSecret == true else {
+                prepared.discard()
+                throw KeybayError(.interactionRequired, "\(plugin) shows a secret once, but the host gave no show_secret; nothing was enrolled")
+            }
+            guard !shown.text.withUnsafeBytes({ $0.contains(0) }) else {
+                prepared.discard()
+                throw KeybayError(.pluginFailed, "\(plugin) showed a secret with a NUL byte, which show_secret cannot pass on; nothing was enrolled")
+            }
         }
-        var unconfirmed: Error?
+        var unconfirmed: KeybayError?
         do {
             try prepared.commit()
         } catch let e as KeybayError where e.tookEffect {
             unconfirmed = e // stored all the same: hand the secret over, then report it
         }
-        if let shown = prepared.shownSecret, let asker { try asker.showSecret(shown) }
-        if let unconfirmed { throw unconfirmed }
+        // The id goes out with an unconfirmed commit too: the method is in the store.
         methodID?.pointee = strdup(prepared.method.id)
+        if let shown = prepared.shownSecret, let asker {
+            do {
+                try asker.showSecret(shown)
+            } catch {
+                // A secret nobody received must not stay a way in.
+                try? prepared.takeBack()
+                free(methodID?.pointee)
+                methodID?.pointee = nil
+                throw error
+            }
+        }
+        if let unconfirmed { throw CAPIFailure(error: CError(unconfirmed, methodID: prepared.method.id)) }
     }
 }
 
@@ -47,7 +65,9 @@ public func keybay_remove_method(_ store: OpaquePointer?, _ methodID: UnsafePoin
                                  _ err: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
     reporting(err) {
         let session = try CStore.from(store).session
-        _ = try CInteraction.from(host) // checked like every interaction; removal asks no method
+        // Checked like every interaction; removal runs no method, and the root asks through the
+        // interaction the store was opened with (keybay.h).
+        _ = try CInteraction.from(host)
         try session.auth.remove(try text(methodID, "method_id"))
     }
 }

@@ -90,6 +90,10 @@ public func keybay_set(_ store: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ 
         let session = try CStore.from(store).session
         let key = try text(key, "key")
         guard value != nil || length == 0 else { throw invalidArgument("keybay_set: value is NULL with a length of \(length)") }
+        // A size_t past Int's range, or past the format's limit, is refused before anything is copied.
+        guard length >= 0, length <= KeybayRecordKey.maxValueBytes else {
+            throw KeybayError(.valueTooLarge, "the value for '\(key)' is \(UInt(bitPattern: length)) bytes, limit \(KeybayRecordKey.maxValueBytes)")
+        }
         try session.set(key, bytes: value.map { Array(UnsafeBufferPointer(start: $0, count: length)) } ?? [])
     }
 }
@@ -123,7 +127,7 @@ public func keybay_keys(_ store: OpaquePointer?, _ keys: UnsafeMutablePointer<Un
 @_cdecl("keybay_free_strings")
 public func keybay_free_strings(_ strings: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ count: Int) {
     guard let strings else { return }
-    for i in 0..<count { free(strings[i]) }
+    for i in 0..<max(count, 0) { free(strings[i]) }
     free(strings)
 }
 

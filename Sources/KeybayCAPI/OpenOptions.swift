@@ -10,11 +10,17 @@ struct OpenOptions {
 
     init(_ pointer: UnsafePointer<keybay_open_options>?) throws {
         guard let pointer else { throw invalidArgument("keybay_open_options is NULL") }
-        let given = Int(pointer.pointee.struct_size)
-        guard given >= MemoryLayout<keybay_open_options>.size else {
-            throw invalidArgument("keybay_open_options.struct_size is \(given), expected at least \(MemoryLayout<keybay_open_options>.size)")
+        // struct_size is read as bytes, and only the fields it covers are copied: the caller's
+        // struct may be shorter than this header's, and a later one longer.
+        let raw = UnsafeRawPointer(pointer)
+        let given = Int(raw.loadUnaligned(fromByteOffset: 0, as: UInt32.self))
+        guard given >= Self.version1Bytes else {
+            throw invalidArgument("keybay_open_options.struct_size is \(given), less than the \(Self.version1Bytes) bytes of version 1")
         }
-        let options = pointer.pointee
+        var options = keybay_open_options()
+        withUnsafeMutableBytes(of: &options) { target in
+            target.copyMemory(from: UnsafeRawBufferPointer(start: raw, count: min(given, target.count)))
+        }
         guard let app = options.app_id else { throw invalidArgument("keybay_open_options.app_id is NULL") }
         var configuration = try KeybayConfiguration(applicationID: try Self.text(app, "app_id"))
         if let root = options.root {
@@ -32,6 +38,9 @@ struct OpenOptions {
         methodID = try options.method_id.map { try Self.text($0, "method_id") }
         noInput = options.no_input != 0
     }
+
+    /// The size of version 1's struct, through `no_input`: what every caller passes at least.
+    static let version1Bytes = MemoryLayout<keybay_open_options>.offset(of: \.no_input)! + MemoryLayout<Int32>.size
 
     /// A C string as text; `.invalidArgument` when it is not UTF-8.
     static func text(_ c: UnsafePointer<CChar>, _ what: String) throws -> String {

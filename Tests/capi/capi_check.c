@@ -4,6 +4,7 @@
 // the store of KEYBAY_APP_ID in the XDG directories of its environment and exits 1 on a
 // failed check. CAPITests runs it.
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,13 @@ static const struct { int code; const char *name; } names[] = {
     {KEYBAY_ERR_CLOSED, "closed"},
     {KEYBAY_ERR_NOT_FOUND, "not-found"}
 };
+
+static char shown[128];
+
+static void show(void *context, const char *label, const char *secret) {
+    (void)context; (void)label;
+    snprintf(shown, sizeof shown, "%s", secret);
+}
 
 struct worker { keybay_store *store; int index; int failures; };
 
@@ -175,6 +183,15 @@ int main(void) {
     if (!store) return 1;
     CHECK(keybay_get(store, "k", &value, &length, NULL) == 0 && length == 3, "get after reopening");
     keybay_free_value(value, length);
+    // An interaction only as long as ask_secret (struct_size says so) is read no further.
+    size_t short_size = offsetof(keybay_interaction, ask_secret) + sizeof(void *);
+    keybay_interaction *brief = malloc(short_size);
+    memcpy(brief, &asker, short_size);
+    brief->struct_size = (uint32_t)short_size;
+    keybay_store *again = keybay_open(&with, brief, &err);
+    CHECK(again != NULL, "a short interaction: %s", err ? keybay_error_message(err) : "");
+    keybay_close(again);
+    free(brief);
     char *json = NULL;
     CHECK(keybay_status_json(&o, &json, &err) == 0 && json && strstr(json, "\"state\":\"protected\"") && strstr(json, method), "status: %s", json ? json : "");
     keybay_free_string(json);
@@ -195,6 +212,21 @@ int main(void) {
     keybay_close(store);
     CHECK(keybay_status_json(&o, &json, NULL) == 0 && strstr(json, "\"state\":\"platform-only\""), "still platform-only: %s", json);
     keybay_free_string(json);
+
+    // With show_secret: the recovery key reaches the host after it is stored, and opens the store.
+    keybay_interaction shower = asker;
+    shower.show_secret = show;
+    store = keybay_open(&o, NULL, NULL);
+    CHECK(keybay_enroll(store, "recovery", NULL, NULL, &shower, &recovery, &err) == 0 && recovery && strlen(shown) > 50,
+          "recovery with show_secret: %s", err ? keybay_error_message(err) : "");
+    keybay_close(store);
+    struct answers key = {shown, 0};
+    keybay_interaction key_asker = asking(&key);
+    keybay_open_options by_key = options(recovery);
+    store = keybay_open(&by_key, &key_asker, &err);
+    CHECK(store != NULL && key.asked == 1, "the shown recovery key opens the store: %s", err ? keybay_error_message(err) : "");
+    keybay_close(store);
+    keybay_free_string(recovery);
 
     CHECK(keybay_reset(&o, &err) == 0, "reset");
     CHECK(keybay_status_json(&o, &json, NULL) == 0 && strstr(json, "\"state\":\"absent\""), "absent after reset: %s", json);

@@ -16,7 +16,8 @@
  * Memory: everything handed out is freed by its own function: a value by keybay_free_value
  * (which wipes it first; values are handed out in guarded memory), a string by
  * keybay_free_string, a list of keys by keybay_free_strings, an error by keybay_error_free.
- * Strings are UTF-8 and NUL-terminated; what the library is given is copied, never kept.
+ * Strings are UTF-8 and NUL-terminated; what the library is given is copied, never kept, save
+ * the interaction given to keybay_open (below).
  *
  * Threading: a keybay_store may be used from several threads at once; each call sees one whole
  * generation of the store, and writes are serialised (between processes too, by the store's
@@ -25,7 +26,10 @@
  * thread. keybay_close must not race other calls on the same handle.
  *
  * Interaction: who an unlock method may ask (a passphrase, a PIN, a confirmation). NULL never
- * asks: what needs the user fails with KEYBAY_ERR_INTERACTION_REQUIRED. The struct begins with
+ * asks: what needs the user fails with KEYBAY_ERR_INTERACTION_REQUIRED. The interaction given
+ * to keybay_open is kept by the store: its root may ask through it later (a locked keyring's
+ * confirm, when another process gave the store a new key), on whichever thread uses the handle;
+ * it and its context must stay valid until keybay_close. The struct begins with
  * abi_version (KEYBAY_INTERACTION_ABI_VERSION) and struct_size (sizeof the caller's struct),
  * so it can grow: the library reads only the fields struct_size covers.
  */
@@ -120,7 +124,7 @@ typedef struct keybay_interaction {          /* abi_version and struct_size firs
 } keybay_interaction;
 
 typedef struct keybay_open_options {
-    uint32_t struct_size;             /* sizeof(keybay_open_options) */
+    uint32_t struct_size;             /* sizeof(keybay_open_options); the library reads only what it covers */
     const char *app_id;               /* required: [A-Za-z0-9][A-Za-z0-9._-]{0,119} */
     const char *root;                 /* NULL: the default (KEYBAY_ROOT, else file-root); "auto" tries the configured list */
     const char *method_id;            /* NULL: the only method, else ask which */
@@ -128,7 +132,8 @@ typedef struct keybay_open_options {
     int no_input;                     /* nonzero: never ask, whatever the interaction */
 } keybay_open_options;
 
-/* Opens the application's store (created, platform-only, when nothing exists). A protected
+/* Opens the application's store (created, platform-only, when nothing exists), keeping
+ * `interaction` for the store's root until keybay_close (see Interaction above). A protected
  * store opens with method_id, or with its only method; several methods and no method_id is
  * KEYBAY_ERR_AUTHENTICATION_REQUIRED. NULL on failure. */
 KEYBAY_API KEYBAY_API_WARN_UNUSED_RESULT
@@ -150,7 +155,8 @@ KEYBAY_API void keybay_free_strings(char **strings, size_t count);
  * ("name=value", NULL-terminated, may be NULL), its ceremony asking through `interaction`;
  * a secret the method shows once (a recovery key) goes to interaction->show_secret after the
  * method is stored (without show_secret nothing is stored: KEYBAY_ERR_INTERACTION_REQUIRED).
- * The new method's id in *method_id (free with keybay_free_string). */
+ * The new method's id in *method_id (free with keybay_free_string), also when the call fails
+ * with keybay_error_took_effect set (the method is stored; the error names it). */
 KEYBAY_API int  keybay_enroll(keybay_store *store, const char *plugin, const char *label /* may be NULL */,
                    const char *const *options /* "name=value", NULL-terminated, may be NULL */,
                    const keybay_interaction *interaction, char **method_id /* free with keybay_free_string */, keybay_error **err);
