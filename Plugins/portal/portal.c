@@ -3,10 +3,12 @@
  *
  * Inside a Flatpak or snap sandbox, xdg-desktop-portal hands each application a secret of its
  * own (org.freedesktop.portal.Secret.RetrieveSecret, kept by the portal's backend, e.g. in one
- * gnome-keyring item per application). The root key is derived from it and the storage domain;
- * the portal's secret is never stored:
+ * gnome-keyring item per application). The root key is derived from it, 32 random bytes made
+ * when the root is created (rootNonce, kept in the floor file below: the portal cannot delete its
+ * secret, so removing the floor file is what destroys the root) and the storage domain; the
+ * portal's secret is never stored:
  *
- *   root            = HKDF(ikm = portalSecret, salt = storageDomain, info = "keybay:v2:s1:key:portal-root", L = 32)
+ *   root            = HKDF(ikm = portalSecret | rootNonce, salt = storageDomain, info = "keybay:v2:s1:key:portal-root", L = 32)
  *   Provider state  = SHA-256("keybay:v2:s1:provider-state:portal" | 0x00 | storageDomain | root)   (32 B)
  *   Sealed package  = nonce(24) | XChaCha20-Poly1305(root, plaintext, aad)
  *
@@ -14,10 +16,11 @@
  * key derived from the root (the portal keeps one secret and nothing else):
  *
  *   floorKey   = HKDF(ikm = root, salt = storageDomain, info = "keybay:v2:s1:key:portal-floor", L = 32)
- *   floor file = "KBPF" | version:u16 BE (= 1) | floor:u64 BE | HMAC-SHA256(floorKey, "KBPF" | version | floor)   (46 B)
+ *   floor file = "KBPF" | version:u16 BE (= 2) | rootNonce(32) | floor:u64 BE | HMAC-SHA256(floorKey, the 46 bytes before)   (78 B)
  *
  * The floor file is written at creation (floor 0) and is the root's presence: without it the
- * root is missing (ROOT_MISSING), never recreated on open.
+ * root is missing (ROOT_MISSING), never recreated on open; reset removes it, and with it the
+ * nonce, so no copy of the store opens again.
  *
  * Outside a sandbox every program gets one and the same portal secret, so the root is refused
  * there (NOT_AVAILABLE). A sandbox is a Flatpak (/.flatpak-info, its [Application] name=) or a
@@ -61,7 +64,10 @@
 #define ROOT_BYTES 32
 #define STATE_BYTES 32
 #define FLOOR_FILE "portal-root.floor"
-#define FLOOR_FILE_BYTES 46
+#define NONCE_BYTES 32
+#define FLOOR_BODY_BYTES (6 + NONCE_BYTES + 8)
+#define FLOOR_FILE_BYTES (FLOOR_BODY_BYTES + 32)
+#define FLOOR_VERSION "\0\2"
 #define FLOOR_MAGIC "KBPF"
 #define SECRET_MIN_BYTES 32
 #define SECRET_MAX_BYTES 1024
@@ -413,64 +419,76 @@ static void provider_state(const uint8_t *root, const uint8_t *domain, uint8_t o
     keybay_rf_provider_state(provider_state_label, domain, root, out);
 }
 
-/* The root of this sandbox and storage domain, in guarded memory (the portal's secret is wiped
-   and freed here). */
-static keybay_status derive_root(const keybay_host *host, const keybay_root_context *c, uint8_t **root_out) {
-    sandbox box;
-    keybay_status s = check_sandbox(host, c, &box);
-    if (s != KEYBAY_OK) return s;
+/* The root of this sandbox's portal secret, `nonce` and the storage domain, in guarded memory
+   (the portal's secret is wiped and freed here). The caller has checked the sandbox. */
+static keybay_status derive_root(const keybay_host *host, const keybay_root_context *c, const uint8_t nonce[NONCE_BYTES],
+                                 uint8_t **root_out) {
     uint8_t *secret;
     size_t length;
-    if ((s = retrieve_secret(host, &secret, &length)) != KEYBAY_OK) return s;
-    uint8_t *root = sodium_malloc(ROOT_BYTES);
-    if (root) hkdf32(secret, length, c->storage_domain, 32, root_info, root);
+    keybay_status s = retrieve_secret(host, &secret, &length);
+    if (s != KEYBAY_OK) return s;
+    uint8_t *ikm = sodium_malloc(length + NONCE_BYTES), *root = sodium_malloc(ROOT_BYTES);
+    if (ikm && root) {
+        memcpy(ikm, secret, length);
+        memcpy(ikm + length, nonce, NONCE_BYTES);
+        hkdf32(ikm, length + NONCE_BYTES, c->storage_domain, 32, root_info, root);
+    }
     sodium_free(secret);
-    if (!root) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    sodium_free(ikm);
+    if (!ikm || !root) { sodium_free(root); return fail(host, KEYBAY_ERR_INTERNAL, "out of memory"); }
     *root_out = root;
     return KEYBAY_OK;
 }
 
-/* The floor file for `floor`: magic, version, floor and its HMAC under the floor key. */
-static void floor_file(const uint8_t *root, const uint8_t *domain, uint64_t floor, uint8_t out[FLOOR_FILE_BYTES]) {
-    memcpy(out, FLOOR_MAGIC "\0\1", 6);
-    for (int i = 0; i < 8; i++) out[6 + i] = (uint8_t)(floor >> (56 - 8 * i));
+/* The floor file for `nonce` and `floor`: magic, version, nonce, floor and their HMAC under the
+   floor key. */
+static void floor_file(const uint8_t *root, const uint8_t *domain, const uint8_t nonce[NONCE_BYTES], uint64_t floor,
+                       uint8_t out[FLOOR_FILE_BYTES]) {
+    memcpy(out, FLOOR_MAGIC FLOOR_VERSION, 6);
+    memcpy(out + 6, nonce, NONCE_BYTES);
+    for (int i = 0; i < 8; i++) out[6 + NONCE_BYTES + i] = (uint8_t)(floor >> (56 - 8 * i));
     uint8_t key[32];
     hkdf32(root, ROOT_BYTES, domain, 32, floor_info, key);
     crypto_auth_hmacsha256_state h;
     crypto_auth_hmacsha256_init(&h, key, sizeof key);
-    crypto_auth_hmacsha256_update(&h, out, 14);
-    crypto_auth_hmacsha256_final(&h, out + 14);
+    crypto_auth_hmacsha256_update(&h, out, FLOOR_BODY_BYTES);
+    crypto_auth_hmacsha256_final(&h, out + FLOOR_BODY_BYTES);
     sodium_memzero(key, sizeof key);
     sodium_memzero(&h, sizeof h);
 }
 
-/* The root `state` names, in guarded memory, and its floor from the floor file: ROOT_MISMATCH
-   when the portal's secret gives another provider state (checked before any decryption),
-   ROOT_MISSING without the floor file, INTEGRITY when the file does not authenticate. */
+/* The root `state` names, in guarded memory, with its nonce and floor from the floor file:
+   ROOT_MISSING without the floor file; INTEGRITY for a file that is not a version-2 floor file
+   (the root may still be there: a damaged file is not a lost key); ROOT_MISMATCH when this
+   sandbox's portal secret and the file's nonce give another provider state (checked before any
+   decryption); INTEGRITY when the file does not authenticate. */
 static keybay_status load_matching_root(const keybay_host *host, const keybay_root_context *c,
-                                        const uint8_t *state, size_t state_length, uint8_t **root_out, uint64_t *floor_out) {
-    uint8_t *root;
-    keybay_status s = derive_root(host, c, &root);
+                                        const uint8_t *state, size_t state_length, uint8_t **root_out,
+                                        uint8_t nonce_out[NONCE_BYTES], uint64_t *floor_out) {
+    sandbox box;
+    keybay_status s = check_sandbox(host, c, &box);
     if (s != KEYBAY_OK) return s;
-    uint8_t expected[STATE_BYTES];
-    provider_state(root, c->storage_domain, expected);
     char path[KEYBAY_ROOT_PATH_BYTES];
     keybay_rf_path(c, FLOOR_FILE, path, sizeof path); /* for messages: truncation is harmless */
-    if (state_length != STATE_BYTES || sodium_memcmp(expected, state, STATE_BYTES) != 0)
-        s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: this sandbox's portal secret is not the one this store was made with (another application, or another portal secret)");
     uint8_t file[FLOOR_FILE_BYTES + 1], recomputed[FLOOR_FILE_BYTES];
     size_t length = 0;
-    if (s == KEYBAY_OK) s = keybay_rf_read(host, c, FLOOR_FILE, "the portal root's floor file", file, sizeof file, &length);
+    s = keybay_rf_read(host, c, FLOOR_FILE, "the portal root's floor file", file, sizeof file, &length);
+    if (s != KEYBAY_OK) return s;
+    if (length != FLOOR_FILE_BYTES || memcmp(file, FLOOR_MAGIC FLOOR_VERSION, 6) != 0)
+        return fail(host, KEYBAY_ERR_INTEGRITY, "%s is not a version-2 portal floor file (%zu bytes); it was damaged or replaced", path, length);
+    uint8_t *root;
+    if ((s = derive_root(host, c, file + 6, &root)) != KEYBAY_OK) return s;
+    uint8_t expected[STATE_BYTES];
+    provider_state(root, c->storage_domain, expected);
     uint64_t floor = 0;
-    if (s == KEYBAY_OK) {
-        for (int i = 0; i < 8 && length == FLOOR_FILE_BYTES; i++) floor = floor << 8 | file[6 + i];
-        floor_file(root, c->storage_domain, floor, recomputed);
-        if (length != FLOOR_FILE_BYTES || memcmp(file, FLOOR_MAGIC "\0\1", 6) != 0)
-            s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is not a version-1 portal floor file", path);
-        else if (sodium_memcmp(file, recomputed, FLOOR_FILE_BYTES) != 0)
-            s = fail(host, KEYBAY_ERR_INTEGRITY, "%s failed authentication with the portal root (it was modified, or belongs to another store)", path);
-    }
+    for (int i = 0; i < 8; i++) floor = floor << 8 | file[6 + NONCE_BYTES + i];
+    floor_file(root, c->storage_domain, file + 6, floor, recomputed);
+    if (state_length != STATE_BYTES || sodium_memcmp(expected, state, STATE_BYTES) != 0)
+        s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: this sandbox's portal secret and %s do not give the root this store was made with (another application, another portal secret, or a root made again since)", path);
+    else if (sodium_memcmp(file, recomputed, FLOOR_FILE_BYTES) != 0)
+        s = fail(host, KEYBAY_ERR_INTEGRITY, "%s failed authentication with the portal root (it was modified, or belongs to another store)", path);
     if (s != KEYBAY_OK) { sodium_free(root); return s; }
+    memcpy(nonce_out, file + 6, NONCE_BYTES);
     *root_out = root;
     *floor_out = floor;
     return KEYBAY_OK;
@@ -497,11 +515,12 @@ static keybay_status root_create(const keybay_host *host, const keybay_root_cont
     char path[KEYBAY_ROOT_PATH_BYTES];
     keybay_rf_path(c, FLOOR_FILE, path, sizeof path);
     if (exists) return fail(host, KEYBAY_ERR_ROOT_EXISTS, "%s already exists; refusing to overwrite it", path);
-    uint8_t *root;
-    if ((s = derive_root(host, c, &root)) != KEYBAY_OK) return s;
+    uint8_t *root, nonce[NONCE_BYTES];
+    randombytes_buf(nonce, sizeof nonce);
+    if ((s = derive_root(host, c, nonce, &root)) != KEYBAY_OK) return s;
     if (!buffer_alloc(state_out, STATE_BYTES)) { sodium_free(root); return fail(host, KEYBAY_ERR_INTERNAL, "out of memory"); }
     uint8_t file[FLOOR_FILE_BYTES];
-    floor_file(root, c->storage_domain, 0, file);
+    floor_file(root, c->storage_domain, nonce, 0, file);
     s = keybay_rf_create(host, c, FLOOR_FILE, file, sizeof file); /* create-only: never overwritten */
     if (s == KEYBAY_OK) provider_state(root, c->storage_domain, state_out->data);
     else keybay_rf_free_buffer(state_out);
@@ -513,9 +532,9 @@ static keybay_status root_seal(const keybay_host *host, const keybay_root_contex
                                const uint8_t *state, size_t state_length,
                                const uint8_t *plaintext, size_t plaintext_length,
                                const uint8_t *aad, size_t aad_length, keybay_buffer *sealed_out) {
-    uint8_t *root;
+    uint8_t *root, nonce[NONCE_BYTES];
     uint64_t floor;
-    keybay_status s = load_matching_root(host, c, state, state_length, &root, &floor);
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, nonce, &floor);
     if (s != KEYBAY_OK) return s;
     s = keybay_rf_seal(host, root, plaintext, plaintext_length, aad, aad_length, sealed_out);
     sodium_free(root);
@@ -527,8 +546,8 @@ static keybay_status root_open_with_floor(const keybay_host *host, const keybay_
                                           const uint8_t *sealed, size_t sealed_length,
                                           const uint8_t *aad, size_t aad_length, keybay_buffer *plaintext_out,
                                           uint64_t *floor_out) {
-    uint8_t *root;
-    keybay_status s = load_matching_root(host, c, state, state_length, &root, floor_out);
+    uint8_t *root, nonce[NONCE_BYTES];
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, nonce, floor_out);
     if (s != KEYBAY_OK) return s;
     s = keybay_rf_open(host, root, sealed, sealed_length, aad, aad_length, plaintext_out, "the portal root");
     sodium_free(root);
@@ -538,13 +557,13 @@ static keybay_status root_open_with_floor(const keybay_host *host, const keybay_
 /* Rewrites the floor file with the new floor (staged, fsynced, renamed over); never lowers it. */
 static keybay_status root_raise_floor(const keybay_host *host, const keybay_root_context *c,
                                       const uint8_t *state, size_t state_length, uint64_t epoch) {
-    uint8_t *root;
+    uint8_t *root, nonce[NONCE_BYTES];
     uint64_t floor;
-    keybay_status s = load_matching_root(host, c, state, state_length, &root, &floor);
+    keybay_status s = load_matching_root(host, c, state, state_length, &root, nonce, &floor);
     if (s != KEYBAY_OK) return s;
     if (epoch > floor) {
         uint8_t file[FLOOR_FILE_BYTES];
-        floor_file(root, c->storage_domain, epoch, file);
+        floor_file(root, c->storage_domain, nonce, epoch, file);
         s = keybay_rf_replace(host, c, FLOOR_FILE, file, sizeof file);
     }
     sodium_free(root);
@@ -576,8 +595,8 @@ static keybay_status root_protection(const keybay_host *host, const keybay_root_
     return copy_text(host, protection_note, sizeof protection_note - 1, text_out);
 }
 
-/* Removes the floor file (the portal offers no way to delete its secret; without the floor file
-   the root is gone for Keybay); idempotent. */
+/* Removes the floor file, and with it the root's nonce: the portal offers no way to delete its
+   secret, but without the nonce it derives no root (no copy of the store opens again); idempotent. */
 static keybay_status root_reset(const keybay_host *host, const keybay_root_context *c) {
     return keybay_rf_remove(host, c, FLOOR_FILE);
 }

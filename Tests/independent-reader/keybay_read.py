@@ -330,26 +330,34 @@ def provider_state(domain: bytes, root: bytes, root_id: str = "file-root") -> by
 
 KNOWN_ROOTS = ("file-root", "secret-service", "portal")
 PORTAL_SECRET_LEN = (32, 1024)  # §4.3
-PORTAL_FLOOR_LEN = 46
+PORTAL_FLOOR_LEN = 78
 
 
-def portal_root(secret: bytes, domain: bytes) -> bytes:
-    """§4.3: root = HKDF(ikm = portalSecret, salt = storageDomain, info = "keybay:v2:s1:key:portal-root")."""
-    return hkdf(secret, domain, b"keybay:v2:s1:key:portal-root")
-
-
-def parse_portal_floor(data: bytes, root: bytes, domain: bytes) -> int:
-    """§4.3: "KBPF" | version:u16 (= 1) | floor:u64 | HMAC-SHA256(floorKey, the 14 bytes before)."""
+def portal_nonce(data: bytes) -> bytes:
+    """§4.3: the floor file's rootNonce, after its magic and version (checked here)."""
     if len(data) != PORTAL_FLOOR_LEN:
         raise FormatError(f"portal floor file: length {len(data)}, expected {PORTAL_FLOOR_LEN}")
     r = Reader(data, "portal floor file")
-    if r.take(4) != b"KBPF" or r.u16() != 1:
+    if r.take(4) != b"KBPF" or r.u16() != 2:
         raise FormatError("portal floor file: bad magic or version")
+    return r.take(32)
+
+
+def portal_root(secret: bytes, nonce: bytes, domain: bytes) -> bytes:
+    """§4.3: root = HKDF(ikm = portalSecret | rootNonce, salt = storageDomain, info = "keybay:v2:s1:key:portal-root")."""
+    return hkdf(secret + nonce, domain, b"keybay:v2:s1:key:portal-root")
+
+
+def parse_portal_floor(data: bytes, root: bytes, domain: bytes) -> int:
+    """§4.3: "KBPF" | version:u16 (= 2) | rootNonce(32) | floor:u64 | HMAC-SHA256(floorKey, the 46 bytes before)."""
+    portal_nonce(data)
+    r = Reader(data, "portal floor file")
+    r.take(6 + 32)
     floor = r.u64()
     tag = r.take(32)
     r.finish()
     floor_key = hkdf(root, domain, b"keybay:v2:s1:key:portal-floor")
-    if not hmac.compare_digest(hmac.new(floor_key, data[:14], hashlib.sha256).digest(), tag):
+    if not hmac.compare_digest(hmac.new(floor_key, data[:46], hashlib.sha256).digest(), tag):
         raise FormatError("portal floor file: authentication failed")
     return floor
 
@@ -669,7 +677,7 @@ def open_store_bytes(app: str, root_data: bytes, data: bytes, passphrase=None, m
         raise FormatError(f"store is on the root {root_id}, but a {root_kind} root was given")
     domain = storage_domain(app, root_id)
     if root_kind == "portal":
-        root = portal_root(root_data, domain)
+        root = portal_root(root_data, portal_nonce(portal_floor), domain)
     if not hmac.compare_digest(provider_state(domain, root, root_id), own_state):
         raise FormatError("provider state mismatch: platform key invalidated "
                           "(root does not belong to this store)")

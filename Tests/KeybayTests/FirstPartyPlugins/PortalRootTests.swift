@@ -57,11 +57,13 @@ import Testing
         let status = try f.status(f.notes, in: f.notesSandbox)
         #expect(status["rootPlugin"] as? String == "portal", "\(status)")
         #expect(status["state"] as? String == "platform-only")
-        // The bootstrap names the root; the floor file (46 bytes, floor 0) is the root's presence.
+        // The bootstrap names the root; the floor file (78 bytes: version 2, the root's nonce,
+        // floor 0) is the root's presence.
         let store = try #require(readBytes(f.notes.storePath))
         #expect(try RootTag.decode(Array(store[10..<(10 + Int(store[9]))]), context: "test").root == "portal")
         let floor = try #require(readBytes(Self.floorPath(f.notes)))
-        #expect(floor.count == 46 && Array(floor[0..<14]) == Array("KBPF".utf8) + [0, 1] + [UInt8](repeating: 0, count: 8))
+        #expect(floor.count == 78 && Array(floor[0..<6]) == Array("KBPF".utf8) + [0, 2] && floor[38..<46].allSatisfy { $0 == 0 }
+                && !floor[6..<38].allSatisfy { $0 == 0 })
         #expect(mode(Self.floorPath(f.notes)) == 0o600)
         #expect(!exists(f.notes.rootPath), "no file-root key for a store on the portal")
         // Both directories carry the backup markers, and status lists them read back.
@@ -154,20 +156,44 @@ import Testing
         let enrolled = try f.cli(f.notes, in: f.notesSandbox, "enroll", "recovery", "--json", "--no-input")
         #expect(enrolled.status == 0, "\(enrolled.stderr)")
         let raised = try #require(readBytes(Self.floorPath(f.notes)))
-        #expect(raised.count == 46 && raised[13] == 2 && raised[6..<13].allSatisfy { $0 == 0 }, "the floor is the rotation's epoch")
+        #expect(raised.count == 78 && raised[45] == 2 && raised[38..<45].allSatisfy { $0 == 0 }, "the floor is the rotation's epoch")
         let epoch2 = try #require(readBytes(f.notes.storePath))
         writeBytes(f.notes.storePath, epoch1)
         let rolledBack = try f.cli(f.notes, in: f.notesSandbox, "get", "k")
         #expect(rolledBack.status != 0 && Self.code(rolledBack) == "rolled-back", "\(rolledBack.stderr)")
         writeBytes(f.notes.storePath, epoch2)
-        var floor = try #require(readBytes(Self.floorPath(f.notes)))
-        floor[20] ^= 1
-        writeBytes(Self.floorPath(f.notes), floor)
-        let tampered = try f.cli(f.notes, in: f.notesSandbox, "get", "k", "--no-input")
-        #expect(tampered.status != 0 && Self.code(tampered) == "integrity", "\(tampered.stderr)")
+        // A flipped floor byte fails the HMAC; a flipped nonce byte gives another root; a file of
+        // another length is damaged, not a lost key.
+        for (offset, expected) in [(40, "integrity"), (20, "platform-key-invalidated")] {
+            var floor = raised
+            floor[offset] ^= 1
+            writeBytes(Self.floorPath(f.notes), floor)
+            let tampered = try f.cli(f.notes, in: f.notesSandbox, "get", "k", "--no-input")
+            #expect(tampered.status != 0 && Self.code(tampered) == expected, "byte \(offset): \(tampered.stderr)")
+        }
+        writeBytes(Self.floorPath(f.notes), Array(raised.prefix(46)))
+        let short = try f.cli(f.notes, in: f.notesSandbox, "get", "k", "--no-input")
+        #expect(short.status != 0 && Self.code(short) == "integrity", "\(short.stderr)")
+        writeBytes(Self.floorPath(f.notes), raised)
+        // Put back, it opens again (status opens the key package with the root).
+        #expect(try f.cli(f.notes, in: f.notesSandbox, "status", "--json").status == 0)
         unlink(Self.floorPath(f.notes))
         let missing = try f.cli(f.notes, in: f.notesSandbox, "get", "k", "--no-input")
         #expect(missing.status != 0 && Self.code(missing) == "platform-key-invalidated", "\(missing.stderr)")
+    }
+
+    /// The portal cannot delete its secret, so reset destroys the root's nonce instead: after a
+    /// reset and a new init, a copy of the old store put back does not open.
+    @Test func aResetStoreNeverOpensAgain() throws {
+        let f = try Fixture()
+        #expect(try f.cli(f.notes, in: f.notesSandbox, "init", "--root", "portal").status == 0)
+        #expect(try f.cli(f.notes, in: f.notesSandbox, "set", "k", "old").status == 0)
+        let old = try #require(readBytes(f.notes.storePath))
+        #expect(try f.cli(f.notes, in: f.notesSandbox, "reset", "--yes").status == 0)
+        #expect(try f.cli(f.notes, in: f.notesSandbox, "init", "--root", "portal").status == 0)
+        writeBytes(f.notes.storePath, old)
+        let reopened = try f.cli(f.notes, in: f.notesSandbox, "get", "k", "--no-input")
+        #expect(reopened.status != 0 && Self.code(reopened) == "platform-key-invalidated", "\(reopened.out) \(reopened.stderr)")
     }
 
     /// A portal that is gone, or that owns its name and never answers, is root-unavailable
