@@ -35,6 +35,9 @@ extension StoreEngine {
             let state = try newRoot.create(options: options)
             let landed: Landed
             do {
+                // The new root's directory (one a keyring root did not have) is marked as the
+                // store's is: a backup never holds the new half while the store stays out.
+                if try !file.backupMarkers().isEmpty { try setRootDirectoryBackupExclusion(true) }
                 let sealed = try destination.next(after: current.keys, providerState: state, methods: current.methods)
                 landed = try writeRotation(sealed, try destination.reencrypt(current, into: sealed), in: file, keyring: destination,
                                            what: "moving \(storePath) to the root \(targetID)")

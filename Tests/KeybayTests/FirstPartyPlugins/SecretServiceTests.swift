@@ -116,6 +116,11 @@ import Testing
         #expect(away.status == 0, "\(away.stderr)")
         #expect(try items(other).isEmpty && exists(other.rootPath))
         #expect(try items(f.box) == firstItem)
+        // The root directory the move made is kept out of backups, as the store directory is.
+        let afterMove = try JSONSerialization.jsonObject(with: Data(inOther("status", "--json").stdout)) as? [String: Any]
+        let markers = afterMove?["backupExclusion"] as? [String: Any]
+        #expect((markers?["rootDirectory"] as? [String])?.isEmpty == false && (markers?["storeDirectory"] as? [String])?.isEmpty == false,
+                "\(String(describing: markers))")
         let back = try inOther("root", "move", "secret-service")
         #expect(back.status == 0 && !back.stderr.contains("warning"), "\(back.stderr)")
         #expect(try items(other).count == 1 && !exists(other.rootPath))
