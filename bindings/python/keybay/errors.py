@@ -17,12 +17,21 @@ CODE_NAMES = (
 
 
 class Error(Exception):
-    """A failed call: `code` is the stable name ("wrong-secret"), `number` the KEYBAY_ERR_* value."""
+    """A failed call: `code` is the stable name ("wrong-secret"), `number` the KEYBAY_ERR_* value.
 
-    def __init__(self, number, code, message, path=None, plugin_id=None, method_id=None, took_effect=False):
-        super().__init__(f"{message} [{code}]")
-        self.number = number
-        self.code = code
+    Each subclass carries its own `number` and `code`, so a host raises `keybay.Cancelled()`.
+    """
+
+    number = None
+    code = None
+
+    def __init__(self, message="", *, number=None, code=None, path=None, plugin_id=None, method_id=None,
+                 took_effect=False):
+        if number is not None:
+            self.number = number
+        if code is not None:
+            self.code = code
+        super().__init__(f"{message} [{self.code}]" if self.code else message)
         self.message = message
         self.path = path
         self.plugin_id = plugin_id
@@ -38,6 +47,7 @@ def _class_name(code):
 ERROR_CLASSES = {}
 for _number, _code in enumerate(CODE_NAMES, start=1):
     ERROR_CLASSES[_number] = type(_class_name(_code), (Error,), {
+        "number": _number, "code": _code,
         "__doc__": f"KEYBAY_ERR_{_code.upper().replace('-', '_')} ({_number}, \"{_code}\").",
         "__module__": "keybay"})
     globals()[_class_name(_code)] = ERROR_CLASSES[_number]
@@ -61,7 +71,7 @@ _check_table()
 def make(number, message, **fields):
     """An error of the right subclass made here (not from a keybay_error)."""
     code = text(lib.keybay_code_name(number)) or f"code-{number}"
-    return ERROR_CLASSES.get(number, Error)(number, code, message, **fields)
+    return ERROR_CLASSES.get(number, Error)(message, number=number, code=code, **fields)
 
 
 def take(pointer, number):
@@ -71,9 +81,9 @@ def take(pointer, number):
     try:
         number = lib.keybay_error_code(pointer)
         return ERROR_CLASSES.get(number, Error)(
-            number,
-            text(lib.keybay_error_name(pointer)),
             text(lib.keybay_error_message(pointer)),
+            number=number,
+            code=text(lib.keybay_error_name(pointer)),
             path=text(lib.keybay_error_path(pointer)),
             plugin_id=text(lib.keybay_error_plugin_id(pointer)),
             method_id=text(lib.keybay_error_method_id(pointer)),

@@ -48,13 +48,14 @@ def test_callbacks_never_raise_through_c(app_id):
 
     class Refuses:
         def ask_secret(self, prompt, is_confirmation):
-            raise keybay.Cancelled(22, "cancelled", "no")
+            raise keybay.Cancelled("the user said no")
 
     with pytest.raises(keybay.InteractionRequired) as raised:
         keybay.open(app_id, method=method, interaction=Broken())
     assert isinstance(raised.value.__cause__, RuntimeError)
-    with pytest.raises(keybay.Cancelled):
+    with pytest.raises(keybay.Cancelled) as cancelled:
         keybay.open(app_id, method=method, interaction=Refuses())
+    assert cancelled.value.code == "cancelled" and cancelled.value.number == 22
     with pytest.raises(keybay.InteractionRequired):
         keybay.open(app_id, method=method, interaction=Asker(None))
 
@@ -91,4 +92,21 @@ def test_recovery_without_show_secret_stores_nothing(app_id):
         store.set("k", "v")
         with pytest.raises(keybay.InteractionRequired):
             store.enroll("recovery", interaction=OnlyAsks())
+    assert keybay.status(app_id)["state"] == "platform-only"
+
+
+def test_a_recovery_key_show_secret_could_not_show_is_taken_back(app_id):
+    class CannotShow:
+        def ask_secret(self, prompt, is_confirmation):
+            return None
+
+        def show_secret(self, label, secret):
+            raise OSError("the display went away")
+
+    with keybay.open(app_id) as store:
+        store.set("k", "v")
+        with pytest.raises(keybay.InteractionRequired) as raised:
+            store.enroll("recovery", interaction=CannotShow())
+        assert isinstance(raised.value.__cause__, OSError)
+        assert len(raised.value.method_id) == 32
     assert keybay.status(app_id)["state"] == "platform-only"

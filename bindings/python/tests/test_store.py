@@ -54,7 +54,7 @@ def test_every_code_has_its_class():
     for number in range(1, 32):
         name = lib.keybay_code_name(number).decode()
         cls = getattr(keybay, "".join(p.capitalize() for p in name.split("-")))
-        assert issubclass(cls, keybay.Error)
+        assert issubclass(cls, keybay.Error) and cls.number == number and cls.code == name
         assert keybay.CODE_NAMES[number - 1] == name
     assert lib.keybay_code_name(32) is None
     assert keybay.StoreNotFound is not keybay.NotFound
