@@ -2,6 +2,7 @@
 """keybay.open, Store, keybay.status and keybay.reset over the C API."""
 import ctypes
 import json
+import os
 
 from . import _library as c
 from . import errors
@@ -25,7 +26,7 @@ def _options(app_id, root=None, method=None, no_input=False, plugin_dirs=None):
     options.method_id = None if method is None else _utf8(method, "method")
     options.no_input = 1 if no_input else 0
     if plugin_dirs:
-        directories = (ctypes.c_char_p * (len(plugin_dirs) + 1))(*[_utf8(str(d), "plugin_dirs") for d in plugin_dirs], None)
+        directories = (ctypes.c_char_p * (len(plugin_dirs) + 1))(*[os.fsencode(d) for d in plugin_dirs], None)
         options.plugin_dirs = ctypes.cast(directories, ctypes.POINTER(ctypes.c_char_p))
         options._directories = directories  # alive as long as the options
     return options
@@ -98,7 +99,8 @@ class Store:
 
     def set(self, key, value):
         """Stores `value` (bytes-like, or str as UTF-8) under `key`, durably, before it returns."""
-        data = bytearray(value.encode("utf-8") if isinstance(value, str) else value)
+        # memoryview refuses what is not bytes-like (bytearray(5) would be five zero bytes).
+        data = bytearray(value.encode("utf-8") if isinstance(value, str) else memoryview(value))
         try:
             buffer = (ctypes.c_char * len(data)).from_buffer(data) if data else None
             slot = errors.error_slot()

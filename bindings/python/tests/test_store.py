@@ -15,6 +15,9 @@ def test_set_get_keys_delete(app_id, home):
         assert store.get("blob") == b"\x00\xff\x00"
         assert store.get("empty") == b""
         assert store.get("missing") is None
+        with pytest.raises(TypeError):
+            store.set("number", 5)
+        assert store.get("number") is None
         assert store.keys() == ["api/token", "blob", "empty"]
         store.delete("blob")
         assert store.keys() == ["api/token", "empty"]
@@ -85,3 +88,13 @@ def test_one_store_shared_by_threads(app_id):
             thread.join()
         assert len(store.keys()) == 40
         assert all(store[f"t{t}/k{i}"] == f"{t}:{i}".encode() for t in range(4) for i in range(10))
+
+
+def test_plugin_dirs_are_taken_as_paths(app_id):
+    import os
+    build = os.path.dirname(os.environ["KEYBAY_LIBRARY"])
+    with keybay.open(app_id, plugin_dirs=[build]) as store:
+        store.set("k", "v")
+    assert keybay.status(app_id, plugin_dirs=[build])["state"] == "platform-only"
+    with pytest.raises(TypeError):
+        keybay.open(app_id, plugin_dirs=[5])
