@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Every test runs against the real libkeybay (KEYBAY_LIBRARY, else this checkout's debug build)
 with its store in a temporary home, never the user's own."""
+import atexit
 import os
 import pathlib
+import shutil
 import sys
 import tempfile
 
@@ -19,6 +21,7 @@ if not os.path.isfile(os.environ["KEYBAY_LIBRARY"]):
     raise pytest.UsageError(f"no library at KEYBAY_LIBRARY={os.environ['KEYBAY_LIBRARY']}: run `swift build` first")
 # The home is set before the library is loaded, for the whole session.
 HOME = tempfile.mkdtemp(prefix="keybay-python-")
+atexit.register(shutil.rmtree, HOME, ignore_errors=True)
 for variable, sub in [("HOME", ""), ("XDG_DATA_HOME", "data"), ("XDG_STATE_HOME", "state")]:
     os.environ[variable] = os.path.join(HOME, sub)
 os.environ.pop("KEYBAY_ROOT", None)  # file-root, in the temporary home
