@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Loads libkeybay.so.1 and declares the C API's functions (keybay.h, version 1)."""
+import ctypes
+import ctypes.util
+import os
+
+SONAME = "libkeybay.so.1"
+INTERACTION_ABI_VERSION = 1
+
+
+def _load():
+    # KEYBAY_LIBRARY names the file and is insisted on: no fallback to another copy.
+    named = os.environ.get("KEYBAY_LIBRARY")
+    if named:
+        try:
+            return ctypes.CDLL(named)
+        except OSError as error:
+            raise ImportError(f"keybay: cannot load KEYBAY_LIBRARY={named}: {error}") from error
+    try:
+        return ctypes.CDLL(SONAME)
+    except OSError as first:
+        found = ctypes.util.find_library("keybay")
+        # Only the soname of this ABI: a libkeybay.so.2 would be another API.
+        if found and os.path.basename(found) == SONAME:
+            return ctypes.CDLL(found)
+        raise ImportError(f"keybay: cannot load {SONAME} ({first}); install it (make install) "
+                          "or set KEYBAY_LIBRARY to its file") from first
+
+
+class OpenOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32),
+                ("app_id", ctypes.c_char_p),
+                ("root", ctypes.c_char_p),
+                ("method_id", ctypes.c_char_p),
+                ("plugin_dirs", ctypes.POINTER(ctypes.c_char_p)),
+                ("no_input", ctypes.c_int)]
+
+
+# The answer buffer and the shown secret are void pointers, not c_char_p: ctypes would turn a
+# c_char_p argument into an immutable bytes copy that nobody can wipe.
+ASK_SECRET = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
+                              ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t))
+CONFIRM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)
+MESSAGE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
+SHOW_SECRET = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+IS_CANCELLED = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+
+
+class Interaction(ctypes.Structure):
+    _fields_ = [("abi_version", ctypes.c_uint32),
+                ("struct_size", ctypes.c_uint32),
+                ("context", ctypes.c_void_p),
+                ("ask_secret", ASK_SECRET),
+                ("confirm", CONFIRM),
+                ("message", MESSAGE),
+                ("show_secret", SHOW_SECRET),
+                ("is_cancelled", IS_CANCELLED)]
+
+
+lib = _load()
+_p = ctypes.c_void_p
+_err = ctypes.POINTER(ctypes.c_void_p)  # keybay_error **
+_s = ctypes.c_char_p
+for name, result, arguments in [
+        ("keybay_error_code", ctypes.c_int, [_p]),
+        ("keybay_error_name", _s, [_p]),
+        ("keybay_error_message", _s, [_p]),
+        ("keybay_error_path", _s, [_p]),
+        ("keybay_error_plugin_id", _s, [_p]),
+        ("keybay_error_method_id", _s, [_p]),
+        ("keybay_error_took_effect", ctypes.c_int, [_p]),
+        ("keybay_error_free", None, [_p]),
+        ("keybay_code_name", _s, [ctypes.c_int]),
+        ("keybay_open", _p, [ctypes.POINTER(OpenOptions), ctypes.POINTER(Interaction), _err]),
+        ("keybay_close", None, [_p]),
+        ("keybay_get", ctypes.c_int, [_p, _s, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t), _err]),
+        ("keybay_free_value", None, [_p, ctypes.c_size_t]),
+        ("keybay_set", ctypes.c_int, [_p, _s, _p, ctypes.c_size_t, _err]),
+        ("keybay_delete", ctypes.c_int, [_p, _s, _err]),
+        ("keybay_keys", ctypes.c_int, [_p, ctypes.POINTER(ctypes.POINTER(_s)), ctypes.POINTER(ctypes.c_size_t), _err]),
+        ("keybay_free_strings", None, [ctypes.POINTER(_s), ctypes.c_size_t]),
+        ("keybay_enroll", ctypes.c_int, [_p, _s, _s, ctypes.POINTER(_s), ctypes.POINTER(Interaction),
+                                         ctypes.POINTER(ctypes.c_void_p), _err]),
+        ("keybay_remove_method", ctypes.c_int, [_p, _s, ctypes.POINTER(Interaction), _err]),
+        ("keybay_status_json", ctypes.c_int, [ctypes.POINTER(OpenOptions), ctypes.POINTER(ctypes.c_void_p), _err]),
+        ("keybay_reset", ctypes.c_int, [ctypes.POINTER(OpenOptions), _err]),
+        ("keybay_free_string", None, [_p]),
+        ("keybay_version", _s, [])]:
+    function = getattr(lib, name)
+    function.restype = result
+    function.argtypes = arguments
+
+
+def text(value):
+    """A C string from the library as str (None stays None)."""
+    return None if value is None else value.decode("utf-8", "replace")
+
+
+def take_string(pointer):
+    """A string the library handed out (keybay_free_string's), as str; frees it."""
+    if not pointer:
+        return None
+    try:
+        return ctypes.string_at(pointer).decode("utf-8")
+    finally:
+        lib.keybay_free_string(pointer)

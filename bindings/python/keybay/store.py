@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: Apache-2.0
+"""keybay.open, Store, keybay.status and keybay.reset over the C API."""
+import ctypes
+import json
+import os
+
+from . import _library as c
+from . import errors
+from .interaction import Bridge
+
+KEYBAY_ERR_NOT_FOUND = 31
+KEYBAY_ERR_CLOSED = 30
+
+
+def _utf8(value, what):
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    return value.encode("utf-8")
+
+
+def _options(app_id, root=None, method=None, no_input=False, plugin_dirs=None):
+    options = c.OpenOptions()
+    options.struct_size = ctypes.sizeof(c.OpenOptions)
+    options.app_id = _utf8(app_id, "app_id")
+    options.root = None if root is None else _utf8(root, "root")
+    options.method_id = None if method is None else _utf8(method, "method")
+    options.no_input = 1 if no_input else 0
+    if plugin_dirs:
+        directories = (ctypes.c_char_p * (len(plugin_dirs) + 1))(*[os.fsencode(d) for d in plugin_dirs], None)
+        options.plugin_dirs = ctypes.cast(directories, ctypes.POINTER(ctypes.c_char_p))
+        options._directories = directories  # alive as long as the options
+    return options
+
+
+def _raise(number, slot, bridge=None):
+    error = errors.take(slot, number)
+    if bridge is not None and bridge.failure is not None:
+        raise error from bridge.failure
+    raise error
+
+
+def _option_strings(options):
+    # memory_kib=8192 -> "memory-kib=8192"; True/False -> "true"/"false".
+    strings = []
+    for name, value in options.items():
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        strings.append(f"{name.replace('_', '-')}={value}".encode("utf-8"))
+    return (ctypes.c_char_p * (len(strings) + 1))(*strings, None)
+
+
+class Store:
+    """An open session on one application's store (keybay_store *). Close it, or use `with`."""
+
+    def __init__(self, handle, interaction):
+        self._handle = handle
+        self._interaction = interaction
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.close()
+        return False
+
+    def __del__(self):
+        self.close()
+
+    def close(self):
+        """Ends the session. Must not race other calls on this Store (keybay.h)."""
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            c.lib.keybay_close(handle)
+
+    def _open_handle(self):
+        if not self._handle:
+            raise errors.make(KEYBAY_ERR_CLOSED, "the store is closed")
+        return self._handle
+
+    def get(self, key):
+        """The value of `key` as bytes, or None when there is no record."""
+        value, length, slot = ctypes.c_void_p(), ctypes.c_size_t(), errors.error_slot()
+        number = c.lib.keybay_get(self._open_handle(), _utf8(key, "key"), ctypes.byref(value), ctypes.byref(length), ctypes.byref(slot))
+        if number == KEYBAY_ERR_NOT_FOUND:
+            errors.take(slot, number)  # freed, not raised
+            return None
+        if number != 0:
+            _raise(number, slot)
+        try:
+            return ctypes.string_at(value, length.value)
+        finally:
+            c.lib.keybay_free_value(value, length.value)
+
+    def __getitem__(self, key):
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def set(self, key, value):
+        """Stores `value` (bytes-like, or str as UTF-8) under `key`, durably, before it returns."""
+        # memoryview refuses what is not bytes-like (bytearray(5) would be five zero bytes).
+        data = bytearray(value.encode("utf-8") if isinstance(value, str) else memoryview(value))
+        try:
+            buffer = (ctypes.c_char * len(data)).from_buffer(data) if data else None
+            slot = errors.error_slot()
+            number = c.lib.keybay_set(self._open_handle(), _utf8(key, "key"), buffer, len(data), ctypes.byref(slot))
+            del buffer
+            if number != 0:
+                _raise(number, slot)
+        finally:
+            ctypes.memset((ctypes.c_char * len(data)).from_buffer(data), 0, len(data))
+
+    def delete(self, key):
+        """Removes `key`; keybay.NotFound when there was no record."""
+        slot = errors.error_slot()
+        number = c.lib.keybay_delete(self._open_handle(), _utf8(key, "key"), ctypes.byref(slot))
+        if number != 0:
+            _raise(number, slot)
+
+    def keys(self):
+        """Every key, in ascending byte order."""
+        keys, count, slot = ctypes.POINTER(ctypes.c_char_p)(), ctypes.c_size_t(), errors.error_slot()
+        number = c.lib.keybay_keys(self._open_handle(), ctypes.byref(keys), ctypes.byref(count), ctypes.byref(slot))
+        if number != 0:
+            _raise(number, slot)
+        try:
+            return [keys[i].decode("utf-8") for i in range(count.value)]
+        finally:
+            c.lib.keybay_free_strings(keys, count.value)
+
+    def enroll(self, plugin, label=None, *, interaction=None, **options):
+        """Enrolls an unlock method of `plugin`; returns its id. `interaction` defaults to open's."""
+        bridge = Bridge(interaction if interaction is not None else self._interaction)
+        strings = _option_strings(options)
+        method, slot = ctypes.c_void_p(), errors.error_slot()
+        number = c.lib.keybay_enroll(self._open_handle(), _utf8(plugin, "plugin"),
+                                     None if label is None else _utf8(label, "label"),
+                                     strings, bridge.pointer(), ctypes.byref(method), ctypes.byref(slot))
+        if number != 0:
+            _raise(number, slot, bridge)
+        method_id = c.take_string(method.value)
+        if bridge.show_secret_failed:
+            # The secret was stored but the host never showed it: take the method back.
+            self.remove_method(method_id)
+            raise errors.make(errors.CODE_NAMES.index("interaction-required") + 1,
+                              "show_secret raised; the method was removed again", method_id=method_id) from bridge.failure
+        return method_id
+
+    def remove_method(self, method_id, *, interaction=None):
+        """Removes a method (no credential needed); with none left the store is platform-only."""
+        bridge = Bridge(interaction if interaction is not None else self._interaction)
+        slot = errors.error_slot()
+        number = c.lib.keybay_remove_method(self._open_handle(), _utf8(method_id, "method_id"), bridge.pointer(), ctypes.byref(slot))
+        if number != 0:
+            _raise(number, slot, bridge)
+
+
+def open(app_id, *, root=None, method=None, interaction=None, no_input=False, plugin_dirs=None):
+    """Opens the application's store (created, platform-only, when nothing exists)."""
+    options = _options(app_id, root, method, no_input, plugin_dirs)
+    bridge = Bridge(interaction)
+    slot = errors.error_slot()
+    handle = c.lib.keybay_open(ctypes.byref(options), bridge.pointer(), ctypes.byref(slot))
+    if not handle:
+        _raise(errors.CODE_NAMES.index("invalid-argument") + 1, slot, bridge)
+    return Store(handle, interaction)
+
+
+def status(app_id, *, root=None, plugin_dirs=None):
+    """What is on disk, as `keybay-methods status --json` prints it; creates and unlocks nothing."""
+    options = _options(app_id, root, plugin_dirs=plugin_dirs)
+    out, slot = ctypes.c_void_p(), errors.error_slot()
+    number = c.lib.keybay_status_json(ctypes.byref(options), ctypes.byref(out), ctypes.byref(slot))
+    if number != 0:
+        _raise(number, slot)
+    return json.loads(c.take_string(out.value))
+
+
+def reset(app_id, *, root=None, plugin_dirs=None):
+    """Removes the store and its root: every record is lost. Idempotent; needs no credential."""
+    options = _options(app_id, root, plugin_dirs=plugin_dirs)
+    slot = errors.error_slot()
+    number = c.lib.keybay_reset(ctypes.byref(options), ctypes.byref(slot))
+    if number != 0:
+        _raise(number, slot)
