@@ -238,13 +238,25 @@ static keybay_status snap_interface_connected(const keybay_host *host) {
 /* The sandbox this process runs in, or NOT_AVAILABLE saying why the portal root cannot be used. */
 static keybay_status find_sandbox(const keybay_host *host, sandbox *out) {
     memset(out, 0, sizeof *out);
-    int fd = open(FLATPAK_INFO, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO at that path never blocks the open; anything but a regular file is refused. */
+    int fd = open(FLATPAK_INFO, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd >= 0) {
+        struct stat st;
+        if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+            close(fd);
+            return fail(host, KEYBAY_ERR_NOT_AVAILABLE, FLATPAK_INFO " is not a regular file");
+        }
         char text[65536];
         size_t total = 0;
         ssize_t n;
         while (total < sizeof text - 1 && (n = read(fd, text + total, sizeof text - 1 - total)) != 0) {
-            if (n < 0) { if (errno == EINTR) continue; break; }
+            if (n < 0) {
+                if (errno == EINTR) continue;
+                int e = errno;
+                close(fd);
+                /* A partial text is never taken for the whole: its name= may be cut. */
+                return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot read " FLATPAK_INFO ": %s", strerror(e));
+            }
             total += (size_t)n;
         }
         close(fd);
@@ -333,7 +345,7 @@ static keybay_status retrieve_secret(const keybay_host *host, uint8_t **secret_o
     response_wait wait = { 0, 0 };
     unsigned subscription = 0;
     if (s == KEYBAY_OK)
-        subscription = PT(g_dbus_connection_signal_subscribe)(connection, NULL, "org.freedesktop.portal.Request", "Response",
+        subscription = PT(g_dbus_connection_signal_subscribe)(connection, "org.freedesktop.portal.Desktop", "org.freedesktop.portal.Request", "Response",
                                                               path, NULL, 0, on_response, &wait, NULL);
     int pipe_fds[2] = { -1, -1 };
     if (s == KEYBAY_OK && pipe2(pipe_fds, O_CLOEXEC) != 0) s = fail(host, KEYBAY_ERR_IO, "cannot make a pipe for the portal's secret: %s", strerror(errno));

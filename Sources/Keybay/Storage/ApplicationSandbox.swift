@@ -23,6 +23,8 @@ struct ApplicationSandbox: Sendable, Equatable {
             while bytes.count < 65536 {
                 let n = read(fd, &chunk, chunk.count)
                 if n < 0 && errno == EINTR { continue }
+                // A partial text is never taken for the whole: its name= may be cut.
+                if n < 0 { throw KeybayError.posix("cannot read", flatpakInfo) }
                 guard n > 0 else { break }
                 bytes += chunk[0..<n]
             }
