@@ -3,7 +3,8 @@
 #ifndef KEYBAY_IMAGE_H
 #define KEYBAY_IMAGE_H
 
-/* The image's resolved path (free it), or NULL when it cannot be told. */
+/* The resolved path of the shared library holding this code (free it); NULL when the code is in
+ * the executable itself, or when it cannot be told. */
 char *keybay_image_path(void);
 
 #endif
