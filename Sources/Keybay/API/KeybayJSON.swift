@@ -1,6 +1,6 @@
 /// A minimal JSON writer (no Foundation): what `keybay-methods --json` prints and the C API's
 /// `keybay_status_json` returns. Text that could move a terminal's cursor or reorder a line is
-/// escaped as `\uXXXX`, so printed JSON is as safe to show as the CLI's text output.
+/// escaped as `\u` and four hex digits, so printed JSON is as safe to show as the CLI's text output.
 public enum KeybayJSON {
     /// A JSON value; an object keeps its fields in the order given.
     public indirect enum Value: Sendable {
