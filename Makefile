@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Keybay for Linux: build and install the CLI, the first-party plugins and the plugin header.
 #
 #   make install [PREFIX=/usr/local] [DESTDIR=/staging]

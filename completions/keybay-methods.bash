@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # bash completion for keybay-methods                               -*- shell-script -*-
 #
 # Completes commands, global options, each command's options, plugin ids for `enroll`

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The side-by-side benchmark table (docs/performance.md): installs the references if missing
 # (Debian's age and cryptsetup-bin), builds in release mode, runs keybay-bench. The bench runs in
 # a private D-Bus session with a throwaway gnome-keyring (HOME in a temporary directory, never

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the API documentation with the toolchain's own docc, and fails on a public symbol
 # without a doc comment.
 #

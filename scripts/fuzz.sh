@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # libFuzzer runs over the strict decoders: the store file, the suite-2 methods package, the
 # passphrase, fido2 and pkcs11 plugins' parameters (through the real loader), the file-root plugin's
 # root file (through its own entry point) and the tpm2 plugin's root file (its decoder compiled

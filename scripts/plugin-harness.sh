@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The C harnesses under Tests/plugin-harness, built with the system C compiler and run with
 # their assertions (each exits 1 on a failed check):
 #   passphrase_check               libkeybay-passphrase.so through dlopen with a stub host,

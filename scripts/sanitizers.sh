@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole test suite under AddressSanitizer and ThreadSanitizer (separate build directories,
 # so the ordinary build is untouched). Slow: several minutes each on 2 cores.
 #   scripts/sanitizers.sh            # both

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages Keybay needs, only those that are missing.
 # Needs Swift 6.3 on PATH already (https://www.swift.org/install/linux/).
 set -euo pipefail

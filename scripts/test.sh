@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every test: installs what is missing, builds, runs the Python package's pytest, the C
 # harnesses and a short fuzz, then `swift test` (Swift Testing).
 # Long versions of the harnesses: KEYBAY_CRASH_RUNS=2000 KEYBAY_FUZZ_SECONDS=600 scripts/test.sh

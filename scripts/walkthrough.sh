@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: installs what is missing, builds the CLI and walks through it against a
 # throwaway store in a temporary XDG directory (nothing under your real home is touched).
 # KEYBAY_WALKTHROUGH_BIN=path/to/keybay-methods walks through a CLI already built (scripts/test.sh

@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+// SPDX-License-Identifier: Apache-2.0
 // A host application built outside the Keybay package, against it:
 //   cd Examples/HostApp && swift build
 //   KEYBAY_PLUGIN_PATH=/path/to/keybay/.build/debug .build/debug/keybay-example-host

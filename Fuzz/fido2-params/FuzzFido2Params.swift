@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the fido2 plugin's parameter decoder, through the real loader (describe
 // needs no libfido2 and no device). The plugin is looked up in $KEYBAY_FUZZ_PLUGIN_DIR, built by
 // scripts/fuzz.sh with coverage and AddressSanitizer. Run with scripts/fuzz.sh 60 fido2-params.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: the file-root plugin's root-file parser, through the plugin's own entry
  * point (dlopen of $KEYBAY_FUZZ_PLUGIN_DIR/libkeybay-file-root.so, which scripts/fuzz.sh builds

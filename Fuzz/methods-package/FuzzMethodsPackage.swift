@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the suite-2 methods-package decoder. Build and run with scripts/fuzz.sh methods-package.
 @_spi(Fuzzing) import Keybay
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the pkcs11 plugin's parameter decoder, through the real loader (describe
 // needs no p11-kit, no module and no token). The plugin is looked up in $KEYBAY_FUZZ_PLUGIN_DIR, built by
 // scripts/fuzz.sh with coverage and AddressSanitizer. Run with scripts/fuzz.sh 60 pkcs11-params.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the store-file decoders. Build and run with scripts/fuzz.sh store.
 @_spi(Fuzzing) import Keybay
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * libFuzzer target: the tpm2 plugin's root-file decoder (decode_file in Plugins/tpm2/tpm2_root.c).
  * Reaching it through the plugin's entry point would need a TPM for every input (the plugin opens

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * libkeybay-fido2.so — the first-party `fido2` method plugin (Keybay plugin ABI v1): M is the
  * hmac-secret output of a credential on a FIDO2 security key (libfido2, real HID devices).

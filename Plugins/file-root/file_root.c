@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * file-root — the TPM-less platform root, as a Keybay root plugin (libkeybay-file-root.so).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * libkeybay-passphrase.so — the first-party `passphrase` method plugin (Keybay plugin ABI v1).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * The `pkcs11` method (Keybay plugin ABI v1): M is protected by a key on a PKCS#11 token (a smart
  * card, an HSM, SoftHSM), unlocked with the token's PIN. docs/pkcs11.md specifies the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* EME-OAEP with SHA-256 (RFC 8017 §7.1.1 step 2, §7.1.2 step 3) for a 32-byte message. */
 #include "pkcs11_oaep.h"
 

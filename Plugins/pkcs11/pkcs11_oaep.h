@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * EME-OAEP (RFC 8017 §7.1) with SHA-256, MGF1-SHA-256 and an empty label, for a 32-byte message:
  * the padding of RSA-OAEP, for tokens that decrypt raw RSA (CKM_RSA_X_509) but refuse

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The pkcs11 method's parameters: docs/pkcs11.md, "Parameters", byte for byte. */
 #include "pkcs11_params.h"
 

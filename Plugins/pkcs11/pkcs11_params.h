@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * The pkcs11 method's public parameters (docs/pkcs11.md, "Parameters"): which module, token and
  * key, and what the token's key protects M with. Encoding and strict decoding, no PKCS#11 calls.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * PKCS#11 for the pkcs11 method: modules, tokens, the PIN, and the mechanisms. docs/pkcs11.md.
  *

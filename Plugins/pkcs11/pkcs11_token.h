@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * The PKCS#11 side of the pkcs11 method: p11-kit opened on first use, the modules (p11-kit's list
  * or one named module), the token and key an enrollment names, the PIN and C_Login, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * portal — the XDG Secret portal as platform root, for sandboxed apps (libkeybay-portal.so).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * libkeybay-recovery.so — the first-party `recovery` method plugin (Keybay plugin ABI v1).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * secret-service — the desktop keyring as platform root (libkeybay-secret-service.so).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tpm2-pin — a method whose secret the TPM gives out only for the user's PIN, as a Keybay method
  * plugin (libkeybay-tpm2-pin.so).

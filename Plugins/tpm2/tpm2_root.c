@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * tpm2 — the TPM 2.0 platform root, as a Keybay root plugin (libkeybay-tpm2.so).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* See include/keybay_file_attributes.h. */
 #include <linux/fs.h>
 #include <sys/ioctl.h>

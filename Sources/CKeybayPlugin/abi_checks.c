@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Compile-time checks of the ABI's layout assumptions (this target is otherwise header-only). */
 #include "keybay_plugin.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The private files of first-party root plugins: see include/keybay_root_files.h. */
 #define _POSIX_C_SOURCE 200809L /* openat and friends under -std=c11 */
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The provider state and the sealing of the roots that hold a 32-byte root key (file-root,
    secret-service, portal): see include/keybay_root_files.h and docs/format.md §4. */
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The session-bus check of the roots that talk D-Bus (secret-service, portal): see
    include/keybay_root_files.h. */
 #define _POSIX_C_SOURCE 200809L

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * keybay_sha256.c - SHA-256 (FIPS 180-4) with an x86 SHA-NI fast path.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The TPM plugins' shared connection to tpm2-tss: see include/keybay_tpm2.h. */
 #define _POSIX_C_SOURCE 200809L
 

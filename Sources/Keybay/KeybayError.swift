@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Glibc
 
 /// The one error type Keybay throws. `code` is stable (scripts and hosts match on it);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Keybay
 
 /// What a call came back with, for a FAIL detail: "OK" (code nil) or the error with its code.

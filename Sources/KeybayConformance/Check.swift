@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// One conformance check: a row of the table `PluginCheck.table`. Its name, which plugins it
 /// applies to, and what it does are one entry: a result is always labelled by the entry that
 /// ran, never by its position.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What one check came to: its name (its table entry's), its outcome and what was tried and
 /// what came back (or, for a check that did not run, why).
 package struct CheckResult: Sendable, Equatable {

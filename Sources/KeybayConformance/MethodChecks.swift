@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Keybay
 
 /// The checks of a method plugin: probe, one enrollment with the scripted host, then what

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Keybay
 
 /// `keybay-methods plugin-check PATH.so`: a conformance run for plugin authors. It loads the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Keybay
 
 /// The checks of a root plugin, in a temporary state home under /tmp: create, seal and open,

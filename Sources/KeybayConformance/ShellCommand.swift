@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Glibc
 
 /// `/bin/sh -c command` with standard input from /dev/null and standard output sent to

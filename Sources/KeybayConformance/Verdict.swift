@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What a check's run came to, and what becomes of the checks after it.
 struct Verdict {
     /// The later checks of a run that stopped.

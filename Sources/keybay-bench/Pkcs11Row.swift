@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Glibc
 
 /// The pkcs11 rows: CLI get on a store a pkcs11 method protects (an RSA-2048 key on a SoftHSM2

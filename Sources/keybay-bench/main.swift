@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // keybay-bench: speed measured side by side in one run, as ratios of medians over alternating
 // runs (never timed assertions in tests). Run it through scripts/bench.sh, which installs the
 // references (age, cryptsetup-bin) and builds in release mode.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Command-line parsing. Global options may stand before or after the command; `--` ends options.
 struct Arguments {
     var app: String?

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Keybay
 
 /// `backup exclude|include`, and how `status` shows the backup markers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Glibc
 
 /// Turns terminal echo off for a secret prompt and makes sure it comes back: when the prompt

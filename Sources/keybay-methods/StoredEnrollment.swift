@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Keybay
 
 /// `enroll` and `change` after their ceremony: the prepared enrollment is committed and its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * A virtual CTAP 2.1 authenticator for tests, reached through the real libfido2 via its custom
  * io + transport hooks. What it implements and how it is configured: see

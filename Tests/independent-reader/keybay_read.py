@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Independent reader for the Keybay V2 store format, on the file-root, secret-service or portal root:
 suite 1 (platform-only policy) and suite 2 (method-protected; the `passphrase` method only).
 

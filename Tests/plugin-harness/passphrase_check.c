@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Check of libkeybay-passphrase.so through dlopen with a stub host: descriptor, enroll/unwrap
    against the `argon2` reference CLI (Debian's argon2 package), malformed parameters refused
    without an allocation, options, passphrase lengths, interaction, calibration. Exits 1 on any

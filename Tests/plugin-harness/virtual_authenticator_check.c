@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * Check of the virtual authenticator through the real libfido2: make a credential (packed
  * self-attestation verified), hmac-secret assertions with and without the PIN (stable, and

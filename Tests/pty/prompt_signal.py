@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Runs the CLI on a new pseudo-terminal up to its secret prompt, sends it a signal once echo is
 off, and reports how it ended and whether echo is on again: `died of N, echo on`."""
 import fcntl, os, select, subprocess, sys, termios, time

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Runs the CLI (argv[1]) with the given arguments on a new pseudo-terminal up to its first secret
 prompt (echo turned off), prints everything it wrote to the terminal by then, and ends it."""
 import fcntl, os, select, signal, subprocess, sys, termios, time

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reads a QR code drawn in Unicode half blocks (the file argv[1]: one drawing, lines of ' ', '▀',
 '▄', '█'; a drawn half is a light module, as on a terminal with a dark background) with the zbar
 library (libzbar.so.0, through ctypes) and prints what it encodes; exits 1 if zbar finds none."""

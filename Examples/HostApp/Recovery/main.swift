@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A host that keeps a recovery key: it enrolls one in two phases (nothing is stored until
 // commit; the key is shown only once the store needs it, and taken back if it could not be),
 // and reads what a failure is about from KeybayError's fields rather than its message.

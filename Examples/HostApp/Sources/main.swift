@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A minimal host application: open the app's store (created on first use), enroll a passphrase
 // the first time, then reopen the store with it and read a record.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * The `fido2` method (Keybay plugin ABI v1): M is the 32-byte output of the CTAP2 hmac-secret
  * extension of a non-resident credential on a FIDO2 security key, via libfido2. docs/fido2.md

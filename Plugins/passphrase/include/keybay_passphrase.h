@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * keybay_passphrase.h — the public parameters of the `passphrase` method plugin
  * (libkeybay-passphrase.so), for readers of stored parameters and for tests. The plugin exports

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * keybay_file_attributes.h — the file attributes the core sets on its directories (the backup
  * markers, Sources/Keybay/Storage/BackupExclusion.swift): user extended attributes and the

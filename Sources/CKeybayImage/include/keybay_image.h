@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The file of the image (executable or shared library) that holds this code: the plugin search
  * looks beside libkeybay.so.1 when Keybay is loaded as a library. */
 #ifndef KEYBAY_IMAGE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * keybay_plugin.h — the Keybay plugin ABI, version 1.
  *

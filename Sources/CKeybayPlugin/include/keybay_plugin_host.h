@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * keybay_plugin_host.h — printf-style calls of the host services in keybay_plugin.h, shared by
  * the first-party C plugins (not installed, not part of the ABI), and the pieces every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * keybay_root_files.h — what first-party root plugins share: failure lines, guarded buffers
  * (file-root, tpm2, secret-service, portal), the session-bus check of the D-Bus roots

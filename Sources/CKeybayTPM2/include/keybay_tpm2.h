@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * keybay_tpm2.h — what the first-party TPM plugins share (the tpm2 root, the tpm2-pin method):
  * tpm2-tss opened with dlopen on first use, the choice of TPM (the device alone unless

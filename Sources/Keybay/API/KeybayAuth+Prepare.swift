@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The first phase of an enrollment: the ceremony, nothing stored (``PreparedEnrollment``).
 extension KeybayAuth {
     /// The first phase of `add`: checks, loads the plugin and runs its enrollment ceremony through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The unlock methods of an open store. `list` never calls a plugin; `add`, `replace`, `remove`
 /// and `verify` involve the user only through the session's interaction handler, and only `add`,
 /// `replace` and `verify` run a plugin ceremony: `remove` re-seals the survivors from their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The backup markers in place on a store's directories, read back from the file system
 /// (docs/format.md §2.1): each named as on disk, `.deja-dup-ignore` (the file),
 /// `user.xdg.robots.backup` (the extended attribute, `false`) and `nodump` (the file attribute).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A minimal JSON writer (no Foundation): what `keybay-methods --json` prints and the C API's
 /// `keybay_status_json` returns. Text that could move a terminal's cursor or reorder a line is
 /// escaped as `\u` and four hex digits, so printed JSON is as safe to show as the CLI's text output.

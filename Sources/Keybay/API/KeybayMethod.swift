@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// One enrolled unlock method, as listed without calling any plugin (``KeybayAuth/list()``,
 /// ``KeybayStatus/methods``).
 public struct KeybayMethod: Sendable, Equatable {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The record-key grammar, public so hosts and the CLI can check input before opening a store:
 /// 1–120 bytes, segments `[A-Za-z0-9][A-Za-z0-9._-]*` joined by `/`.
 ///

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What `root move` did: the root the store is on now, and the old root if it could not be
 /// removed (the store has moved all the same; remove it by hand).
 public struct KeybayRootMove: Sendable, Equatable {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 extension KeybayStatus {
     /// The status as `keybay-methods status --json` prints it (and `keybay_status_json`
     /// returns it): `state`, `storePath`, `rootPlugin`, `rootLocation`, `methods` (each `id`,

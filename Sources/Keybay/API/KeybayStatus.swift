@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What is on disk for one application, found without creating, unlocking or repairing anything.
 public struct KeybayStatus: Sendable, Equatable {
     /// What exists for the application; the raw value is how `keybay-methods status` names it.

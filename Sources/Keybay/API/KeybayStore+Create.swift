@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Creating a store: empty, or protected from its first write by a method.
 extension KeybayStore {
     /// Creates a new store; fails with `.alreadyInitialized` or `.stateConflict` if anything exists.

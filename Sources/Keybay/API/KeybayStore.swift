@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import CKeybayPlugin
 
 /// Entry points. `open` and `initialize` come in two forms: synchronous ones, for programs with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import CKeybayPlugin
 
 /// What `plugin-check` (the KeybayConformance target) may do with one plugin file: load it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Synchronization
 
 /// An enrollment whose ceremony has run (the plugin asked, the user answered) but that is not

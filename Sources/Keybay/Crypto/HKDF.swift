@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import CSodium
 
 /// HKDF-SHA256 (RFC 5869), built on libsodium's HMAC-SHA256 because libsodium 1.0.18 has no HKDF.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import CSodium
 
 /// HPKE (RFC 9180) in Base mode for exactly one ciphersuite:

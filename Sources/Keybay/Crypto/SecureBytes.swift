@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import CSodium
 
 /// Secret bytes in guarded memory (`sodium_malloc`: guard pages, canary, mlock where allowed),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import CSodium
 
 /// libsodium must be initialised once before use; a global `let` is initialised exactly once,

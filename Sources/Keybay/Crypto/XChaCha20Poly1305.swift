@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import CSodium
 
 /// XChaCha20-Poly1305 (IETF) in the layout every Keybay sealed object uses:

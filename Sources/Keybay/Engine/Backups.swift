@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The backup markers of a store's two directories (docs/format.md §2.1), as read back.
 struct BackupMarkers: Sendable, Equatable {
     /// The store directory's.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 extension StoreEngine {
     /// Read-modify-write under the exclusive lock: re-read the live file, let `change` produce
     /// the new frames, write staging, fsync, rename, fsync the directory, verify.

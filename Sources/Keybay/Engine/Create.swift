@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 extension StoreEngine {
     /// `init`: creates a store only when there is nothing at all, platform-only or protected from
     /// its first write by `first` (whose ceremony the caller ran before anything was created).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A snapshot and the identity of the file it came from.
 struct Generation: Sendable {
     let snapshot: StoreSnapshot

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What is on disk for one application, as the engine finds it: the API's `KeybayStatus` is
 /// made from it.
 struct StoreInspection: Sendable {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 extension StoreEngine {
     /// After the rename (or link) put `encoded` in place: it is the store now, whatever fails
     /// from here. `afterRename` is why the directory's fsync failed, if it did; otherwise the file

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What a root move did: the root the store is on now, and where the old one was left when it
 /// could not be removed.
 struct MovedRoot: Sendable {

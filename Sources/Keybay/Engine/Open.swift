@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 extension StoreEngine {
     /// Opens the existing store as `unlock` says, or creates one when there is nothing at all and
     /// `create` is set (never for a named method: that store must exist). A method's ceremony

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 extension StoreEngine {
     /// Removes the store, its staging file and the root; keeps the lock file. Idempotent, needs
     /// no credential. Both sides are checked before anything is removed (the data directory when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import CKeybayPlugin
 
 /// Which root plugin a store uses: the one its bootstrap names, or for a new store the

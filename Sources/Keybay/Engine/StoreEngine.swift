@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import CKeybayPlugin
 
 /// One operation on one application's store and root, fail-closed: it never initialises over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What the engine needs of a configuration, as internal values: the API turns a
 /// `KeybayConfiguration` into these, so nothing below the API depends on its public types.
 struct StoreSettings: Sendable {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// `bootstrapCore = "KBV2" | suite:u16 | providerStateLength:u32 | providerState`
 /// `bootstrap     = bootstrapCore | sealedPackageLength:u32`
 struct Bootstrap: Equatable {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Glibc
 
 /// Big-endian encoding helpers. Every length and count in Keybay files is an unsigned

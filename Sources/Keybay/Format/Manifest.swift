@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Manifest plaintext: `count:u32 | { LP(key) | frameLength:u32 | SHA-256(frame) } ...`,
 /// keys unique and strictly ascending by bytes.
 struct ManifestEntry: Equatable {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The textual fields of a method envelope and how they are checked: plugin ids, labels and
 /// method ids. The decoder and the API share these rules, so a stored name is always one the API
 /// would accept.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Suite-2 package plaintext (sealed by the root like the platform package):
 /// `storeId(16) | epoch:u64 | policy:u8 (=1) | count:u8 (1…32) | envelope ...`
 /// `envelope = methodId(16) | LP(pluginId) | LP(label) | LP(params) | salt(16) | publicKey(32) | enc(32) | sealedKey(48)`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Platform-only package plaintext: `storeId(16) | epoch:u64 | policy:u8 (0) | Kstore(32)`, 57 bytes.
 /// It lives only in guarded memory; the root seals it.
 struct PlatformPackage {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Record keys: 1–120 bytes, segments `[A-Za-z0-9][A-Za-z0-9._-]*` joined by `/`.
 enum RecordKey {
     static func isValid(_ bytes: some Collection<UInt8>) -> Bool {

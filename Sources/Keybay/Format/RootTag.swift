@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Which root a store was created with, read from its bootstrap's provider state, so that an
 /// existing store always opens with its own root, whatever the configuration asks for new ones:
 ///

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The storage domain binds a store to its application identity, the identity's assurance,
 /// the root profile and the store's location relative to its base directory (never an absolute
 /// path, which may change):

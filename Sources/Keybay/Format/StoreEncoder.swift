@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A record frame on its way into a new generation: freshly sealed, or copied byte for byte.
 struct PendingFrame {
     let key: [UInt8]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Where each part of a store file lies, found by strict decoding before any decryption:
 /// `bootstrap | sealedPackage | recordFrame ... | sealedManifest | sealedManifestLength:u32`.
 struct StoreLayout {

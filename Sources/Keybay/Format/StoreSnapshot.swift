@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// One authenticated generation of a store file: the bytes as read, the keys recovered from the
 /// package, the methods it lists, and the manifest checked against every frame. Immutable, so
 /// reads never mix generations.

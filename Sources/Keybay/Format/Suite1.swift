@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Constants shared by the Keybay V2 store suites (docs/format.md §2–§6). Suite 1 is the
 /// platform-only format of the published vectors; suite 2 (ours) holds method envelopes.
 enum Suite1 {

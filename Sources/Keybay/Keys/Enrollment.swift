@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A credential as a method plugin's enrollment made it, not yet bound to a store: the public
 /// half of its envelope depends on the store id, which a store created together with its first
 /// method only gets when it is sealed.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// The key packages of one store: opening a generation's package with the root (and, for a
 /// protected store, one method), and making the package of the next generation when methods are
 /// added, replaced or removed. It does no file I/O: the root and the method ceremonies are the

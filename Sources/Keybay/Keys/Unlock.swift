@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Runs a method's ceremony (its plugin, a prompt, a touch) for the stored public description
 /// and returns the method's 32-byte secret M.
 typealias MethodCeremony = (MethodEnvelope.Public) throws -> SecureBytes

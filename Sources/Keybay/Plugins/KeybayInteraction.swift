@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// What a plugin may ask of the user, supplied by the host application: the host services of
 /// the plugin ABI (a secret, a message, a confirmation, cancellation, a log).
 /// Every member may refuse: a non-interactive host throws `.interactionRequired`.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import CKeybayPlugin
 
 /// The method operations of a loaded plugin, with the ABI's buffers and statuses turned into

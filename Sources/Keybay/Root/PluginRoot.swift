@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import CKeybayPlugin
 
 /// A platform root served by a root plugin (`file-root` by default). The provider states it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// A platform root owns one secret per application and seals the store's key package with it.
 /// The core never sees the secret: it asks the root to create, seal, open and reset, and keeps
 /// the opaque provider state the root returns in the store's bootstrap, so that a root that does

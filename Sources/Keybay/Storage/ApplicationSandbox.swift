@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Glibc
 
 /// The sandbox this process runs in, and the application id it attests: a Flatpak

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Glibc
 
 /// The names in directory `path`, without "." and "..", or nil if it cannot be opened.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Glibc
 
 /// Enough of stat(2) to tell that a file was replaced (every write renames a new inode in).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import Glibc
 
 /// The interprocess lock: flock(2) on a private lock file that is never deleted (unlinking a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// One application's store directory, and the only code that touches it: the interprocess
 /// lock, reading the live file, the durable replace and create-only write, reading back what
 /// was written, and removing the store. It knows bytes and file names, nothing of keys.

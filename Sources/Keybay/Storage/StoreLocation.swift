@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// Where one application's store lives: `<dataHome>/keybay/<applicationID>/`, and the live
 /// file's path in it (for messages).
 struct StoreLocation: Sendable {

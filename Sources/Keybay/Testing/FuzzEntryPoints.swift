@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 import CKeybayPlugin
 
 /// Entry points for the libFuzzer targets under Fuzz/ (SPI, not API): each feeds untrusted bytes

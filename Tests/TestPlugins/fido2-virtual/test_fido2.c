@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * libkeybay-test-fido2.so — the `fido2` method (the same core as libkeybay-fido2.so) wired to
  * the virtual authenticator (Tests/VirtualAuthenticator) instead of real HID devices, so tests

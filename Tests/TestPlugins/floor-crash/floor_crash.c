@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * test-floor-crash — a root plugin for tests only (libkeybay-test-floor-crash.so). It serves
  * the root plugin named by KEYBAY_TEST_WRAPPED_ROOT (a library path) under its own id, and when

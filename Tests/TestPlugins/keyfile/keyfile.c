@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * libkeybay-com.example.keyfile.so — a test fixture: a third-party method plugin written from the
  * installed plugin guide alone (share/doc/keybay/plugins.md), built against the installed header

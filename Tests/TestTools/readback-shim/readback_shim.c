@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * readback_shim.so — an LD_PRELOAD shim for MutationGuardTests (test support only; built by the
  * test with cc). Once a rename or link has put a file named keybay.v2.store in place, every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // keybay-test-writer: one write through the library API, for the crash-kill harness (which
 // SIGKILLs it at random moments). Exit 0 means the write was acknowledged (it returned). It
 // writes "w" to standard output once the store is open, just before the write.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * keybay_virtual_authenticator.h — an in-process CTAP2 authenticator for tests (test support
  * only; never shipped). Up to KEYBAY_VA_MAX_DEVICES virtual security keys, reached through the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * libkeybay-com.example.pin.so — an example third-party Keybay method plugin (plugin ABI v1),
  * written against <keybay_plugin.h> alone: no libsodium, no OpenSSL.

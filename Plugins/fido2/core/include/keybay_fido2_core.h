@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * keybay_fido2_core.h — the FIDO2 hmac-secret method, shared by the shipped plugin
  * (libkeybay-fido2.so, Plugins/fido2/plugin.c) and the test build that talks to a virtual
