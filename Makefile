@@ -1,15 +1,27 @@
 # SPDX-License-Identifier: Apache-2.0
 # Keybay for Linux: build and install the CLI, the first-party plugins and the plugin header.
 #
-#   make install [PREFIX=/usr/local] [DESTDIR=/staging]
+#   make install [PREFIX=/usr/local] [DESTDIR=/staging] [BIN=DIR] [STRIP=] [pythondir=DIR]
+#                                   BIN=DIR installs what is already built in DIR and runs no
+#                                   build; STRIP= keeps the debug info (installed files are
+#                                   stripped by default)
 #   make uninstall [PREFIX=...] [DESTDIR=...]
 #   make install-dev [PREFIX=...]   for plugin authors, no build: the header, keybay-plugin.pc,
 #                                   the guide and an example plugin (PREFIX/share/doc/keybay)
 #   make test                       scripts/test.sh (every test)
 #   make walkthrough                scripts/walkthrough.sh (the CLI against a throwaway store)
 #
-# Layout: PREFIX/bin/keybay-methods finds its plugins in <exe dir>/../lib/keybay/plugins, that
-# is PREFIX/lib/keybay/plugins, so the two directories must stay in that relation.
+# Layout: PREFIX/bin/keybay-methods finds its plugins in <exe dir>/../lib/keybay/plugins and
+# PREFIX/lib/libkeybay.so.1 in <library dir>/keybay/plugins: both are PREFIX/lib/keybay/plugins,
+# so the three must stay in that relation. That is why the library is in PREFIX/lib even for
+# PREFIX=/usr (the Debian packages, debian/): in a multiarch directory (/usr/lib/<triplet>)
+# the library would look in /usr/lib/<triplet>/keybay/plugins, which the CLI never searches.
+#
+# The Python package (bindings/python, pure Python over libkeybay.so.1) goes into pythondir:
+# by default the directory under PREFIX that $(PYTHON) imports from (/usr/lib/python3/dist-packages
+# for PREFIX=/usr on Debian, PREFIX/lib/python3.X/dist-packages or site-packages otherwise); it
+# loads the library by its soname, so a PREFIX outside the linker's path needs LD_LIBRARY_PATH
+# or KEYBAY_LIBRARY (docs/python.md).
 #
 # The CLI links the Swift runtime statically (-static-stdlib, see Package.swift), so the
 # installed binary needs no Swift toolchain; only sanitizer builds (KEYBAY_SANITIZE, not
@@ -22,6 +34,10 @@ SWIFT ?= swift
 CONFIG ?= release
 BIN ?=
 INSTALL ?= install
+# The installed CLI, library and plugins are stripped with this (--strip-unneeded); STRIP= keeps
+# their debug info and symbols (a debug install; debian/rules leaves it to dh_strip).
+STRIP ?= strip
+PYTHON ?= python3
 TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 
 bindir = $(PREFIX)/bin
@@ -30,6 +46,15 @@ includedir = $(PREFIX)/include/keybay
 libdir = $(PREFIX)/lib
 pkgconfigdir = $(PREFIX)/lib/pkgconfig
 docdir = $(PREFIX)/share/doc/keybay
+# The first of PREFIX's site directories that $(PYTHON) searches, else the one `pip install
+# --prefix` would use (then PYTHONPATH names it).
+pythondir = $(shell $(PYTHON) -c 'import sys; p = sys.argv[1]; v = "python%d.%d" % sys.version_info[:2]; \
+	c = [p + "/lib/python3/dist-packages", p + "/lib/" + v + "/dist-packages", p + "/lib/" + v + "/site-packages"]; \
+	print(next((d for d in c if d in sys.path), c[-1]))' '$(PREFIX)' 2>/dev/null)
+PYTHON_PACKAGE = $(notdir $(wildcard $(TOP)/bindings/python/keybay/*.py))
+# keybay.pc's run-time path to the library, left out where the dynamic linker looks anyway.
+comma := ,
+rpath = $(if $(filter /usr,$(PREFIX)),,-Wl$(comma)-rpath$(comma)$${libdir})
 
 # Every first-party plugin (one directory under Plugins/ each; InstallTests checks that the
 # installed CLI lists exactly those).
@@ -59,12 +84,17 @@ install: $(if $(BIN),,build) install-dev
 	for p in $(PLUGINS); do $(INSTALL) -m 0755 "$$bin/$$p" "$(DESTDIR)$(plugindir)/$$p" || exit 1; done && \
 	$(INSTALL) -m 0755 "$$bin/libkeybay.so" "$(DESTDIR)$(libdir)/libkeybay.so.1" && \
 	ln -sf libkeybay.so.1 "$(DESTDIR)$(libdir)/libkeybay.so"
+	$(if $(STRIP),$(STRIP) --strip-unneeded "$(DESTDIR)$(bindir)/keybay-methods" "$(DESTDIR)$(libdir)/libkeybay.so.1" \
+		$(foreach p,$(PLUGINS),"$(DESTDIR)$(plugindir)/$(p)"))
 	$(INSTALL) -m 0644 $(CAPI_HEADER) "$(DESTDIR)$(includedir)/keybay.h"
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' "$(TOP)/keybay.pc.in" > "$(DESTDIR)$(pkgconfigdir)/keybay.pc"
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@RPATH@|$(rpath)|g' "$(TOP)/keybay.pc.in" > "$(DESTDIR)$(pkgconfigdir)/keybay.pc"
 	chmod 0644 "$(DESTDIR)$(pkgconfigdir)/keybay.pc"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(PREFIX)/share/man/man1" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions"
 	$(INSTALL) -m 0644 "$(TOP)/docs/keybay-methods.1" "$(DESTDIR)$(PREFIX)/share/man/man1/keybay-methods.1"
 	$(INSTALL) -m 0644 "$(TOP)/completions/keybay-methods.bash" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods"
+	@test -n "$(pythondir)" || { echo "make install: $(PYTHON) did not say where its packages go under $(PREFIX); give pythondir=DIR" >&2; exit 1; }
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(pythondir)/keybay"
+	for f in $(PYTHON_PACKAGE); do $(INSTALL) -m 0644 "$(TOP)/bindings/python/keybay/$$f" "$(DESTDIR)$(pythondir)/keybay/$$f" || exit 1; done
 
 # The plugin header, keybay-plugin.pc (prefix substituted), the guide and the example; builds nothing.
 install-dev:
@@ -83,6 +113,8 @@ uninstall:
 	rm -f "$(DESTDIR)$(PREFIX)/share/man/man1/keybay-methods.1" \
 		"$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods"
 	for p in $(PLUGINS); do rm -f "$(DESTDIR)$(plugindir)/$$p"; done
+	test -z "$(pythondir)" || { for f in $(PYTHON_PACKAGE); do rm -f "$(DESTDIR)$(pythondir)/keybay/$$f"; done; \
+		rm -rf "$(DESTDIR)$(pythondir)/keybay/__pycache__"; rmdir "$(DESTDIR)$(pythondir)/keybay" 2>/dev/null || true; }
 	for d in $(DOCS) keybay_plugin.h; do rm -f "$(DESTDIR)$(docdir)/$$d"; done
 	for f in $(EXAMPLE_FILES); do rm -f "$(DESTDIR)$(docdir)/$(EXAMPLE)/$$f"; done
 	rmdir "$(DESTDIR)$(plugindir)" "$(DESTDIR)$(PREFIX)/lib/keybay" "$(DESTDIR)$(includedir)" 2>/dev/null || true

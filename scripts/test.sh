@@ -3,7 +3,8 @@
 # Runs every test: installs what is missing, builds, runs the Python package's pytest, the C
 # harnesses and a short fuzz, then `swift test` (Swift Testing).
 # Long versions of the harnesses: KEYBAY_CRASH_RUNS=2000 KEYBAY_FUZZ_SECONDS=600 scripts/test.sh
-# (sanitizers: scripts/sanitizers.sh)
+# (sanitizers: scripts/sanitizers.sh; the Debian packages built and installed in a clean root:
+# KEYBAY_DEB=1 scripts/test.sh, or scripts/deb-check.sh alone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -20,4 +21,6 @@ tail -1 .build/walkthrough.log
 if [ "${KEYBAY_FUZZ_SECONDS:-15}" != 0 ]; then scripts/fuzz.sh "${KEYBAY_FUZZ_SECONDS:-15}"; fi
 # Every public symbol documented, both documentation archives built (docc; its own scratch build).
 scripts/docs.sh | tail -3
+# The .debs built, lintian, installed with apt in a debootstrapped root and used there (about 10 minutes).
+if [ "${KEYBAY_DEB:-0}" = 1 ]; then scripts/deb-check.sh; fi
 swift test --skip-build
