@@ -184,6 +184,9 @@ echo "root: ok"
 EOF
 chown -R --reference="$root/home/keybayuser" "$root/home/keybayuser"
 
+chroot --userspec=keybayuser:keybayuser "$root" /usr/bin/env -i PATH=/usr/bin:/bin LANG=C.UTF-8 /bin/sh /home/keybayuser/check.sh \
+  || fail "the checks inside the root"
+
 # The installed ELF files are stripped: the CLI, the library and one plugin per first-party plugin.
 elf=(usr/bin/keybay-methods usr/lib/libkeybay.so.1)
 for id in $first_party; do elf+=("usr/lib/keybay/plugins/libkeybay-$id.so"); done
@@ -192,7 +195,4 @@ for f in "${elf[@]}"; do
   if grep -q -E ' \.(debug_info|symtab) ' "$work/sections.txt"; then fail "/$f is not stripped"; fi
 done
 say "installed ELF files stripped (no .debug_info, no .symtab): ${#elf[@]} files"
-
-chroot --userspec=keybayuser:keybayuser "$root" /usr/bin/env -i PATH=/usr/bin:/bin LANG=C.UTF-8 /bin/sh /home/keybayuser/check.sh \
-  || fail "the checks inside the root"
 say ok

@@ -18,6 +18,12 @@ import Testing
         return prefix
     }
 
+    /// The first-party plugins' ids: one directory under Plugins/ each.
+    static func firstPartyPlugins() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: packageDirectory + "/Plugins")
+            .filter { var d: ObjCBool = false; return FileManager.default.fileExists(atPath: packageDirectory + "/Plugins/" + $0, isDirectory: &d) && d.boolValue }
+    }
+
     /// The installed ELF files: the CLI, the library and every first-party plugin.
     static func installedELFFiles(_ prefix: String) throws -> [String] {
         let plugins = try FileManager.default.contentsOfDirectory(atPath: prefix + "/lib/keybay/plugins").sorted()
@@ -40,7 +46,7 @@ import Testing
         let box = Sandbox()
         let prefix = try Self.install(into: box)
         let files = try Self.installedELFFiles(prefix)
-        #expect(files.count == 11, "\(files)")
+        #expect(files.count == 2 + (try Self.firstPartyPlugins()).count, "\(files)")
         for file in files {
             let sections = try #require(try Self.sectionNames(file), "\(file) is not an ELF file")
             #expect(!sections.contains(".debug_info") && !sections.contains(".symtab"), "\(file) is not stripped: \(sections.sorted())")
@@ -133,8 +139,7 @@ import Testing
         let plugins = try run(installed, ["plugins", "--json"], environment: env)
         #expect(plugins.out.contains("\"path\":\"\(prefix)/lib/keybay/plugins/libkeybay-file-root.so\""), "\(plugins.out)")
         // Every first-party plugin (a directory under Plugins/ each) is installed and listed, and nothing else.
-        let firstParty = try FileManager.default.contentsOfDirectory(atPath: packageDirectory + "/Plugins")
-            .filter { var d: ObjCBool = false; return FileManager.default.fileExists(atPath: packageDirectory + "/Plugins/" + $0, isDirectory: &d) && d.boolValue }
+        let firstParty = try Self.firstPartyPlugins()
         let listed = try #require(try JSONSerialization.jsonObject(with: Data(plugins.out.utf8)) as? [[String: Any]]).compactMap { $0["id"] as? String }
         #expect(firstParty.count >= 3 && Set(listed) == Set(firstParty) && listed.count == firstParty.count, "installed \(listed), Plugins/ has \(firstParty)")
         #expect(try run(installed, ["set", "k", "v"], environment: env).status == 0)
