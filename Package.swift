@@ -86,7 +86,8 @@ let package = Package(
         // The C API: its header (a C target of its own, so the Swift side reads the same types
         // the hosts compile against) and the @_cdecl functions over the public Swift API.
         .target(name: "CKeybay", path: "Sources/CKeybay"),
-        .target(name: "KeybayCAPI", dependencies: ["Keybay", "CKeybay", "CSodium"], linkerSettings: cLibraryLinking),
+        .target(name: "CKeybayValueArena", dependencies: ["CSodium"], path: "Sources/CKeybayValueArena"),
+        .target(name: "KeybayCAPI", dependencies: ["Keybay", "CKeybay", "CKeybayValueArena", "CSodium"], linkerSettings: cLibraryLinking),
 
         // plugin-check's table of conformance checks: linked by the CLI, no product (not API of
         // the library); it reaches the loader through Keybay's package-access PluginUnderCheck.

@@ -18,6 +18,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 swift build -c release
+# The C API rows' program, against this build's libkeybay.so (run path: the build directory);
+# the Python row needs keyring's SecretService backend.
+bin=$(swift build -c release --show-bin-path)
+ln -sf libkeybay.so "$bin/libkeybay.so.1"  # the soname, which the build directory lacks
+cc -std=c11 -O2 -Wall -Wextra -Werror -I Sources/CKeybay/include scripts/bench/capi_get.c -o "$bin/capi_get" \
+  -L "$bin" -Wl,-rpath,"$bin" -lkeybay $(pkg-config --cflags --libs libsecret-1)
+python3 -c 'import keyring.backends.SecretService, secretstorage' 2>/dev/null || python3 -m pip install -q keyring secretstorage
+export KEYBAY_BENCH_SCRIPTS=$PWD/scripts/bench KEYBAY_BENCH_PYTHON=$(command -v python3)
 keyring_home=$(mktemp -d /tmp/keybay-bench-keyring-XXXXXX)
 trap 'rm -rf "$keyring_home"' EXIT
 runs=${1:-21}

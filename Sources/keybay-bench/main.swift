@@ -5,6 +5,7 @@
 //
 //   keybay-bench [RUNS]          the whole table
 //   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 ssget tpm2pin pkcs11
+//                                capi capiopen python
 //   (ssget needs a Secret Service on DBUS_SESSION_BUS_ADDRESS: scripts/bench.sh runs the bench
 //   in a private session with a throwaway, unlocked gnome-keyring)
 //   keybay-bench load-plugins    (internal) time discovery + loading of the plugins, in a fresh process
@@ -421,6 +422,9 @@ if wanted("ssget") {
 }
 
 if wanted("tpm2pin") { benchTpm2Pin() }
+if wanted("capi") { try CAPIRows.benchGet(runs: runs, base: base, env: env, config: config) }
+if wanted("capiopen") { CAPIRows.benchOpen(runs: runs, base: base, env: env, cli: cli) }
+if wanted("python") { CAPIRows.benchPython(runs: runs, base: base, env: env, cli: cli) }
 // 10. A pkcs11 unlock vs pkcs11-tool --decrypt with the same key on the same SoftHSM2 token.
 if wanted("pkcs11") { benchPkcs11(runs: runs, base: base, env: env, cli: cli) }
 

@@ -14,7 +14,8 @@
  * and, where there is one, the file; it never holds a secret or a value.
  *
  * Memory: everything handed out is freed by its own function: a value by keybay_free_value
- * (which wipes it first; values are handed out in guarded memory), a string by
+ * (which wipes it first; values are handed out in guarded memory: locked, wiped, small ones
+ * sharing a guarded arena; docs/c-api.md), a string by
  * keybay_free_string, a list of keys by keybay_free_strings, an error by keybay_error_free.
  * Strings are UTF-8 and NUL-terminated; what the library is given is copied, never kept, save
  * the interaction given to keybay_open (below).
