@@ -18,6 +18,8 @@ KEYBAY_WALKTHROUGH_BIN=.build/debug/keybay-methods scripts/walkthrough.sh > .bui
 tail -1 .build/walkthrough.log
 # A short libFuzzer run over every decoder (KEYBAY_FUZZ_SECONDS per target; 0 skips it).
 if [ "${KEYBAY_FUZZ_SECONDS:-15}" != 0 ]; then scripts/fuzz.sh "${KEYBAY_FUZZ_SECONDS:-15}"; fi
+# The C API's host, four threads on one handle, under ThreadSanitizer (its own build directory).
+scripts/sanitizers.sh capi | tail -1
 # Every public symbol documented, both documentation archives built (docc; its own scratch build).
 scripts/docs.sh | tail -3
 swift test --skip-build
