@@ -186,6 +186,7 @@ static keybay_status read_lockout(const keybay_host *host, keybay_tpm2 *t, locko
 static int32_t tries_left(const lockout *l) { return l->counter >= l->max ? 0 : (int32_t)(l->max - l->counter); }
 
 static keybay_status locked_out(const keybay_host *host, const keybay_tpm2 *t, const lockout *l) {
+    keybay_host_error_detail(host, "lockout", 0, NULL);
     if (l->interval == 0)
         return fail(host, KEYBAY_ERR_LOCKED, "tpm2-pin: %s is in dictionary-attack lockout after %u wrong authorizations and does not "
                     "recover by itself (TPM_PT_LOCKOUT_INTERVAL is 0): its lockout authorization must reset it (tpm2_dictionarylockout -c)",
@@ -311,10 +312,12 @@ static keybay_status load_object(const keybay_host *host, keybay_tpm2 *t, const 
     }
     *object = ESYS_TR_NONE;
     /* A foreign or damaged object is a format-one error on its parameters (integrity, size, key). */
-    if (keybay_tpm2_rc_is_tpm(rc) && (rc & TPM2_RC_FMT1))
+    if (keybay_tpm2_rc_is_tpm(rc) && (rc & TPM2_RC_FMT1)) {
+        keybay_host_error_reason(host, "foreign-object");
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: %s cannot load this method's sealed object: it was sealed by another "
                     "machine's TPM, or this TPM was cleared since (%s); the method cannot be used here, and another method must open the store",
                     t->where, T(Tss2_RC_Decode)(rc));
+    }
     return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot load the method's sealed object");
 }
 
@@ -347,13 +350,16 @@ static keybay_status unseal(const keybay_host *host, keybay_tpm2 *t, const seale
             s = fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the sealed object holds %u bytes, not a method secret", out->size);
         } else if (keybay_tpm2_rc_is_tpm(rc) && (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH)) {
             s = read_lockout(host, t, &l);
-            if (s == KEYBAY_OK)
+            if (s == KEYBAY_OK) {
+                keybay_host_error_detail(host, "wrong-pin", tries_left(&l), NULL);
                 s = fail(host, KEYBAY_ERR_WRONG_SECRET, "tpm2-pin: wrong PIN for %s; %d tr%s left before the TPM locks out%s", t->where,
                          tries_left(&l), tries_left(&l) == 1 ? "y" : "ies", tries_left(&l) == 0 ? " (it is in lockout now)" : "");
+            }
         } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_LOCKOUT) {
             s = read_lockout(host, t, &l);
             if (s == KEYBAY_OK) s = locked_out(host, t, &l);
         } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_POLICY_FAIL) {
+            keybay_host_error_reason(host, "pcr-mismatch");
             s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: the PCRs this method is bound to (mask 0x%06x, SHA-256) no longer hold the "
                      "values it was sealed to (a firmware, boot loader or Secure Boot change); another method must open the store", (unsigned)o->pcrs);
         } else {

@@ -180,6 +180,7 @@ int main(void) {
     keybay_error_free(err); err = NULL;
     CHECK(keybay_open(NULL, NULL, NULL) == NULL, "NULL options");
     CHECK(keybay_error_code(NULL) == KEYBAY_ERR_INVALID_ARGUMENT && keybay_error_name(NULL) == NULL, "NULL error");
+    CHECK(keybay_error_reason(NULL) == NULL && keybay_error_tries_left(NULL) == -1, "NULL error's reason and tries left");
 
     // One handle, four threads.
     pthread_t threads[4];
@@ -205,6 +206,7 @@ int main(void) {
     CHECK(keybay_open(&with, &wrong_asker, &err) == NULL && keybay_error_code(err) == KEYBAY_ERR_WRONG_SECRET, "wrong passphrase");
     CHECK(err && strcmp(keybay_error_name(err), "wrong-secret") == 0 && keybay_error_method_id(err) && strcmp(keybay_error_method_id(err), method) == 0,
           "wrong-secret names the method");
+    CHECK(err && keybay_error_reason(err) == NULL && keybay_error_tries_left(err) == -1, "a wrong passphrase names no reason");
     keybay_error_free(err); err = NULL;
     CHECK(keybay_open(&o, NULL, &err) == NULL && keybay_error_code(err) == KEYBAY_ERR_INTERACTION_REQUIRED, "no interaction: %d", keybay_error_code(err));
     keybay_error_free(err); err = NULL;
@@ -257,6 +259,13 @@ int main(void) {
     store = keybay_open(&by_key, &key_asker, &err);
     CHECK(store != NULL && key.asked == 1, "the shown recovery key opens the store: %s", err ? keybay_error_message(err) : "");
     keybay_close(store);
+    // A recovery key too short: wrong-secret, and the plugin's reason says why.
+    struct answers short_key = {"0000", 0};
+    keybay_interaction short_asker = asking(&short_key);
+    CHECK(keybay_open(&by_key, &short_asker, &err) == NULL && keybay_error_code(err) == KEYBAY_ERR_WRONG_SECRET, "a short recovery key");
+    CHECK(err && keybay_error_reason(err) && strcmp(keybay_error_reason(err), "typo-length") == 0 && keybay_error_tries_left(err) == -1,
+          "the plugin's reason: %s", err && keybay_error_reason(err) ? keybay_error_reason(err) : "NULL");
+    keybay_error_free(err); err = NULL;
     keybay_free_string(recovery);
 
     CHECK(keybay_reset(&o, &err) == 0, "reset");
