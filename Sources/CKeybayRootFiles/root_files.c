@@ -162,11 +162,17 @@ keybay_status keybay_rf_read(const keybay_host *host, const keybay_root_context 
     keybay_status s = keybay_rf_open_dir(host, c, 0, &dir, dir_path, sizeof dir_path);
     if (s != KEYBAY_OK) return s;
     keybay_rf_path(c, name, path, sizeof path); /* for messages: truncation is harmless */
-    if (dir < 0) return fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: %s %s is missing", what, path);
+    if (dir < 0) {
+        keybay_host_error_detail(host, "root-missing", -1, path);
+        return fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: %s %s is missing", what, path);
+    }
     int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     close(dir);
     if (fd < 0) {
-        if (errno == ENOENT) return fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: %s %s is missing", what, path);
+        if (errno == ENOENT) {
+            keybay_host_error_detail(host, "root-missing", -1, path);
+            return fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: %s %s is missing", what, path);
+        }
         if (errno == ELOOP) {
             keybay_host_error_detail(host, "symbolic-link", -1, path);
             return fail(host, KEYBAY_ERR_INSECURE, "%s is a symbolic link; refusing to use it", path);
