@@ -2,7 +2,9 @@
 #include "helper_store.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "strict_json.h"
 
@@ -37,6 +39,21 @@ static helper_open_result failed(const char *program, const char *app_id, keybay
     return helper_code_is_locked(code) ? HELPER_LOCKED : HELPER_FAILED;
 }
 
+/* 1 when the store file is where docs/c-api.md says it lives ($XDG_DATA_HOME, when absolute,
+ * else ~/.local/share, then keybay/<app>/keybay.v2.store). Only a shortcut: when it is not
+ * found there, keybay_status_json decides, so the answer never rests on this alone; it saves a
+ * second look at the root (on secret-service, a round trip to the keyring) before the open. */
+static int store_file_exists(const char *app_id) {
+    const char *data = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    char path[4096];
+    int n;
+    if (data && data[0] == '/') n = snprintf(path, sizeof path, "%s/keybay/%s/keybay.v2.store", data, app_id);
+    else if (home && home[0] == '/') n = snprintf(path, sizeof path, "%s/.local/share/keybay/%s/keybay.v2.store", home, app_id);
+    else return 0;
+    struct stat st;
+    return n > 0 && (size_t)n < sizeof path && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 /* 1 when keybay_status_json says "absent", 0 when something is there, -1 on failure (err set). */
 static int store_is_absent(keybay_open_options *options, keybay_error **err) {
     char *json = NULL;
@@ -58,7 +75,7 @@ helper_open_result helper_open_store(const char *program, const char *app_id, in
     keybay_error *err = NULL;
     *store = NULL;
     message[0] = 0;
-    if (!create) {
+    if (!create && !store_file_exists(app_id)) {
         int absent = store_is_absent(&options, &err);
         if (absent < 0) return failed(program, app_id, err, message, capacity);
         if (absent) return HELPER_NO_STORE;

@@ -20,7 +20,7 @@ typedef enum {
 const keybay_interaction *helper_interaction(void);
 
 /* Opens the store of `app_id`. With `create` 0 a store that does not exist is HELPER_NO_STORE
- * (keybay_status_json: nothing is created). On HELPER_LOCKED and HELPER_FAILED, `message` holds
+ * (its file looked for, then keybay_status_json asked: nothing is created). On HELPER_LOCKED and HELPER_FAILED, `message` holds
  * one line (no newline) that names `program`, the store and what to do; never a secret. */
 helper_open_result helper_open_store(const char *program, const char *app_id, int create, keybay_store **store,
                                      char *message, size_t capacity);

@@ -8,6 +8,8 @@ gets it by default. docs/integrations.md describes its records.
     PYTHON_KEYRING_BACKEND=keybay.keyring_backend.KeybayKeyring keyring get SERVICE USER
 """
 import hashlib
+import os
+import stat
 import struct
 
 from keyring import credentials
@@ -65,6 +67,21 @@ def _decode(value):
     return fields if SERVICE in fields and USERNAME in fields and PASSWORD in fields else None
 
 
+def _store_file_exists(app_id):
+    """Whether the store file is where docs/c-api.md says it lives. A shortcut only: when it is
+    not found, keybay.status decides; it saves a second look at the root before the open."""
+    data = os.environ.get("XDG_DATA_HOME", "")
+    if not data.startswith("/"):
+        home = os.environ.get("HOME", "")
+        if not home.startswith("/"):
+            return False
+        data = os.path.join(home, ".local", "share")
+    try:
+        return stat.S_ISREG(os.lstat(os.path.join(data, "keybay", app_id, "keybay.v2.store")).st_mode)
+    except OSError:
+        return False
+
+
 def _interaction():
     """Who a store's unlock method may ask: chosen here alone. None never asks (a locked store
     raises KeyringLocked saying what to do)."""
@@ -94,7 +111,7 @@ class KeybayKeyring(KeyringBackend):
         """The open store, or None when there is none and `create` is false."""
         import keybay
         try:
-            if not create and keybay.status(self.app_id)["state"] == "absent":
+            if not create and not _store_file_exists(self.app_id) and keybay.status(self.app_id)["state"] == "absent":
                 return None
             return keybay.open(self.app_id, interaction=_interaction())
         except keybay.Error as error:
