@@ -5,6 +5,8 @@
 #   make uninstall [PREFIX=...] [DESTDIR=...]
 #   make install-dev [PREFIX=...]   for plugin authors, no build: the header, keybay-plugin.pc,
 #                                   the guide and an example plugin (PREFIX/share/doc/keybay)
+#   make integrations [OUT=DIR]     the credential helpers (integrations/), built with cc against
+#                                   the library in BIN (or this build); `make install` installs them
 #   make test                       scripts/test.sh (every test)
 #   make walkthrough                scripts/walkthrough.sh (the CLI against a throwaway store)
 #
@@ -52,7 +54,7 @@ build:
 	cd "$(TOP)" && $(SWIFT) build -c $(CONFIG)
 
 # BIN=DIR installs what is already built in DIR (no swift invocation: the tests use it).
-install: $(if $(BIN),,build) install-dev
+install: $(if $(BIN),,build) install-dev install-integrations
 	bin="$(if $(BIN),$(BIN),$$(cd "$(TOP)" && $(SWIFT) build -c $(CONFIG) --show-bin-path))" && \
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(bindir)" "$(DESTDIR)$(plugindir)" && \
 	$(INSTALL) -m 0755 "$$bin/keybay-methods" "$(DESTDIR)$(bindir)/keybay-methods" && \
@@ -65,6 +67,25 @@ install: $(if $(BIN),,build) install-dev
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(PREFIX)/share/man/man1" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions"
 	$(INSTALL) -m 0644 "$(TOP)/docs/keybay-methods.1" "$(DESTDIR)$(PREFIX)/share/man/man1/keybay-methods.1"
 	$(INSTALL) -m 0644 "$(TOP)/completions/keybay-methods.bash" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods"
+
+# The credential helpers (integrations/, docs/integrations.md): C programs over libkeybay.so.1,
+# compiled with cc from its header and linked against the built library (BIN, else this build's);
+# installed in PREFIX/bin, they find the library through their run path, $ORIGIN/../lib.
+INTEGRATIONS = git-credential-keybay docker-credential-keybay
+INTEGRATION_CFLAGS ?= -std=c11 -O2 -g -Wall -Wextra -D_DEFAULT_SOURCE -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+INTEGRATION_BIN = $(if $(BIN),$(BIN),$$(cd "$(TOP)" && $(SWIFT) build -c $(CONFIG) --show-bin-path))
+
+integrations:
+	bin="$(INTEGRATION_BIN)" && out="$(if $(OUT),$(OUT),$$bin/integrations)" && mkdir -p "$$out" && \
+	for helper in git/git-credential-keybay docker/docker-credential-keybay; do \
+	  $(CC) $(INTEGRATION_CFLAGS) -I "$(TOP)/Sources/CKeybay/include" -I "$(TOP)/integrations/common" \
+	    "$(TOP)/integrations/$$helper.c" "$(TOP)"/integrations/common/*.c -L "$$bin" -lkeybay -lsodium \
+	    -Wl,-rpath,'$$ORIGIN/../lib' -o "$$out/$${helper#*/}" || exit 1; \
+	done
+
+install-integrations: integrations
+	bin="$(INTEGRATION_BIN)" && $(INSTALL) -d -m 0755 "$(DESTDIR)$(bindir)" && \
+	for helper in $(INTEGRATIONS); do $(INSTALL) -m 0755 "$$bin/integrations/$$helper" "$(DESTDIR)$(bindir)/$$helper" || exit 1; done
 
 # The plugin header, keybay-plugin.pc (prefix substituted), the guide and the example; builds nothing.
 install-dev:
@@ -85,6 +106,7 @@ uninstall:
 	for p in $(PLUGINS); do rm -f "$(DESTDIR)$(plugindir)/$$p"; done
 	for d in $(DOCS) keybay_plugin.h; do rm -f "$(DESTDIR)$(docdir)/$$d"; done
 	for f in $(EXAMPLE_FILES); do rm -f "$(DESTDIR)$(docdir)/$(EXAMPLE)/$$f"; done
+	for helper in $(INTEGRATIONS); do rm -f "$(DESTDIR)$(bindir)/$$helper"; done
 	rmdir "$(DESTDIR)$(plugindir)" "$(DESTDIR)$(PREFIX)/lib/keybay" "$(DESTDIR)$(includedir)" 2>/dev/null || true
 	rmdir "$(DESTDIR)$(docdir)/$(EXAMPLE)" "$(DESTDIR)$(docdir)/examples" "$(DESTDIR)$(docdir)" 2>/dev/null || true
 
@@ -94,4 +116,4 @@ test:
 walkthrough:
 	"$(TOP)/scripts/walkthrough.sh"
 
-.PHONY: all build install install-dev uninstall test walkthrough
+.PHONY: all build install install-dev install-integrations integrations uninstall test walkthrough

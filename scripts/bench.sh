@@ -28,6 +28,15 @@ python3 -c 'import keyring.backends.SecretService, secretstorage' 2>/dev/null ||
 export KEYBAY_BENCH_SCRIPTS=$PWD/scripts/bench KEYBAY_BENCH_PYTHON=$(command -v python3)
 keyring_home=$(mktemp -d /tmp/keybay-bench-keyring-XXXXXX)
 trap 'rm -rf "$keyring_home"' EXIT
+# The integration rows: this build's helpers installed in a prefix of the bench's own, and git's
+# libsecret helper built from the source Debian's git ships (a copy: /usr/share stays untouched).
+make -s install BIN="$PWD/.build/release" PREFIX="$keyring_home/prefix" >/dev/null
+libsecret_source=/usr/share/doc/git/contrib/credential/libsecret
+if [ -f "$libsecret_source/git-credential-libsecret.c" ]; then
+  cp -r "$libsecret_source" "$keyring_home/libsecret"
+  make -s -C "$keyring_home/libsecret" >/dev/null 2>&1 && export KEYBAY_BENCH_LIBSECRET_HELPER="$keyring_home/libsecret/git-credential-libsecret"
+fi
+export KEYBAY_BENCH_PREFIX="$keyring_home/prefix" KEYBAY_BENCH_PYTHON="$(command -v python3)" KEYBAY_BENCH_PYTHONPATH="$PWD/bindings/python"
 runs=${1:-21}
 [ $# -gt 0 ] && shift
 HOME=$keyring_home XDG_RUNTIME_DIR=$keyring_home dbus-run-session -- sh -c \

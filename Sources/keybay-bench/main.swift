@@ -5,9 +5,11 @@
 //
 //   keybay-bench [RUNS]          the whole table
 //   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 ssget tpm2pin pkcs11
-//                                capi capiopen python
-//   (ssget needs a Secret Service on DBUS_SESSION_BUS_ADDRESS: scripts/bench.sh runs the bench
-//   in a private session with a throwaway, unlocked gnome-keyring)
+//                                capi capiopen python gitfill keyringget
+//   (ssget, capiopen, python, gitfill and keyringget need a Secret Service on
+//   DBUS_SESSION_BUS_ADDRESS: scripts/bench.sh runs the bench in a private session with a
+//   throwaway, unlocked gnome-keyring; python, gitfill and keyringget also the KEYBAY_BENCH_*
+//   settings it passes)
 //   keybay-bench load-plugins    (internal) time discovery + loading of the plugins, in a fresh process
 import CArgon2
 import CSodium
@@ -427,6 +429,16 @@ if wanted("capiopen") { CAPIRows.benchOpen(runs: runs, base: base, env: env, cli
 if wanted("python") { CAPIRows.benchPython(runs: runs, base: base, env: env, cli: cli) }
 // 10. A pkcs11 unlock vs pkcs11-tool --decrypt with the same key on the same SoftHSM2 token.
 if wanted("pkcs11") { benchPkcs11(runs: runs, base: base, env: env, cli: cli) }
+// 11. The integrations (docs/integrations.md): git credential fill and keyring get, each against
+// the tool's own Secret Service store.
+if wanted("gitfill") || wanted("keyringget") {
+    if let settings = IntegrationSettings.fromEnvironment(env) {
+        if wanted("gitfill") { benchGitFill(runs: runs, base: base, settings: settings) }
+        if wanted("keyringget") { benchKeyringGet(runs: runs, base: base, settings: settings) }
+    } else {
+        print("  (no session bus or KEYBAY_BENCH_* settings: run scripts/bench.sh)")
+    }
+}
 
 print("")
 print("| row | ours | reference | ratio | target |")

@@ -17,7 +17,7 @@ import Testing
         for file in ["bin/keybay-methods", "lib/keybay/plugins/libkeybay-file-root.so", "lib/keybay/plugins/libkeybay-passphrase.so",
                      "include/keybay/keybay_plugin.h", "lib/pkgconfig/keybay-plugin.pc", "share/man/man1/keybay-methods.1",
                      "share/bash-completion/completions/keybay-methods", "share/doc/keybay/plugins.md",
-                     "share/doc/keybay/examples/c-plugin/pin.c"] {
+                     "share/doc/keybay/examples/c-plugin/pin.c", "bin/git-credential-keybay", "bin/docker-credential-keybay"] {
             #expect(exists(prefix + "/" + file), "\(file) not installed")
         }
         for name in ["libkeybay-test-counting.so", "libkeybay-test-fido2.so", "libkeybaytest-counting.so", "libkeybaytest-fido2.so"] {
@@ -37,7 +37,8 @@ import Testing
         #expect(try run(installed, ["get", "k"], environment: env).out == "v")
         let uninstall = try run("/usr/bin/make", ["-C", packageDirectory, "uninstall", "PREFIX=" + prefix], environment: ["PATH": "/usr/bin:/bin"])
         #expect(uninstall.status == 0 && !exists(installed) && !exists(prefix + "/lib/keybay/plugins/libkeybay-file-root.so")
-                && !exists(prefix + "/share/doc/keybay"))
+                && !exists(prefix + "/share/doc/keybay") && !exists(prefix + "/bin/git-credential-keybay")
+                && !exists(prefix + "/bin/docker-credential-keybay"))
     }
 
     /// The plugin guide works from an install: `make install-dev` puts it, the documents it links,
