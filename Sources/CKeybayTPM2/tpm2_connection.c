@@ -32,7 +32,7 @@ typedef keybay_tpm2_bounded bounded;
 /* ---------------------------------------------------------------- tpm2-tss, opened on first use */
 
 static const char *const library_names[KEYBAY_TSS_LIBRARIES] = {
-    "libtss2-esys.so.0", "libtss2-tctildr.so.0", "libtss2-mu.so.0", "libtss2-rc.so.0"
+    "libtss2-esys.so.0", "libtss2-sys.so.1", "libtss2-tctildr.so.0", "libtss2-mu.so.0", "libtss2-rc.so.0"
 };
 
 struct keybay_tss keybay_tss;
@@ -467,7 +467,7 @@ keybay_status keybay_tpm2_begin(const keybay_host *host, keybay_tpm2 *t, const c
     const char *unloaded = keybay_tpm2_load_tss();
     if (unloaded)
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s cannot load tpm2-tss (%s); the %s needs libtss2-esys0, "
-                    "libtss2-tctildr0, libtss2-mu0 and libtss2-rc0", plugin, unloaded, user);
+                    "libtss2-sys1, libtss2-tctildr0, libtss2-mu0 and libtss2-rc0", plugin, unloaded, user);
     return KEYBAY_OK;
 }
 
@@ -517,11 +517,10 @@ void keybay_tpm2_flush(keybay_tpm2 *t, ESYS_TR *handle) {
     *handle = ESYS_TR_NONE;
 }
 
-/* The primary storage key, re-created from its fixed template (ECC P-256, AES-128-CFB; the
-   TCG storage-key template with noDA) under the owner hierarchy. */
-keybay_status keybay_tpm2_create_primary(const keybay_host *host, keybay_tpm2 *t, ESYS_TR *primary) {
-    TPM2B_SENSITIVE_CREATE sensitive = { 0 };
-    TPM2B_PUBLIC template = { .publicArea = {
+/* The primary storage key's fixed template (ECC P-256, AES-128-CFB; the TCG storage-key template
+   with noDA) under the owner hierarchy. */
+void keybay_tpm2_primary_template(TPM2B_PUBLIC *template) {
+    *template = (TPM2B_PUBLIC){ .publicArea = {
         .type = TPM2_ALG_ECC,
         .nameAlg = TPM2_ALG_SHA256,
         .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN |
@@ -533,6 +532,19 @@ keybay_status keybay_tpm2_create_primary(const keybay_host *host, keybay_tpm2 *t
             .kdf = { .scheme = TPM2_ALG_NULL },
         },
     } };
+}
+
+keybay_status keybay_tpm2_primary_failed(const keybay_host *host, const keybay_tpm2 *t, TSS2_RC rc) {
+    if (keybay_tpm2_rc_is_tpm(rc) && keybay_tpm2_rc_base(rc) == TPM2_RC_BAD_AUTH)
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "the owner hierarchy of %s has a password; the %s needs it empty (%s)",
+                    t->where, t->user, T(Tss2_RC_Decode)(rc));
+    return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot create the primary storage key");
+}
+
+keybay_status keybay_tpm2_create_primary(const keybay_host *host, keybay_tpm2 *t, ESYS_TR *primary) {
+    TPM2B_SENSITIVE_CREATE sensitive = { 0 };
+    TPM2B_PUBLIC template;
+    keybay_tpm2_primary_template(&template);
     TPM2B_DATA outside = { 0 };
     TPML_PCR_SELECTION none = { 0 };
     TSS2_RC rc;
@@ -543,10 +555,7 @@ keybay_status keybay_tpm2_create_primary(const keybay_host *host, keybay_tpm2 *t
         if (attempt || !keybay_tpm2_flush_leftovers(t, rc)) break;
     }
     *primary = ESYS_TR_NONE;
-    if (keybay_tpm2_rc_is_tpm(rc) && keybay_tpm2_rc_base(rc) == TPM2_RC_BAD_AUTH)
-        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "the owner hierarchy of %s has a password; the %s needs it empty (%s)",
-                    t->where, t->user, T(Tss2_RC_Decode)(rc));
-    return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot create the primary storage key");
+    return keybay_tpm2_primary_failed(host, t, rc);
 }
 
 /* PCR selection (SHA-256 bank) from a bit mask of PCRs 0–23. */

@@ -21,6 +21,7 @@
 #include <tss2/tss2_esys.h>
 #include <tss2/tss2_mu.h>
 #include <tss2/tss2_rc.h>
+#include <tss2/tss2_sys.h>
 #include <tss2/tss2_tctildr.h>
 
 #include "keybay_plugin.h"
@@ -51,15 +52,30 @@
     X(KEYBAY_TSS_ESYS, Esys_TR_SetAuth) \
     X(KEYBAY_TSS_ESYS, Esys_TR_Close) \
     X(KEYBAY_TSS_ESYS, Esys_GetCapability) \
+    X(KEYBAY_TSS_ESYS, Esys_GetSysContext) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_CreatePrimary) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_Load) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_StartAuthSession) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_PolicyPCR) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_PolicyAuthValue) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_Unseal_Prepare) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_Unseal_Complete) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_SetCmdAuths) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_Execute) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_GetRspAuths) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_GetRpBuffer) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_FlushContext) \
     X(KEYBAY_TSS_TCTILDR, Tss2_TctiLdr_Initialize_Ex) \
     X(KEYBAY_TSS_TCTILDR, Tss2_TctiLdr_Finalize) \
     X(KEYBAY_TSS_MU, Tss2_MU_TPM2B_PUBLIC_Marshal) \
     X(KEYBAY_TSS_MU, Tss2_MU_TPM2B_PUBLIC_Unmarshal) \
     X(KEYBAY_TSS_MU, Tss2_MU_TPM2B_PRIVATE_Marshal) \
     X(KEYBAY_TSS_MU, Tss2_MU_TPM2B_PRIVATE_Unmarshal) \
+    X(KEYBAY_TSS_MU, Tss2_MU_TPMT_PUBLIC_Marshal) \
+    X(KEYBAY_TSS_MU, Tss2_MU_TPMS_ECC_POINT_Marshal) \
     X(KEYBAY_TSS_RC, Tss2_RC_Decode)
 
-enum { KEYBAY_TSS_ESYS, KEYBAY_TSS_TCTILDR, KEYBAY_TSS_MU, KEYBAY_TSS_RC, KEYBAY_TSS_LIBRARIES };
+enum { KEYBAY_TSS_ESYS, KEYBAY_TSS_SYS, KEYBAY_TSS_TCTILDR, KEYBAY_TSS_MU, KEYBAY_TSS_RC, KEYBAY_TSS_LIBRARIES };
 
 #define KEYBAY_TSS_POINTER(lib, name) __typeof__(name) *name;
 struct keybay_tss {
@@ -136,6 +152,11 @@ void keybay_tpm2_flush(keybay_tpm2 *t, ESYS_TR *handle);
 /* The primary storage key, re-created from its fixed template (ECC P-256, AES-128-CFB, noDA)
    under the owner hierarchy. */
 keybay_status keybay_tpm2_create_primary(const keybay_host *host, keybay_tpm2 *t, ESYS_TR *primary);
+
+/* That template, and the error of a CreatePrimary that failed with `rc` (the owner hierarchy's
+   password named), for the SAPI form of keybay_tpm2_create_primary (keybay_tpm2_session.h). */
+void keybay_tpm2_primary_template(TPM2B_PUBLIC *template);
+keybay_status keybay_tpm2_primary_failed(const keybay_host *host, const keybay_tpm2 *t, TSS2_RC rc);
 
 /* Re-creates the primary and loads a sealed object (`private`, `public`) under it; a full object
    memory flushes the leftovers and both are tried once more. OK: both loaded (the caller flushes
