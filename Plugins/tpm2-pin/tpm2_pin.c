@@ -332,10 +332,7 @@ static keybay_status unseal(const keybay_host *host, keybay_tpm2 *t, const seale
     TPM2B_NAME name;
     keybay_tpm2_session *session = keybay_method_secret_new(host, PLUGIN, sizeof *session);
     if (!session) return KEYBAY_ERR_INTERNAL;
-    const char *missing = keybay_tpm2_load_crypto();
-    keybay_status s = missing ? fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: cannot load libcrypto (%s), which computes the "
-                                     "session's salt with the TPM", missing)
-                              : load_object(host, t, o, &primary, &primary_public, &object, &name);
+    keybay_status s = load_object(host, t, o, &primary, &primary_public, &object, &name);
     if (s == KEYBAY_OK) s = keybay_tpm2_sys_policy_session(host, t, primary, &primary_public, o->pcrs, session);
     keybay_tpm2_sys_flush(t, &primary);
     if (s == KEYBAY_OK) {

@@ -32,7 +32,7 @@ typedef keybay_tpm2_bounded bounded;
 /* ---------------------------------------------------------------- tpm2-tss, opened on first use */
 
 static const char *const library_names[KEYBAY_TSS_LIBRARIES] = {
-    "libtss2-esys.so.0", "libtss2-sys.so.1", "libtss2-tctildr.so.0", "libtss2-mu.so.0", "libtss2-rc.so.0"
+    "libtss2-esys.so.0", "libtss2-sys.so.1", "libtss2-tctildr.so.0", "libtss2-mu.so.0", "libtss2-rc.so.0", "libcrypto.so.3"
 };
 
 struct keybay_tss keybay_tss;
@@ -467,7 +467,7 @@ keybay_status keybay_tpm2_begin(const keybay_host *host, keybay_tpm2 *t, const c
     const char *unloaded = keybay_tpm2_load_tss();
     if (unloaded)
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s cannot load tpm2-tss (%s); the %s needs libtss2-esys0, "
-                    "libtss2-sys1, libtss2-tctildr0, libtss2-mu0 and libtss2-rc0", plugin, unloaded, user);
+                    "libtss2-sys1, libtss2-tctildr0, libtss2-mu0, libtss2-rc0 and libssl3 (libcrypto)", plugin, unloaded, user);
     return KEYBAY_OK;
 }
 

@@ -1,86 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The cryptography of a salted policy session: see include/keybay_tpm2_session.h. */
 #define _POSIX_C_SOURCE 200809L
-/* AES_set_encrypt_key and AES_cfb128_encrypt are deprecated in OpenSSL 3 in favour of EVP, whose
-   first use in a process sets up OpenSSL's default library context (its configuration file, the
-   provider's tables): more work than the whole TPM command it would serve. */
-#define OPENSSL_SUPPRESS_DEPRECATED
 
-#include <dlfcn.h>
-#include <pthread.h>
-#include <stdio.h>
 #include <string.h>
 
-#include <openssl/aes.h>
-#include <openssl/bn.h>
-#include <openssl/ec.h>
 #include <openssl/obj_mac.h>
 #include <sodium.h>
 
 #include "keybay_tpm2_session.h"
-
-/* ---------------------------------------------------------------- libcrypto, opened on first use */
-
-#define CRYPTO_LIBRARY "libcrypto.so.3"
-#define CRYPTO_FUNCTIONS(X) \
-    X(EC_GROUP_new_by_curve_name) \
-    X(EC_GROUP_free) \
-    X(EC_GROUP_get0_order) \
-    X(EC_POINT_new) \
-    X(EC_POINT_clear_free) \
-    X(EC_POINT_set_affine_coordinates) \
-    X(EC_POINT_get_affine_coordinates) \
-    X(EC_POINT_is_on_curve) \
-    X(EC_POINT_is_at_infinity) \
-    X(EC_POINT_mul) \
-    X(BN_new) \
-    X(BN_bin2bn) \
-    X(BN_bn2binpad) \
-    X(BN_clear_free) \
-    X(BN_is_zero) \
-    X(BN_cmp) \
-    X(BN_CTX_new) \
-    X(BN_CTX_free) \
-    X(AES_set_encrypt_key) \
-    X(AES_cfb128_encrypt)
-
-#define CRYPTO_POINTER(name) __typeof__(name) *name;
-static struct crypto_functions {
-    CRYPTO_FUNCTIONS(CRYPTO_POINTER)
-} crypto; /* filled only when every symbol resolved */
-#undef CRYPTO_POINTER
-#define C(name) (crypto.name)
-
-static pthread_once_t crypto_once = PTHREAD_ONCE_INIT;
-static int crypto_ok;
-static char crypto_error[256];
-
-static void crypto_load(void) {
-    struct crypto_functions lib;
-    memset(&lib, 0, sizeof lib);
-    dlerror();
-    void *handle = dlopen(CRYPTO_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-        const char *why = dlerror();
-        snprintf(crypto_error, sizeof crypto_error, "%s", why ? why : CRYPTO_LIBRARY);
-        return;
-    }
-#define CRYPTO_RESOLVE(name)                                                                   \
-    if ((lib.name = __extension__(__typeof__(name) *)dlsym(handle, #name)) == NULL) {          \
-        snprintf(crypto_error, sizeof crypto_error, CRYPTO_LIBRARY " has no %s", #name);       \
-        dlclose(handle);                                                                       \
-        return;                                                                                \
-    }
-    CRYPTO_FUNCTIONS(CRYPTO_RESOLVE)
-#undef CRYPTO_RESOLVE
-    crypto = lib; /* the handle stays open for the life of the process */
-    crypto_ok = 1;
-}
-
-const char *keybay_tpm2_load_crypto(void) {
-    pthread_once(&crypto_once, crypto_load);
-    return crypto_ok ? NULL : crypto_error;
-}
 
 /* ---------------------------------------------------------------- the KDFs */
 
@@ -137,51 +64,50 @@ _Static_assert(sizeof(struct ecdh_work) <= KEYBAY_TPM2_WORK_BYTES && sizeof(stru
 int keybay_tpm2_ecc_salt(const TPMS_ECC_POINT *key, TPM2B_ENCRYPTED_SECRET *encrypted_salt, uint8_t salt[32],
                          uint8_t work[KEYBAY_TPM2_WORK_BYTES]) {
     sodium_memzero(salt, 32);
-    if (keybay_tpm2_load_crypto() != NULL) return -1;
     if (key->x.size == 0 || key->x.size > P256_BYTES || key->y.size == 0 || key->y.size > P256_BYTES) return -1;
     struct ecdh_work *w = (struct ecdh_work *)work;
     int ok = 0;
-    EC_GROUP *group = C(EC_GROUP_new_by_curve_name)(NID_X9_62_prime256v1);
-    BN_CTX *ctx = C(BN_CTX_new)();
-    EC_POINT *tpm_point = group ? C(EC_POINT_new)(group) : NULL, *ephemeral = group ? C(EC_POINT_new)(group) : NULL,
-             *shared = group ? C(EC_POINT_new)(group) : NULL;
-    BIGNUM *x = C(BN_new)(), *y = C(BN_new)(), *k = NULL;
+    EC_GROUP *group = T(EC_GROUP_new_by_curve_name)(NID_X9_62_prime256v1);
+    BN_CTX *ctx = T(BN_CTX_new)();
+    EC_POINT *tpm_point = group ? T(EC_POINT_new)(group) : NULL, *ephemeral = group ? T(EC_POINT_new)(group) : NULL,
+             *shared = group ? T(EC_POINT_new)(group) : NULL;
+    BIGNUM *x = T(BN_new)(), *y = T(BN_new)(), *k = NULL;
     TPMS_ECC_POINT q = { .x.size = P256_BYTES, .y.size = P256_BYTES };
     if (!group || !ctx || !tpm_point || !ephemeral || !shared || !x || !y) goto done;
     /* The TPM's point, which must lie on the curve. */
-    if (!C(BN_bin2bn)(key->x.buffer, key->x.size, x) || !C(BN_bin2bn)(key->y.buffer, key->y.size, y) ||
-        C(EC_POINT_set_affine_coordinates)(group, tpm_point, x, y, ctx) != 1 || C(EC_POINT_is_on_curve)(group, tpm_point, ctx) != 1)
+    if (!T(BN_bin2bn)(key->x.buffer, key->x.size, x) || !T(BN_bin2bn)(key->y.buffer, key->y.size, y) ||
+        T(EC_POINT_set_affine_coordinates)(group, tpm_point, x, y, ctx) != 1 || T(EC_POINT_is_on_curve)(group, tpm_point, ctx) != 1)
         goto done;
     /* The ephemeral private key: uniform in [1, n-1] by rejection (a retry is a 2^-32 event). */
-    const BIGNUM *order = C(EC_GROUP_get0_order)(group);
+    const BIGNUM *order = T(EC_GROUP_get0_order)(group);
     for (int attempt = 0; attempt < 16 && !k; attempt++) {
         randombytes_buf(w->scalar, P256_BYTES);
-        k = C(BN_bin2bn)(w->scalar, P256_BYTES, NULL);
-        if (k && (C(BN_is_zero)(k) || C(BN_cmp)(k, order) >= 0)) { C(BN_clear_free)(k); k = NULL; }
+        k = T(BN_bin2bn)(w->scalar, P256_BYTES, NULL);
+        if (k && (T(BN_is_zero)(k) || T(BN_cmp)(k, order) >= 0)) { T(BN_clear_free)(k); k = NULL; }
     }
     if (!k) goto done;
     /* Qe = k·G, sent; Z = k·Qs, whose x feeds KDFe. */
-    if (C(EC_POINT_mul)(group, ephemeral, k, NULL, NULL, ctx) != 1 || C(EC_POINT_mul)(group, shared, NULL, tpm_point, k, ctx) != 1 ||
-        C(EC_POINT_is_at_infinity)(group, shared))
+    if (T(EC_POINT_mul)(group, ephemeral, k, NULL, NULL, ctx) != 1 || T(EC_POINT_mul)(group, shared, NULL, tpm_point, k, ctx) != 1 ||
+        T(EC_POINT_is_at_infinity)(group, shared))
         goto done;
-    if (C(EC_POINT_get_affine_coordinates)(group, ephemeral, x, y, ctx) != 1 || C(BN_bn2binpad)(x, q.x.buffer, P256_BYTES) != P256_BYTES ||
-        C(BN_bn2binpad)(y, q.y.buffer, P256_BYTES) != P256_BYTES)
+    if (T(EC_POINT_get_affine_coordinates)(group, ephemeral, x, y, ctx) != 1 || T(BN_bn2binpad)(x, q.x.buffer, P256_BYTES) != P256_BYTES ||
+        T(BN_bn2binpad)(y, q.y.buffer, P256_BYTES) != P256_BYTES)
         goto done;
-    if (C(EC_POINT_get_affine_coordinates)(group, shared, x, y, ctx) != 1 || C(BN_bn2binpad)(x, w->z, P256_BYTES) != P256_BYTES) goto done;
+    if (T(EC_POINT_get_affine_coordinates)(group, shared, x, y, ctx) != 1 || T(BN_bn2binpad)(x, w->z, P256_BYTES) != P256_BYTES) goto done;
     size_t offset = 0;
     if (T(Tss2_MU_TPMS_ECC_POINT_Marshal)(&q, encrypted_salt->secret, sizeof encrypted_salt->secret, &offset) != TSS2_RC_SUCCESS) goto done;
     encrypted_salt->size = (UINT16)offset;
     kdfe_salt(w->z, &q.x, &key->x, salt);
     ok = 1;
 done:
-    if (k) C(BN_clear_free)(k);
-    if (x) C(BN_clear_free)(x);
-    if (y) C(BN_clear_free)(y);
-    if (shared) C(EC_POINT_clear_free)(shared);
-    if (ephemeral) C(EC_POINT_clear_free)(ephemeral);
-    if (tpm_point) C(EC_POINT_clear_free)(tpm_point);
-    if (ctx) C(BN_CTX_free)(ctx);
-    if (group) C(EC_GROUP_free)(group);
+    if (k) T(BN_clear_free)(k);
+    if (x) T(BN_clear_free)(x);
+    if (y) T(BN_clear_free)(y);
+    if (shared) T(EC_POINT_clear_free)(shared);
+    if (ephemeral) T(EC_POINT_clear_free)(ephemeral);
+    if (tpm_point) T(EC_POINT_clear_free)(tpm_point);
+    if (ctx) T(BN_CTX_free)(ctx);
+    if (group) T(EC_GROUP_free)(group);
     sodium_memzero(w, sizeof *w);
     if (!ok) sodium_memzero(salt, 32);
     return ok ? 0 : -1;
@@ -191,11 +117,11 @@ done:
 
 int keybay_tpm2_aes128_cfb_decrypt(const uint8_t key_iv[32], uint8_t *data, size_t length, uint8_t work[KEYBAY_TPM2_WORK_BYTES]) {
     struct aes_work *w = (struct aes_work *)work;
-    int ok = keybay_tpm2_load_crypto() == NULL && C(AES_set_encrypt_key)(key_iv, 128, &w->schedule) == 0;
+    int ok = T(AES_set_encrypt_key)(key_iv, 128, &w->schedule) == 0;
     if (ok) {
         int used = 0;
         memcpy(w->chain, key_iv + 16, 16);
-        C(AES_cfb128_encrypt)(data, data, length, &w->schedule, w->chain, &used, AES_DECRYPT);
+        T(AES_cfb128_encrypt)(data, data, length, &w->schedule, w->chain, &used, AES_DECRYPT);
     } else {
         sodium_memzero(data, length); /* nothing half-decrypted comes back */
     }

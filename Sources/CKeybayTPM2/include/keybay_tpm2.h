@@ -18,6 +18,15 @@
 #include <stdint.h>
 #include <time.h>
 
+/* OpenSSL's low-level P-256 and AES functions (tpm2-pin's session, keybay_tpm2_session.h); the
+   AES ones are deprecated in OpenSSL 3 in favour of EVP, whose first use in a process sets up
+   OpenSSL's default library context, more work than the TPM command it would serve. */
+#ifndef OPENSSL_SUPPRESS_DEPRECATED
+#define OPENSSL_SUPPRESS_DEPRECATED
+#endif
+#include <openssl/aes.h>
+#include <openssl/bn.h>
+#include <openssl/ec.h>
 #include <tss2/tss2_esys.h>
 #include <tss2/tss2_mu.h>
 #include <tss2/tss2_rc.h>
@@ -28,7 +37,8 @@
 
 #pragma GCC visibility push(hidden)
 
-/* The tss2 functions the plugins call, resolved from these libraries on first use. */
+/* The tss2 functions the plugins call, and libcrypto's that tpm2-pin's session calls (tss2's
+   ESAPI links libcrypto anyway), resolved from these libraries on first use. */
 #define KEYBAY_TSS_FUNCTIONS(X) \
     X(KEYBAY_TSS_ESYS, Esys_Initialize) \
     X(KEYBAY_TSS_ESYS, Esys_Finalize) \
@@ -73,9 +83,29 @@
     X(KEYBAY_TSS_MU, Tss2_MU_TPM2B_PRIVATE_Unmarshal) \
     X(KEYBAY_TSS_MU, Tss2_MU_TPMT_PUBLIC_Marshal) \
     X(KEYBAY_TSS_MU, Tss2_MU_TPMS_ECC_POINT_Marshal) \
-    X(KEYBAY_TSS_RC, Tss2_RC_Decode)
+    X(KEYBAY_TSS_RC, Tss2_RC_Decode) \
+    X(KEYBAY_TSS_CRYPTO, EC_GROUP_new_by_curve_name) \
+    X(KEYBAY_TSS_CRYPTO, EC_GROUP_free) \
+    X(KEYBAY_TSS_CRYPTO, EC_GROUP_get0_order) \
+    X(KEYBAY_TSS_CRYPTO, EC_POINT_new) \
+    X(KEYBAY_TSS_CRYPTO, EC_POINT_clear_free) \
+    X(KEYBAY_TSS_CRYPTO, EC_POINT_set_affine_coordinates) \
+    X(KEYBAY_TSS_CRYPTO, EC_POINT_get_affine_coordinates) \
+    X(KEYBAY_TSS_CRYPTO, EC_POINT_is_on_curve) \
+    X(KEYBAY_TSS_CRYPTO, EC_POINT_is_at_infinity) \
+    X(KEYBAY_TSS_CRYPTO, EC_POINT_mul) \
+    X(KEYBAY_TSS_CRYPTO, BN_new) \
+    X(KEYBAY_TSS_CRYPTO, BN_bin2bn) \
+    X(KEYBAY_TSS_CRYPTO, BN_bn2binpad) \
+    X(KEYBAY_TSS_CRYPTO, BN_clear_free) \
+    X(KEYBAY_TSS_CRYPTO, BN_is_zero) \
+    X(KEYBAY_TSS_CRYPTO, BN_cmp) \
+    X(KEYBAY_TSS_CRYPTO, BN_CTX_new) \
+    X(KEYBAY_TSS_CRYPTO, BN_CTX_free) \
+    X(KEYBAY_TSS_CRYPTO, AES_set_encrypt_key) \
+    X(KEYBAY_TSS_CRYPTO, AES_cfb128_encrypt)
 
-enum { KEYBAY_TSS_ESYS, KEYBAY_TSS_SYS, KEYBAY_TSS_TCTILDR, KEYBAY_TSS_MU, KEYBAY_TSS_RC, KEYBAY_TSS_LIBRARIES };
+enum { KEYBAY_TSS_ESYS, KEYBAY_TSS_SYS, KEYBAY_TSS_TCTILDR, KEYBAY_TSS_MU, KEYBAY_TSS_RC, KEYBAY_TSS_CRYPTO, KEYBAY_TSS_LIBRARIES };
 
 #define KEYBAY_TSS_POINTER(lib, name) __typeof__(name) *name;
 struct keybay_tss {

@@ -11,8 +11,8 @@
  * primary's P-256 key and KDFe, the session key by KDFa, the command and response HMACs over
  * cpHash and rpHash, the response parameter in AES-128-CFB under KDFa(sessionKey || authValue).
  * SHA-256, HMAC-SHA-256 and the random numbers are libsodium's; the P-256 point multiplications
- * and the AES block are libcrypto's (opened on first use; tss2 loads it anyway), called through
- * the functions that need no OpenSSL library context.
+ * and the AES block are libcrypto's (opened with tss2, which links it), called through the
+ * functions that need no OpenSSL library context (keybay_tpm2.h's table).
  *
  * Not installed, not part of the ABI. Every failure has called set_error, except where a TSS2_RC
  * is returned for the caller to explain.
@@ -41,10 +41,6 @@ typedef struct keybay_tpm2_session {
     size_t unsealed_length;
     _Alignas(16) uint8_t work[KEYBAY_TPM2_WORK_BYTES];
 } keybay_tpm2_session;
-
-/* Opens libcrypto.so.3 once per process for the P-256 and AES functions: NULL when every symbol
-   resolved, else why not. */
-const char *keybay_tpm2_load_crypto(void);
 
 /* The storage primary of keybay_tpm2_create_primary (the same template, the same errors),
    created through the SAPI: its handle and its public area (the salt key's point). */

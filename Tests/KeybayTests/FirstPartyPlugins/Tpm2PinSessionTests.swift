@@ -143,20 +143,6 @@ final class TPMRelay: @unchecked Sendable {
         }.start()
     }
 
-    private static func connectLoopback(_ port: UInt16) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        if connected { return fd }
-        Glibc.close(fd)
-        return nil
-    }
-
     static func word(_ bytes: [UInt8], _ at: Int) -> UInt32 { bytes[at..<at + 4].reduce(0) { $0 << 8 | UInt32($1) } }
 
     private static func readExactly(_ fd: Int32, _ count: Int) -> [UInt8]? {
@@ -191,7 +177,7 @@ final class TPMRelay: @unchecked Sendable {
     }
 
     private static func relayCommands(_ client: Int32, to port: UInt16, _ look: ([UInt8], inout [UInt8]) -> Void) {
-        guard let upstream = connectLoopback(port) else { return }
+        guard let upstream = SoftwareTPM.connectLoopback(port) else { return }
         defer { Glibc.close(upstream) }
         while let command = readMessage(client), writeAll(upstream, command), var response = readMessage(upstream) {
             look(command, &response)
@@ -200,7 +186,7 @@ final class TPMRelay: @unchecked Sendable {
     }
 
     private static func relayBytes(_ client: Int32, to port: UInt16) {
-        guard let upstream = connectLoopback(port) else { return }
+        guard let upstream = SoftwareTPM.connectLoopback(port) else { return }
         defer { Glibc.close(upstream) }
         var fds = [pollfd(fd: client, events: Int16(POLLIN), revents: 0), pollfd(fd: upstream, events: Int16(POLLIN), revents: 0)]
         var buffer = [UInt8](repeating: 0, count: 4096)
