@@ -361,7 +361,7 @@ static keybay_status p11_wrong_pin(const keybay_host *host, p11_token *t) {
     return KEYBAY_ERR_WRONG_SECRET;
 }
 
-keybay_status p11_session_login(const keybay_host *host, p11_token *t) {
+keybay_status p11_session_login(const keybay_host *host, p11_token *t, uint8_t pin[P11_MAX_PIN + 1]) {
     CK_RV rv = t->f->C_OpenSession(t->slot, CKF_SERIAL_SESSION, NULL, NULL, &t->session);
     if (rv != CKR_OK) return p11_failure(host, t, rv, "open a session");
     t->has_session = 1;
@@ -384,8 +384,6 @@ keybay_status p11_session_login(const keybay_host *host, p11_token *t) {
         char prompt[P11_LABEL_BYTES + 40];
         snprintf(prompt, sizeof prompt, "PIN of the token '%s'", t->name);
         int32_t retries = (t->info.flags & CKF_USER_PIN_FINAL_TRY) ? 1 : -1;
-        uint8_t *pin = keybay_method_secret_new(host, "pkcs11", P11_MAX_PIN + 1);
-        if (pin == NULL) return KEYBAY_ERR_INTERNAL;
         size_t length = 0;
         keybay_status status = host->ask_secret(host->context, KEYBAY_SECRET_PIN, 0, prompt, retries, pin, P11_MAX_PIN + 1, &length);
         if (status == KEYBAY_OK && length > P11_MAX_PIN) {
@@ -393,7 +391,7 @@ keybay_status p11_session_login(const keybay_host *host, p11_token *t) {
             status = KEYBAY_ERR_WRONG_SECRET;
         }
         if (status == KEYBAY_OK) rv = t->f->C_Login(t->session, CKU_USER, pin, (CK_ULONG)length);
-        keybay_method_secret_free(pin, P11_MAX_PIN + 1);
+        sodium_memzero(pin, P11_MAX_PIN + 1);
         if (status != KEYBAY_OK) return status; /* CANCELLED, INTERACTION_UNAVAILABLE: as is */
     }
     switch (rv) {
