@@ -8,6 +8,8 @@
 #   make uninstall [PREFIX=...] [DESTDIR=...]
 #   make install-dev [PREFIX=...]   for plugin authors, no build: the header, keybay-plugin.pc,
 #                                   the guide and an example plugin (PREFIX/share/doc/keybay)
+#   make integrations [OUT=DIR]     the credential helpers (integrations/), built with cc against
+#                                   the library in BIN (or this build); `make install` installs them
 #   make test                       scripts/test.sh (every test)
 #   make walkthrough                scripts/walkthrough.sh (the CLI against a throwaway store)
 #
@@ -34,7 +36,7 @@ SWIFT ?= swift
 CONFIG ?= release
 BIN ?=
 INSTALL ?= install
-# The installed CLI, library and plugins are stripped with this (--strip-unneeded); STRIP= keeps
+# The installed CLI, credential helpers, library and plugins are stripped with this (--strip-unneeded); STRIP= keeps
 # their debug info and symbols (a debug install; debian/rules leaves it to dh_strip).
 STRIP ?= strip
 PYTHON ?= python3
@@ -77,7 +79,7 @@ build:
 	cd "$(TOP)" && $(SWIFT) build -c $(CONFIG)
 
 # BIN=DIR installs what is already built in DIR (no swift invocation: the tests use it).
-install: $(if $(BIN),,build) install-dev
+install: $(if $(BIN),,build) install-dev install-integrations
 	bin="$(if $(BIN),$(BIN),$$(cd "$(TOP)" && $(SWIFT) build -c $(CONFIG) --show-bin-path))" && \
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(bindir)" "$(DESTDIR)$(plugindir)" && \
 	$(INSTALL) -m 0755 "$$bin/keybay-methods" "$(DESTDIR)$(bindir)/keybay-methods" && \
@@ -95,6 +97,26 @@ install: $(if $(BIN),,build) install-dev
 	@test -n "$(pythondir)" || { echo "make install: $(PYTHON) did not say where its packages go under $(PREFIX); give pythondir=DIR" >&2; exit 1; }
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(pythondir)/keybay"
 	for f in $(PYTHON_PACKAGE); do $(INSTALL) -m 0644 "$(TOP)/bindings/python/keybay/$$f" "$(DESTDIR)$(pythondir)/keybay/$$f" || exit 1; done
+
+# The credential helpers (integrations/, docs/integrations.md): C programs over libkeybay.so.1,
+# compiled with cc from its header and linked against the built library (BIN, else this build's);
+# installed in PREFIX/bin, they find the library through their run path, $ORIGIN/../lib.
+INTEGRATIONS = git-credential-keybay docker-credential-keybay
+INTEGRATION_CFLAGS ?= -std=c11 -O2 -g -Wall -Wextra -D_DEFAULT_SOURCE -D_FORTIFY_SOURCE=2 -fstack-protector-strong
+INTEGRATION_BIN = $(if $(BIN),$(BIN),$$(cd "$(TOP)" && $(SWIFT) build -c $(CONFIG) --show-bin-path))
+
+integrations:
+	bin="$(INTEGRATION_BIN)" && out="$(if $(OUT),$(OUT),$$bin/integrations)" && mkdir -p "$$out" && \
+	for helper in git/git-credential-keybay docker/docker-credential-keybay; do \
+	  $(CC) $(INTEGRATION_CFLAGS) -I "$(TOP)/Sources/CKeybay/include" -I "$(TOP)/integrations/common" \
+	    "$(TOP)/integrations/$$helper.c" "$(TOP)"/integrations/common/*.c -L "$$bin" -lkeybay -lsodium \
+	    -Wl,-rpath,'$$ORIGIN/../lib' -o "$$out/$${helper#*/}" || exit 1; \
+	done
+
+install-integrations: integrations
+	bin="$(INTEGRATION_BIN)" && $(INSTALL) -d -m 0755 "$(DESTDIR)$(bindir)" && \
+	for helper in $(INTEGRATIONS); do $(INSTALL) -m 0755 "$$bin/integrations/$$helper" "$(DESTDIR)$(bindir)/$$helper" || exit 1; done
+	$(if $(STRIP),$(STRIP) --strip-unneeded $(foreach h,$(INTEGRATIONS),"$(DESTDIR)$(bindir)/$(h)"))
 
 # The plugin header, keybay-plugin.pc (prefix substituted), the guide and the example; builds nothing.
 install-dev:
@@ -117,6 +139,7 @@ uninstall:
 		rm -rf "$(DESTDIR)$(pythondir)/keybay/__pycache__"; rmdir "$(DESTDIR)$(pythondir)/keybay" 2>/dev/null || true; }
 	for d in $(DOCS) keybay_plugin.h; do rm -f "$(DESTDIR)$(docdir)/$$d"; done
 	for f in $(EXAMPLE_FILES); do rm -f "$(DESTDIR)$(docdir)/$(EXAMPLE)/$$f"; done
+	for helper in $(INTEGRATIONS); do rm -f "$(DESTDIR)$(bindir)/$$helper"; done
 	rmdir "$(DESTDIR)$(plugindir)" "$(DESTDIR)$(PREFIX)/lib/keybay" "$(DESTDIR)$(includedir)" 2>/dev/null || true
 	rmdir "$(DESTDIR)$(docdir)/$(EXAMPLE)" "$(DESTDIR)$(docdir)/examples" "$(DESTDIR)$(docdir)" 2>/dev/null || true
 
@@ -126,4 +149,4 @@ test:
 walkthrough:
 	"$(TOP)/scripts/walkthrough.sh"
 
-.PHONY: all build install install-dev uninstall test walkthrough
+.PHONY: all build install install-dev install-integrations integrations uninstall test walkthrough

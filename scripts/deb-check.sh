@@ -187,8 +187,8 @@ chown -R --reference="$root/home/keybayuser" "$root/home/keybayuser"
 chroot --userspec=keybayuser:keybayuser "$root" /usr/bin/env -i PATH=/usr/bin:/bin LANG=C.UTF-8 /bin/sh /home/keybayuser/check.sh \
   || fail "the checks inside the root"
 
-# The installed ELF files are stripped: the CLI, the library and one plugin per first-party plugin.
-elf=(usr/bin/keybay-methods usr/lib/libkeybay.so.1)
+# The installed ELF files are stripped: the CLI, the credential helpers, the library and each first-party plugin.
+elf=(usr/bin/keybay-methods usr/bin/git-credential-keybay usr/bin/docker-credential-keybay usr/lib/libkeybay.so.1)
 for id in $first_party; do elf+=("usr/lib/keybay/plugins/libkeybay-$id.so"); done
 for f in "${elf[@]}"; do
   readelf -S -W "$root/$f" > "$work/sections.txt" || fail "/$f: not installed, or not an ELF file"

@@ -6,6 +6,7 @@ set -euo pipefail
 
 packages=(libsodium-dev libargon2-dev libfido2-dev libssl-dev pkg-config python3 make gcc
           python3-venv python3-pip  # bindings/python's tests: pytest from pip, and `pip install` into a fresh venv
+          git           # integrations/tests: git-credential-keybay through real git
           groff-base  # groff-base: /usr/bin/groff, for the man page check in InstallTests
           swtpm swtpm-tools tpm2-tools libtss2-dev  # a TPM 2.0 emulator and tpm2-tss for the tpm2 root and the tpm2-pin method
           libqrencode4  # the recovery plugin draws its key as a QR code with it (opened at run time)
@@ -30,11 +31,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# pytest for bindings/python/tests, into whichever python3 is first on PATH (PEP 668 systems: --user).
-if ! python3 -c 'import pytest' 2>/dev/null; then
-  echo "setup: installing pytest (pip)"
-  python3 -m pip install --quiet pytest 2>/dev/null \
-    || python3 -m pip install --quiet --user --break-system-packages pytest
-fi
+# pytest for bindings/python/tests and integrations/tests, and keyring (its BackendBasicTests and
+# SecretService backend, for the keyring backend's tests), into whichever python3 is first on PATH
+# (PEP 668 systems: --user).
+for module in pytest keyring; do
+  if ! python3 -c "import $module" 2>/dev/null; then
+    echo "setup: installing $module (pip)"
+    python3 -m pip install --quiet "$module" 2>/dev/null \
+      || python3 -m pip install --quiet --user --break-system-packages "$module"
+  fi
+done
 
 command -v swift >/dev/null || { echo "setup: swift is not on PATH; install Swift 6.3 first" >&2; exit 1; }

@@ -6,7 +6,7 @@ import Testing
 
 /// `make install` into a temporary prefix, then the installed CLI finds its installed plugins, the
 /// installed library finds the same ones, the installed Python package runs, and every installed
-/// ELF file is stripped (STRIP= keeps the debug info); the man page renders; the completion
+/// ELF file (the CLI, the credential helpers, the library, the plugins) is stripped (STRIP= keeps the debug info); the man page renders; the completion
 /// completes commands and plugin ids.
 @Suite struct InstallTests {
     /// `make install BIN=<this build> PREFIX=<box>/prefix` (with `extra` make variables): the prefix.
@@ -24,10 +24,11 @@ import Testing
             .filter { var d: ObjCBool = false; return FileManager.default.fileExists(atPath: packageDirectory + "/Plugins/" + $0, isDirectory: &d) && d.boolValue }
     }
 
-    /// The installed ELF files: the CLI, the library and every first-party plugin.
+    /// The installed ELF files: the CLI, the credential helpers, the library and every first-party plugin.
+    static let installedPrograms = ["keybay-methods", "git-credential-keybay", "docker-credential-keybay"]
     static func installedELFFiles(_ prefix: String) throws -> [String] {
         let plugins = try FileManager.default.contentsOfDirectory(atPath: prefix + "/lib/keybay/plugins").sorted()
-        return [prefix + "/bin/keybay-methods", prefix + "/lib/libkeybay.so.1"] + plugins.map { prefix + "/lib/keybay/plugins/" + $0 }
+        return installedPrograms.map { prefix + "/bin/" + $0 } + [prefix + "/lib/libkeybay.so.1"] + plugins.map { prefix + "/lib/keybay/plugins/" + $0 }
     }
 
     /// The section names readelf lists for an ELF file (nil when it is not one).
@@ -46,7 +47,7 @@ import Testing
         let box = Sandbox()
         let prefix = try Self.install(into: box)
         let files = try Self.installedELFFiles(prefix)
-        #expect(files.count == 2 + (try Self.firstPartyPlugins()).count, "\(files)")
+        #expect(files.count == Self.installedPrograms.count + 1 + (try Self.firstPartyPlugins()).count, "\(files)")
         for file in files {
             let sections = try #require(try Self.sectionNames(file), "\(file) is not an ELF file")
             #expect(!sections.contains(".debug_info") && !sections.contains(".symtab"), "\(file) is not stripped: \(sections.sorted())")
@@ -124,7 +125,7 @@ import Testing
         for file in ["bin/keybay-methods", "lib/keybay/plugins/libkeybay-file-root.so", "lib/keybay/plugins/libkeybay-passphrase.so",
                      "include/keybay/keybay_plugin.h", "lib/pkgconfig/keybay-plugin.pc", "share/man/man1/keybay-methods.1",
                      "share/bash-completion/completions/keybay-methods", "share/doc/keybay/plugins.md",
-                     "share/doc/keybay/examples/c-plugin/pin.c"] {
+                     "share/doc/keybay/examples/c-plugin/pin.c", "bin/git-credential-keybay", "bin/docker-credential-keybay"] {
             #expect(exists(prefix + "/" + file), "\(file) not installed")
         }
         // The Python package, where the installing python3 imports from under the prefix.
@@ -155,7 +156,8 @@ import Testing
         }
         let uninstall = try run("/usr/bin/make", ["-C", packageDirectory, "uninstall", "PREFIX=" + prefix], environment: ["PATH": "/usr/bin:/bin"])
         #expect(uninstall.status == 0 && !exists(installed) && !exists(prefix + "/lib/keybay/plugins/libkeybay-file-root.so")
-                && !exists(prefix + "/share/doc/keybay") && !exists(prefix + "/lib/" + (python.first ?? "")))
+                && !exists(prefix + "/share/doc/keybay") && !exists(prefix + "/lib/" + (python.first ?? ""))
+                && !exists(prefix + "/bin/git-credential-keybay") && !exists(prefix + "/bin/docker-credential-keybay"))
     }
 
     /// The plugin guide works from an install: `make install-dev` puts it, the documents it links,

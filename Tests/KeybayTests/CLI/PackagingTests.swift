@@ -140,6 +140,8 @@ import Testing
     static let openedLibraries: [String: (package: String, relation: String)] = [
         "libsecret-1.so.0": ("libsecret-1-0", "Recommends"),
         "libtss2-esys.so.0": ("libtss2-esys-3.0.2-0", "Recommends"),
+        "libtss2-sys.so.1": ("libtss2-sys1", "Recommends"),
+        "libcrypto.so.3": ("libssl3", "Recommends"),
         "libtss2-tctildr.so.0": ("libtss2-tctildr0", "Recommends"),
         "libtss2-mu.so.0": ("libtss2-mu0", "Recommends"),
         "libtss2-rc.so.0": ("libtss2-rc0", "Recommends"),
