@@ -8,6 +8,9 @@
 #   make test                       scripts/test.sh (every test)
 #   make walkthrough                scripts/walkthrough.sh (the CLI against a throwaway store)
 #
+# The agent's systemd user units go to PREFIX/lib/systemd/user (keybay-agent.socket and .service,
+# whose ExecStart names PREFIX/bin/keybay-methods).
+#
 # Layout: PREFIX/bin/keybay-methods finds its plugins in <exe dir>/../lib/keybay/plugins, that
 # is PREFIX/lib/keybay/plugins, so the two directories must stay in that relation.
 #
@@ -30,6 +33,8 @@ includedir = $(PREFIX)/include/keybay
 libdir = $(PREFIX)/lib
 pkgconfigdir = $(PREFIX)/lib/pkgconfig
 docdir = $(PREFIX)/share/doc/keybay
+# The agent's systemd user units (socket activation; docs/agent.md).
+userunitdir = $(PREFIX)/lib/systemd/user
 
 # Every first-party plugin (one directory under Plugins/ each; InstallTests checks that the
 # installed CLI lists exactly those).
@@ -42,7 +47,7 @@ VERSION = $(shell sed -n 's/.*static let release = "\(.*\)"/\1/p' "$(TOP)/Source
 # The installed documentation keeps docs/'s layout, so every link in it resolves in both trees:
 # the guide (plugins.md) and what it links, the header beside it (docs/keybay_plugin.h is a link
 # to it) and one complete example plugin with its Makefile (InstallTests checks every link).
-DOCS = plugins.md cli.md format.md security.md fido2.md pkcs11.md recovery.md tpm2-pin.md
+DOCS = plugins.md cli.md format.md security.md agent.md fido2.md pkcs11.md recovery.md tpm2-pin.md
 EXAMPLE = examples/c-plugin
 EXAMPLE_FILES = Makefile README.md pin.c
 
@@ -65,6 +70,10 @@ install: $(if $(BIN),,build) install-dev
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(PREFIX)/share/man/man1" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions"
 	$(INSTALL) -m 0644 "$(TOP)/docs/keybay-methods.1" "$(DESTDIR)$(PREFIX)/share/man/man1/keybay-methods.1"
 	$(INSTALL) -m 0644 "$(TOP)/completions/keybay-methods.bash" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods"
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(userunitdir)"
+	$(INSTALL) -m 0644 "$(TOP)/systemd/keybay-agent.socket" "$(DESTDIR)$(userunitdir)/keybay-agent.socket"
+	sed -e 's|@PREFIX@|$(PREFIX)|g' "$(TOP)/systemd/keybay-agent.service.in" > "$(DESTDIR)$(userunitdir)/keybay-agent.service"
+	chmod 0644 "$(DESTDIR)$(userunitdir)/keybay-agent.service"
 
 # The plugin header, keybay-plugin.pc (prefix substituted), the guide and the example; builds nothing.
 install-dev:
@@ -81,11 +90,13 @@ uninstall:
 		"$(DESTDIR)$(pkgconfigdir)/keybay-plugin.pc" "$(DESTDIR)$(includedir)/keybay.h" "$(DESTDIR)$(pkgconfigdir)/keybay.pc" \
 		"$(DESTDIR)$(libdir)/libkeybay.so.1" "$(DESTDIR)$(libdir)/libkeybay.so"
 	rm -f "$(DESTDIR)$(PREFIX)/share/man/man1/keybay-methods.1" \
-		"$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods"
+		"$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods" \
+		"$(DESTDIR)$(userunitdir)/keybay-agent.socket" "$(DESTDIR)$(userunitdir)/keybay-agent.service"
 	for p in $(PLUGINS); do rm -f "$(DESTDIR)$(plugindir)/$$p"; done
 	for d in $(DOCS) keybay_plugin.h; do rm -f "$(DESTDIR)$(docdir)/$$d"; done
 	for f in $(EXAMPLE_FILES); do rm -f "$(DESTDIR)$(docdir)/$(EXAMPLE)/$$f"; done
 	rmdir "$(DESTDIR)$(plugindir)" "$(DESTDIR)$(PREFIX)/lib/keybay" "$(DESTDIR)$(includedir)" 2>/dev/null || true
+	rmdir "$(DESTDIR)$(userunitdir)" "$(DESTDIR)$(PREFIX)/lib/systemd" 2>/dev/null || true
 	rmdir "$(DESTDIR)$(docdir)/$(EXAMPLE)" "$(DESTDIR)$(docdir)/examples" "$(DESTDIR)$(docdir)" 2>/dev/null || true
 
 test:

@@ -4,7 +4,7 @@
 // references (age, cryptsetup-bin) and builds in release mode.
 //
 //   keybay-bench [RUNS]          the whole table
-//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 ssget tpm2pin pkcs11
+//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 ssget tpm2pin pkcs11 agent
 //   (ssget needs a Secret Service on DBUS_SESSION_BUS_ADDRESS: scripts/bench.sh runs the bench
 //   in a private session with a throwaway, unlocked gnome-keyring)
 //   keybay-bench load-plugins    (internal) time discovery + loading of the plugins, in a fresh process
@@ -62,14 +62,16 @@ struct Row {
     let target: String
 }
 
-/// Alternates two commands `count` times; returns the median seconds of each.
-func alternate(_ count: Int, ours: [String], reference: [String], env: [String: String], stdin: String? = nil) -> (ours: Double, reference: Double) {
+/// Alternates two commands `count` times; returns the median seconds of each. The reference
+/// runs with `referenceEnv` when given.
+func alternate(_ count: Int, ours: [String], reference: [String], env: [String: String], referenceEnv: [String: String]? = nil,
+               stdin: String? = nil) -> (ours: Double, reference: Double) {
     var o: [Double] = [], r: [Double] = []
     for _ in 0..<count {
         let a = spawnTimed(ours, env: env, stdin: stdin)
         precondition(a.status == 0, "\(ours.joined(separator: " ")) failed")
         o.append(a.seconds)
-        let b = spawnTimed(reference, env: env, stdin: stdin)
+        let b = spawnTimed(reference, env: referenceEnv ?? env, stdin: stdin)
         precondition(b.status == 0, "\(reference.joined(separator: " ")) failed")
         r.append(b.seconds)
     }
@@ -423,6 +425,8 @@ if wanted("ssget") {
 if wanted("tpm2pin") { benchTpm2Pin() }
 // 10. A pkcs11 unlock vs pkcs11-tool --decrypt with the same key on the same SoftHSM2 token.
 if wanted("pkcs11") { benchPkcs11(runs: runs, base: base, env: env, cli: cli) }
+// 11. The agent: get through it vs the whole unlock, vs secret-tool lookup, vs a file-root get.
+if wanted("agent") { benchAgent(runs: runs, base: base, env: env, cli: cli) }
 
 print("")
 print("| row | ours | reference | ratio | target |")

@@ -17,7 +17,7 @@ import Testing
         for file in ["bin/keybay-methods", "lib/keybay/plugins/libkeybay-file-root.so", "lib/keybay/plugins/libkeybay-passphrase.so",
                      "include/keybay/keybay_plugin.h", "lib/pkgconfig/keybay-plugin.pc", "share/man/man1/keybay-methods.1",
                      "share/bash-completion/completions/keybay-methods", "share/doc/keybay/plugins.md",
-                     "share/doc/keybay/examples/c-plugin/pin.c"] {
+                     "share/doc/keybay/examples/c-plugin/pin.c", "lib/systemd/user/keybay-agent.socket", "lib/systemd/user/keybay-agent.service"] {
             #expect(exists(prefix + "/" + file), "\(file) not installed")
         }
         for name in ["libkeybay-test-counting.so", "libkeybay-test-fido2.so", "libkeybaytest-counting.so", "libkeybaytest-fido2.so"] {
@@ -35,9 +35,16 @@ import Testing
         #expect(firstParty.count >= 3 && Set(listed) == Set(firstParty) && listed.count == firstParty.count, "installed \(listed), Plugins/ has \(firstParty)")
         #expect(try run(installed, ["set", "k", "v"], environment: env).status == 0)
         #expect(try run(installed, ["get", "k"], environment: env).out == "v")
+        // The agent's units: the service runs the installed CLI, on the socket where clients look.
+        let service = String(decoding: readBytes(prefix + "/lib/systemd/user/keybay-agent.service") ?? [], as: UTF8.self)
+        let socketUnit = String(decoding: readBytes(prefix + "/lib/systemd/user/keybay-agent.socket") ?? [], as: UTF8.self)
+        #expect(service.contains("ExecStart=\(installed) agent\n"), "\(service)")
+        #expect(socketUnit.contains("ListenStream=%t/keybay/agent.socket\n") && socketUnit.contains("SocketMode=0600\n")
+                && socketUnit.contains("DirectoryMode=0700\n"), "\(socketUnit)")
         let uninstall = try run("/usr/bin/make", ["-C", packageDirectory, "uninstall", "PREFIX=" + prefix], environment: ["PATH": "/usr/bin:/bin"])
         #expect(uninstall.status == 0 && !exists(installed) && !exists(prefix + "/lib/keybay/plugins/libkeybay-file-root.so")
-                && !exists(prefix + "/share/doc/keybay"))
+                && !exists(prefix + "/share/doc/keybay") && !exists(prefix + "/lib/systemd/user/keybay-agent.socket")
+                && !exists(prefix + "/lib/systemd/user/keybay-agent.service"))
     }
 
     /// The plugin guide works from an install: `make install-dev` puts it, the documents it links,
@@ -148,6 +155,10 @@ import Testing
         }
         #expect(try Set(complete(["keybay-methods", ""])).isSuperset(of: ["status", "get", "set", "enroll", "remove", "plugins", "reset"]))
         #expect(try complete(["keybay-methods", "re"]).sorted() == ["remove", "reset"])
+        #expect(try complete(["keybay-methods", "un"]) == ["unlock"])
+        #expect(try complete(["keybay-methods", "unlock", "--f"]) == ["--for"])
+        #expect(try Set(complete(["keybay-methods", "unlock", "--for", ""])).isSuperset(of: ["15m", "0"]))
+        #expect(try complete(["keybay-methods", "lock", "--a"]).sorted() == ["--all", "--app"])
         #expect(try Set(complete(["keybay-methods", "enroll", ""])).isSuperset(of: ["passphrase"]))
     }
 }
