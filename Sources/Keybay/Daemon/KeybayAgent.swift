@@ -29,6 +29,9 @@ package enum KeybayAgent {
         guard keybay_catch_termination() == 0 else {
             throw KeybayError(.io, "cannot catch SIGTERM: \(String(cString: strerror(errno)))")
         }
+        // A long-lived process keeps no directory busy (an unmount, a removed working directory);
+        // every path it uses is absolute.
+        _ = chdir("/")
         let listener: AgentListener
         do {
             listener = try AgentListener.open()

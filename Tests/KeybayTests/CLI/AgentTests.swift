@@ -33,6 +33,10 @@ import Testing
 
     @Test func lockEndsItAtOnceAndForZeroHoldsUntilThen() throws {
         let agent = AgentSandbox()
+        #expect(try agent.cli("set", "k", "v").status == 0)
+        let platformOnly = try agent.withPassphrase(["unlock"])
+        #expect(platformOnly.status == 1 && platformOnly.stderr.contains("[protection-mismatch]"), "\(platformOnly.stderr)")
+        #expect(try agent.cli("rm", "k").status == 0)
         try agent.makeProtectedStore()
         #expect(try agent.unlock("0").status == 0)
         #expect(try agent.cli("get", "service/token", "--no-input").out == "s3cret")
@@ -201,8 +205,12 @@ import Testing
                              stdinPath: "/dev/null")
         defer { kill(pid, SIGTERM); _ = waitChild(pid) }
         #expect(waitForFile(agent.socketPath))
+        var before = stat(), after = stat()
+        #expect(lstat(agent.socketPath, &before) == 0)
         #expect(try agent.unlock("1h").status == 0)
         #expect(agent.agentPID == pid)
+        // The very socket systemd made, not one the agent bound in its place.
+        #expect(lstat(agent.socketPath, &after) == 0 && after.st_ino == before.st_ino)
         #expect(try agent.cli("get", "service/token", "--no-input").out == "s3cret")
     }
 }
