@@ -19,7 +19,7 @@ struct AgentClient: Sendable {
     enum Outcome {
         case reply(AgentReply)
         /// No whole request reached an agent: nothing was done.
-        case unreachable(String)
+        case unreachable(AgentSocket.Unreachable)
         /// The request was sent and no valid reply came in time (the agent ended, hung, or
         /// answered in another version): a write may or may not have been done.
         case unanswered(String)
@@ -27,13 +27,13 @@ struct AgentClient: Sendable {
 
     func ask(_ request: AgentRequest) -> Outcome {
         let fd: Int32
-        do { fd = try AgentSocket.connect(socketPath, timeout: Self.connectBound) } catch { return .unreachable(error.reason) }
+        do { fd = try AgentSocket.connect(socketPath, timeout: Self.connectBound) } catch { return .unreachable(error) }
         defer { close(fd) }
         var frame = request.frame
         defer { Sodium.wipe(&frame) }
         let bound = request.writes ? Self.writeBound : Self.readBound
         let deadline = AgentSocket.monotonicNow() + bound
-        guard AgentSocket.send(fd, frame, before: deadline) else { return .unreachable("the agent at \(socketPath) did not take the request") }
+        guard AgentSocket.send(fd, frame, before: deadline) else { return .unreachable(.failed("send the request to", path: socketPath, errno: errno)) }
         guard var message = AgentSocket.receive(fd, before: deadline) else {
             return .unanswered("the agent at \(socketPath) gave no answer within \(Int(bound)) s")
         }
@@ -68,7 +68,9 @@ struct AgentClient: Sendable {
         case .reply(.held(let until)): return until
         case .reply(.failed(let e)): throw e.with(path: handoff.store.storePath)
         case .reply(let other): throw KeybayError(.io, "the keybay agent at \(socketPath) answered \(other.kind) to unlock")
-        case .unreachable(let why), .unanswered(let why):
+        case .unreachable(let why):
+            throw KeybayError(.io, "cannot hand \(handoff.store.storePath) to the keybay agent: \(why.reason)").with(path: socketPath)
+        case .unanswered(let why):
             throw KeybayError(.io, "cannot hand \(handoff.store.storePath) to the keybay agent: \(why)").with(path: socketPath)
         }
     }

@@ -49,7 +49,7 @@ struct AgentRecords: Sendable {
         case .reply(.notHeld): throw ended("the agent no longer holds it: its time ran out, it was locked, or the file on disk changed")
         case .reply(.failed(let e)): throw e.with(path: store.storePath)
         case .reply(let reply): return reply
-        case .unreachable(let why): throw ended(why)
+        case .unreachable(let why): throw ended(why.reason)
         case .unanswered(let why):
             guard request.writes else { throw ended(why) }
             throw KeybayError(.io, "the keybay agent did not confirm the write to \(store.storePath) (\(why)): whether it took effect is unknown; read the record again")

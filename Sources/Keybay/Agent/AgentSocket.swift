@@ -30,29 +30,42 @@ enum AgentSocket {
         }
     }
 
-    /// Why a connection to the agent was not made: the caller goes on without one.
-    struct Unreachable: Error { let reason: String }
+    /// Why a connection to the agent was not made: the caller goes on without one. The text is
+    /// made only when someone reads it (a command without an agent never formats it).
+    enum Unreachable: Error {
+        case tooLong(String)
+        case failed(String, path: String, errno: Int32)
+        case otherUser(path: String, uid: uid_t)
+
+        var reason: String {
+            switch self {
+            case .tooLong(let path): "\(path) is too long for a socket address"
+            case .failed(let what, let path, let code): "cannot \(what) \(path): \(String(cString: strerror(code)))"
+            case .otherUser(let path, let uid): "the process listening on \(path) runs as uid \(uid), not as this user (uid \(geteuid())); not using it"
+            }
+        }
+    }
 
     /// A connected socket to the agent at `path`, whose peer (the process that listens) runs as
     /// this user; the connect itself is bounded by `timeout` (SO_SNDTIMEO applies to it).
     static func connect(_ path: String, timeout: Double) throws(Unreachable) -> Int32 {
-        guard let address = address(path) else { throw Unreachable(reason: "\(path) is too long for a socket address") }
+        guard let address = address(path) else { throw .tooLong(path) }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw Unreachable(reason: "socket: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw .failed("make a socket for", path: path, errno: errno) }
         var bound = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, socklen_t(MemoryLayout<timeval>.size))
         var connected: Int32 = -1
         repeat { connected = withAddress(address) { Glibc.connect(fd, $0, $1) } } while connected != 0 && errno == EINTR
         guard connected == 0 else {
-            let reason = "cannot connect to \(path): \(String(cString: strerror(errno)))"
+            let code = errno
             close(fd)
-            throw Unreachable(reason: reason)
+            throw .failed("connect to", path: path, errno: code)
         }
         var uid: uid_t = 0, pid: pid_t = 0
         guard keybay_peer_credentials(fd, &uid, &pid) == 0, uid == geteuid() else {
             close(fd)
-            throw Unreachable(reason: "the process listening on \(path) runs as uid \(uid), not as this user (uid \(geteuid())); not using it")
+            throw .otherUser(path: path, uid: uid)
         }
         return fd
     }
