@@ -13,6 +13,9 @@
 #   make test                       scripts/test.sh (every test)
 #   make walkthrough                scripts/walkthrough.sh (the CLI against a throwaway store)
 #
+# The agent's systemd user units go to PREFIX/lib/systemd/user (keybay-agent.socket and .service,
+# whose ExecStart names PREFIX/bin/keybay-methods).
+#
 # Layout: PREFIX/bin/keybay-methods finds its plugins in <exe dir>/../lib/keybay/plugins and
 # PREFIX/lib/libkeybay.so.1 in <library dir>/keybay/plugins: both are PREFIX/lib/keybay/plugins,
 # so the three must stay in that relation. That is why the library is in PREFIX/lib even for
@@ -57,6 +60,8 @@ PYTHON_PACKAGE = $(notdir $(wildcard $(TOP)/bindings/python/keybay/*.py))
 # keybay.pc's run-time path to the library, left out where the dynamic linker looks anyway.
 comma := ,
 rpath = $(if $(filter /usr,$(PREFIX)),,-Wl$(comma)-rpath$(comma)$${libdir})
+# The agent's systemd user units (socket activation; docs/agent.md).
+userunitdir = $(PREFIX)/lib/systemd/user
 
 # Every first-party plugin (one directory under Plugins/ each; InstallTests checks that the
 # installed CLI lists exactly those).
@@ -69,7 +74,7 @@ VERSION = $(shell sed -n 's/.*static let release = "\(.*\)"/\1/p' "$(TOP)/Source
 # The installed documentation keeps docs/'s layout, so every link in it resolves in both trees:
 # the guide (plugins.md) and what it links, the header beside it (docs/keybay_plugin.h is a link
 # to it) and one complete example plugin with its Makefile (InstallTests checks every link).
-DOCS = plugins.md cli.md format.md security.md fido2.md pkcs11.md recovery.md tpm2-pin.md
+DOCS = plugins.md cli.md format.md security.md agent.md fido2.md pkcs11.md recovery.md tpm2-pin.md
 EXAMPLE = examples/c-plugin
 EXAMPLE_FILES = Makefile README.md pin.c
 
@@ -97,6 +102,10 @@ install: $(if $(BIN),,build) install-dev install-integrations
 	@test -n "$(pythondir)" || { echo "make install: $(PYTHON) did not say where its packages go under $(PREFIX); give pythondir=DIR" >&2; exit 1; }
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(pythondir)/keybay"
 	for f in $(PYTHON_PACKAGE); do $(INSTALL) -m 0644 "$(TOP)/bindings/python/keybay/$$f" "$(DESTDIR)$(pythondir)/keybay/$$f" || exit 1; done
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(userunitdir)"
+	$(INSTALL) -m 0644 "$(TOP)/systemd/keybay-agent.socket" "$(DESTDIR)$(userunitdir)/keybay-agent.socket"
+	sed -e 's|@PREFIX@|$(PREFIX)|g' "$(TOP)/systemd/keybay-agent.service.in" > "$(DESTDIR)$(userunitdir)/keybay-agent.service"
+	chmod 0644 "$(DESTDIR)$(userunitdir)/keybay-agent.service"
 
 # The credential helpers (integrations/, docs/integrations.md): C programs over libkeybay.so.1,
 # compiled with cc from its header and linked against the built library (BIN, else this build's);
@@ -133,7 +142,8 @@ uninstall:
 		"$(DESTDIR)$(pkgconfigdir)/keybay-plugin.pc" "$(DESTDIR)$(includedir)/keybay.h" "$(DESTDIR)$(pkgconfigdir)/keybay.pc" \
 		"$(DESTDIR)$(libdir)/libkeybay.so.1" "$(DESTDIR)$(libdir)/libkeybay.so"
 	rm -f "$(DESTDIR)$(PREFIX)/share/man/man1/keybay-methods.1" \
-		"$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods"
+		"$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods" \
+		"$(DESTDIR)$(userunitdir)/keybay-agent.socket" "$(DESTDIR)$(userunitdir)/keybay-agent.service"
 	for p in $(PLUGINS); do rm -f "$(DESTDIR)$(plugindir)/$$p"; done
 	test -z "$(pythondir)" || { for f in $(PYTHON_PACKAGE); do rm -f "$(DESTDIR)$(pythondir)/keybay/$$f"; done; \
 		rm -rf "$(DESTDIR)$(pythondir)/keybay/__pycache__"; rmdir "$(DESTDIR)$(pythondir)/keybay" 2>/dev/null || true; }
@@ -141,6 +151,7 @@ uninstall:
 	for f in $(EXAMPLE_FILES); do rm -f "$(DESTDIR)$(docdir)/$(EXAMPLE)/$$f"; done
 	for helper in $(INTEGRATIONS); do rm -f "$(DESTDIR)$(bindir)/$$helper"; done
 	rmdir "$(DESTDIR)$(plugindir)" "$(DESTDIR)$(PREFIX)/lib/keybay" "$(DESTDIR)$(includedir)" 2>/dev/null || true
+	rmdir "$(DESTDIR)$(userunitdir)" "$(DESTDIR)$(PREFIX)/lib/systemd" 2>/dev/null || true
 	rmdir "$(DESTDIR)$(docdir)/$(EXAMPLE)" "$(DESTDIR)$(docdir)/examples" "$(DESTDIR)$(docdir)" 2>/dev/null || true
 
 test:

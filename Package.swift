@@ -82,7 +82,10 @@ let package = Package(
         .target(name: "CKeybayImage", path: "Sources/CKeybayImage", linkerSettings: [.linkedLibrary("dl")]),
         // Extended attributes and the nodump flag, for the backup markers (libc only).
         .target(name: "CKeybayFileAttributes", path: "Sources/CKeybayFileAttributes"),
-        .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256", "CKeybayImage", "CKeybayFileAttributes"]),
+        // What the keybay agent and its clients need of Linux beyond Swift's Glibc module: peer
+        // credentials, accept4, the dumpable flag, a detached start (libc only).
+        .target(name: "CKeybayAgent", path: "Sources/CKeybayAgent"),
+        .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256", "CKeybayImage", "CKeybayFileAttributes", "CKeybayAgent"]),
         // The C API: its header (a C target of its own, so the Swift side reads the same types
         // the hosts compile against) and the @_cdecl functions over the public Swift API.
         .target(name: "CKeybay", path: "Sources/CKeybay"),
@@ -93,7 +96,7 @@ let package = Package(
         // the library); it reaches the loader through Keybay's package-access PluginUnderCheck.
         .target(name: "KeybayConformance", dependencies: ["Keybay", "CKeybayPlugin"]),
         // The CLI links its runtimes statically (cliLinking above, docs/performance.md).
-        .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "KeybayConformance", "CSodium"],
+        .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "KeybayConformance", "CSodium", "CKeybayAgent"],
                          linkerSettings: cliLinking),
 
         // First-party plugins (C11). file-root: the TPM-less platform root. passphrase: Argon2id
@@ -162,7 +165,7 @@ let package = Package(
         // Side-by-side speed ratios (links libargon2 for the bare reference call; the core does not).
         .executableTarget(name: "keybay-bench", dependencies: ["Keybay", "CArgon2"]),
 
-        .testTarget(name: "KeybayTests", dependencies: ["Keybay", "KeybayConformance", "CKeybaySHA256"]),
+        .testTarget(name: "KeybayTests", dependencies: ["Keybay", "KeybayConformance", "CKeybaySHA256", "CKeybayAgent"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -32,7 +32,9 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
         case rolledBack = "rolled-back"
         /// A method was named for a store that has none (it is platform-only).
         case protectionMismatch = "protection-mismatch"
-        /// The store is protected and no method was named: open it with one of its methods.
+        /// The store is protected and no method was named: open it with one of its methods. Also
+        /// a session that reads through the keybay agent once the agent no longer serves the store
+        /// (its unlock ended): open it again.
         case authenticationRequired = "authentication-required"
         /// Another process added or removed a method (a new store key) since this session
         /// unlocked the store: open it again.

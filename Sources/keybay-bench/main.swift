@@ -4,7 +4,7 @@
 // references (age, cryptsetup-bin) and builds in release mode.
 //
 //   keybay-bench [RUNS]          the whole table
-//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 ssget tpm2pin pkcs11
+//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 ssget tpm2pin pkcs11 agent
 //                                capi capiopen python gitfill keyringget
 //   (ssget, capiopen, python, gitfill and keyringget need a Secret Service on
 //   DBUS_SESSION_BUS_ADDRESS: scripts/bench.sh runs the bench in a private session with a
@@ -65,14 +65,17 @@ struct Row {
     let target: String
 }
 
-/// Alternates two commands `count` times; returns the median seconds of each.
-func alternate(_ count: Int, ours: [String], reference: [String], env: [String: String], stdin: String? = nil) -> (ours: Double, reference: Double) {
-    alternate(count, ours: ours, referenceSteps: [reference], env: env, stdin: stdin)
+/// Alternates two commands `count` times; returns the median seconds of each. The reference
+/// runs with `referenceEnv` when given.
+func alternate(_ count: Int, ours: [String], reference: [String], env: [String: String], referenceEnv: [String: String]? = nil,
+               stdin: String? = nil) -> (ours: Double, reference: Double) {
+    alternate(count, ours: ours, referenceSteps: [reference], env: env, referenceEnv: referenceEnv, stdin: stdin)
 }
 
 /// Alternates a command with a reference that takes several commands run one after the other
 /// (the time of all of them together), `count` times; returns the median seconds of each.
-func alternate(_ count: Int, ours: [String], referenceSteps: [[String]], env: [String: String], stdin: String? = nil) -> (ours: Double, reference: Double) {
+func alternate(_ count: Int, ours: [String], referenceSteps: [[String]], env: [String: String], referenceEnv: [String: String]? = nil,
+               stdin: String? = nil) -> (ours: Double, reference: Double) {
     var o: [Double] = [], r: [Double] = []
     for _ in 0..<count {
         let a = spawnTimed(ours, env: env, stdin: stdin)
@@ -80,7 +83,7 @@ func alternate(_ count: Int, ours: [String], referenceSteps: [[String]], env: [S
         o.append(a.seconds)
         var total = 0.0
         for step in referenceSteps {
-            let b = spawnTimed(step, env: env, stdin: stdin)
+            let b = spawnTimed(step, env: referenceEnv ?? env, stdin: stdin)
             precondition(b.status == 0, "\(step.joined(separator: " ")) failed")
             total += b.seconds
         }
@@ -469,6 +472,8 @@ if wanted("gitfill") || wanted("keyringget") {
         print("  (no session bus or KEYBAY_BENCH_* settings: run scripts/bench.sh)")
     }
 }
+// 11. The agent: get through it vs the whole unlock, vs secret-tool lookup, vs a file-root get.
+if wanted("agent") { benchAgent(runs: runs, base: base, env: env, cli: cli) }
 
 print("")
 print("| row | ours | reference | ratio | target |")

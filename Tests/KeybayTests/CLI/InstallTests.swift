@@ -125,7 +125,8 @@ import Testing
         for file in ["bin/keybay-methods", "lib/keybay/plugins/libkeybay-file-root.so", "lib/keybay/plugins/libkeybay-passphrase.so",
                      "include/keybay/keybay_plugin.h", "lib/pkgconfig/keybay-plugin.pc", "share/man/man1/keybay-methods.1",
                      "share/bash-completion/completions/keybay-methods", "share/doc/keybay/plugins.md",
-                     "share/doc/keybay/examples/c-plugin/pin.c", "bin/git-credential-keybay", "bin/docker-credential-keybay"] {
+                     "share/doc/keybay/examples/c-plugin/pin.c", "bin/git-credential-keybay", "bin/docker-credential-keybay",
+                     "lib/systemd/user/keybay-agent.socket", "lib/systemd/user/keybay-agent.service"] {
             #expect(exists(prefix + "/" + file), "\(file) not installed")
         }
         // The Python package, where the installing python3 imports from under the prefix.
@@ -154,10 +155,17 @@ import Testing
                                                      box.app], environment: pythonEnv)
             #expect(read.status == 0 && read.out == "\(prefix)/lib/\(package) v\n", "\(read.out) \(read.stderr)")
         }
+        // The agent's units: the service runs the installed CLI, on the socket where clients look.
+        let service = String(decoding: readBytes(prefix + "/lib/systemd/user/keybay-agent.service") ?? [], as: UTF8.self)
+        let socketUnit = String(decoding: readBytes(prefix + "/lib/systemd/user/keybay-agent.socket") ?? [], as: UTF8.self)
+        #expect(service.contains("ExecStart=\(installed) agent\n"), "\(service)")
+        #expect(socketUnit.contains("ListenStream=%t/keybay/agent.socket\n") && socketUnit.contains("SocketMode=0600\n")
+                && socketUnit.contains("DirectoryMode=0700\n"), "\(socketUnit)")
         let uninstall = try run("/usr/bin/make", ["-C", packageDirectory, "uninstall", "PREFIX=" + prefix], environment: ["PATH": "/usr/bin:/bin"])
         #expect(uninstall.status == 0 && !exists(installed) && !exists(prefix + "/lib/keybay/plugins/libkeybay-file-root.so")
                 && !exists(prefix + "/share/doc/keybay") && !exists(prefix + "/lib/" + (python.first ?? ""))
-                && !exists(prefix + "/bin/git-credential-keybay") && !exists(prefix + "/bin/docker-credential-keybay"))
+                && !exists(prefix + "/bin/git-credential-keybay") && !exists(prefix + "/bin/docker-credential-keybay")
+                && !exists(prefix + "/lib/systemd/user/keybay-agent.socket") && !exists(prefix + "/lib/systemd/user/keybay-agent.service"))
     }
 
     /// The plugin guide works from an install: `make install-dev` puts it, the documents it links,
@@ -268,6 +276,10 @@ import Testing
         }
         #expect(try Set(complete(["keybay-methods", ""])).isSuperset(of: ["status", "get", "set", "enroll", "remove", "plugins", "reset"]))
         #expect(try complete(["keybay-methods", "re"]).sorted() == ["remove", "reset"])
+        #expect(try complete(["keybay-methods", "un"]) == ["unlock"])
+        #expect(try complete(["keybay-methods", "unlock", "--f"]) == ["--for"])
+        #expect(try Set(complete(["keybay-methods", "unlock", "--for", ""])).isSuperset(of: ["15m", "0"]))
+        #expect(try complete(["keybay-methods", "lock", "--a"]).sorted() == ["--all", "--app"])
         #expect(try Set(complete(["keybay-methods", "enroll", ""])).isSuperset(of: ["passphrase"]))
     }
 }

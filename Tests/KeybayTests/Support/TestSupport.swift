@@ -28,10 +28,13 @@ final class Sandbox: Sendable {
 
     deinit { try? FileManager.default.removeItem(atPath: root) }
 
-    /// The sandbox's configuration, which also finds the test plugins (testPluginDirectory).
+    /// The sandbox's configuration, which also finds the test plugins (testPluginDirectory), and
+    /// uses no agent.
     func configuration(app: String? = nil) throws -> KeybayConfiguration {
         var c = try KeybayConfiguration(applicationID: app ?? self.app, dataHome: dataHome, stateHome: stateHome)
         c.pluginSearch.directories.append(testPluginDirectory)
+        // Never the user's agent (AgentSandbox gives a test one of its own).
+        c.agentSocket = nil
         return c
     }
 
