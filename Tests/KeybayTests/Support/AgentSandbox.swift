@@ -97,34 +97,3 @@ func waitForFile(_ path: String, seconds: Double = 10) -> Bool {
     }
     return false
 }
-
-/// Runs a program, killing it once `limit` seconds have passed: its status, how long it ran and
-/// whether it had to be killed (a hang), with its output.
-func runBounded(_ executable: String, _ arguments: [String], environment: [String: String], limit: Double) throws
-    -> (result: RunResult, seconds: Double, killed: Bool) {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: executable)
-    p.arguments = arguments
-    p.environment = environment
-    let out = Pipe(), err = Pipe()
-    p.standardOutput = out
-    p.standardError = err
-    p.standardInput = FileHandle.nullDevice
-    let start = Date()
-    try p.run()
-    var killed = false
-    while p.isRunning {
-        if Date().timeIntervalSince(start) > limit {
-            kill(p.processIdentifier, SIGKILL)
-            killed = true
-            break
-        }
-        usleep(5_000)
-    }
-    p.waitUntilExit()
-    let seconds = Date().timeIntervalSince(start)
-    let result = RunResult(status: p.terminationStatus, signalled: p.terminationReason == .uncaughtSignal,
-                           stdout: [UInt8](out.fileHandleForReading.readDataToEndOfFile()),
-                           stderr: String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
-    return (result, seconds, killed)
-}

@@ -189,8 +189,11 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
     try p.run()
     if let stdin {
         // Write from another thread so a large input cannot deadlock against a full stdout pipe.
+        // A child that exits before reading it all (a refused value, a failure injected early)
+        // makes the write fail with EPIPE: the throwing form reports that, where `write(_:)`
+        // traps and takes the whole test process down.
         let writer = Thread {
-            input.fileHandleForWriting.write(Data(stdin))
+            try? input.fileHandleForWriting.write(contentsOf: Data(stdin))
             try? input.fileHandleForWriting.close()
         }
         writer.start()
