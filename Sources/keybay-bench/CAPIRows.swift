@@ -16,6 +16,16 @@ enum CAPIRows {
         return String(decoding: readAll(out), as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Double($0) }
     }
 
+    /// `env` with this process's session bus and runtime directory (the bench's private
+    /// gnome-keyring), or nil when there is no session bus.
+    static func withSessionBus(_ env: [String: String]) -> [String: String]? {
+        guard let bus = getenv("DBUS_SESSION_BUS_ADDRESS").map({ String(cString: $0) }) else { return nil }
+        var busEnv = env
+        busEnv["DBUS_SESSION_BUS_ADDRESS"] = bus
+        if let runtime = getenv("XDG_RUNTIME_DIR") { busEnv["XDG_RUNTIME_DIR"] = String(cString: runtime) }
+        return busEnv
+    }
+
     /// In-process `keybay_get` of a 64-byte value through the C API against the Swift API's
     /// `get` on the same store (1024 records), alternating runs of 20 000 calls each.
     @MainActor static func benchGet(runs: Int, base: String, env: [String: String], config: (String) throws -> KeybayConfiguration) throws {
@@ -43,14 +53,10 @@ enum CAPIRows {
     /// rounds): on file-root (the target row) and on the secret-service root, which asks the same
     /// gnome-keyring for the root's item that libsecret asks for its item.
     @MainActor static func benchOpen(runs: Int, base: String, env: [String: String], cli: String) {
-        guard access(program, X_OK) == 0, let secretTool = which("secret-tool"),
-              let bus = getenv("DBUS_SESSION_BUS_ADDRESS").map({ String(cString: $0) }) else {
+        guard access(program, X_OK) == 0, let secretTool = which("secret-tool"), let busEnv = withSessionBus(env) else {
             print("  (capi_get, secret-tool or a session bus missing: run scripts/bench.sh)")
             return
         }
-        var busEnv = env
-        busEnv["DBUS_SESSION_BUS_ADDRESS"] = bus
-        if let runtime = getenv("XDG_RUNTIME_DIR") { busEnv["XDG_RUNTIME_DIR"] = String(cString: runtime) }
         writeFile(base + "/libsecret-value", Array("a 64-byte secret, the size of the C API row's value, for libsecret".utf8.prefix(64)))
         precondition(spawnTimed([secretTool, "store", "--label=keybay bench", "bench", "capi"], env: busEnv, stdin: base + "/libsecret-value").status == 0,
                      "secret-tool store failed")
@@ -74,13 +80,10 @@ enum CAPIRows {
     @MainActor static func benchPython(runs: Int, base: String, env: [String: String], cli: String) {
         // The python3 scripts/bench.sh found (with keyring installed), not necessarily /usr/bin's.
         guard let scripts = getenv("KEYBAY_BENCH_SCRIPTS").map({ String(cString: $0) }), let python = getenv("KEYBAY_BENCH_PYTHON").map({ String(cString: $0) }),
-              let bus = getenv("DBUS_SESSION_BUS_ADDRESS").map({ String(cString: $0) }) else {
+              var pyEnv = withSessionBus(env) else {
             print("  (KEYBAY_BENCH_SCRIPTS, KEYBAY_BENCH_PYTHON or a session bus missing: run scripts/bench.sh)")
             return
         }
-        var pyEnv = env
-        pyEnv["DBUS_SESSION_BUS_ADDRESS"] = bus
-        if let runtime = getenv("XDG_RUNTIME_DIR") { pyEnv["XDG_RUNTIME_DIR"] = String(cString: runtime) }
         pyEnv["PYTHONPATH"] = scripts + "/../../bindings/python"
         pyEnv["KEYBAY_LIBRARY"] = exeDirectory + "/libkeybay.so"
         precondition(spawnTimed([cli, "--app", "python-get", "set", "k/0", String(repeating: "v", count: 64)], env: pyEnv).status == 0, "set failed")
