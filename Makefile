@@ -109,7 +109,9 @@ install: $(if $(BIN),,build) install-dev install-integrations
 
 # The credential helpers (integrations/, docs/integrations.md): C programs over libkeybay.so.1,
 # compiled with cc from its header and linked against the built library (BIN, else this build's);
-# installed in PREFIX/bin, they find the library through their run path, $ORIGIN/../lib.
+# installed in PREFIX/bin, they find the library through their run path, $ORIGIN/../lib. Each is
+# linked to a file of its own and renamed into place, so an install running at the same time
+# (the tests run several) never copies a half-written program.
 INTEGRATIONS = git-credential-keybay docker-credential-keybay
 INTEGRATION_CFLAGS ?= -std=c11 -O2 -g -Wall -Wextra -D_DEFAULT_SOURCE -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 INTEGRATION_BIN = $(if $(BIN),$(BIN),$$(cd "$(TOP)" && $(SWIFT) build -c $(CONFIG) --show-bin-path))
@@ -119,7 +121,7 @@ integrations:
 	for helper in git/git-credential-keybay docker/docker-credential-keybay; do \
 	  $(CC) $(INTEGRATION_CFLAGS) -I "$(TOP)/Sources/CKeybay/include" -I "$(TOP)/integrations/common" \
 	    "$(TOP)/integrations/$$helper.c" "$(TOP)"/integrations/common/*.c -L "$$bin" -lkeybay -lsodium \
-	    -Wl,-rpath,'$$ORIGIN/../lib' -o "$$out/$${helper#*/}" || exit 1; \
+	    -Wl,-rpath,'$$ORIGIN/../lib' -o "$$out/$${helper#*/}.$$$$" && mv -f "$$out/$${helper#*/}.$$$$" "$$out/$${helper#*/}" || exit 1; \
 	done
 
 install-integrations: integrations
