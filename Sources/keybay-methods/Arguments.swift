@@ -221,6 +221,8 @@ global options (before or after the command):
   --new-passphrase-fd N, --new-pin-fd N
                       the new secret for change (and enroll) from descriptor N
   --no-input          never prompt (a needed secret gives exit 4)
+                      (without a terminal, or with KEYBAY_PINENTRY=PROGRAM, secrets are asked
+                      through a pinentry program: PROGRAM, else pinentry on PATH)
   --plugin-dir DIR    look for plugins in DIR first (repeatable)
   --root ID|auto      the platform root of a new store (default: $KEYBAY_ROOT, else file-root;
                       auto: inside a Flatpak or snap sandbox portal, else secret-service when a

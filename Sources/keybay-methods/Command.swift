@@ -11,7 +11,7 @@ enum Command {
     /// retry finds them at EOF.
     static func run(_ a: Arguments) throws -> Int32 {
         try a.secretFDs.checkOpen()
-        let interaction = TerminalInteraction(descriptors: a.secretFDs, noInput: a.noInput)
+        let interaction = CommandInteraction(descriptors: a.secretFDs, noInput: a.noInput)
         // `change` asks for the old secret and a new one: they never come from the same input.
         interaction.newFromUnlockDescriptors = a.command != "change"
         let standardInput = a.command == "set" && a.flags.contains("--stdin") ? try readStandardInput(limit: KeybayRecordKey.maxValueBytes) : nil
@@ -35,11 +35,11 @@ enum Command {
     /// One command, given the secrets read beforehand.
     struct Context {
         let a: Arguments
-        let interaction: TerminalInteraction
+        let interaction: CommandInteraction
         let standardInput: [UInt8]?
     }
 
-    static func runOnce(_ a: Arguments, interaction: TerminalInteraction, standardInput: [UInt8]?) throws -> Int32 {
+    static func runOnce(_ a: Arguments, interaction: CommandInteraction, standardInput: [UInt8]?) throws -> Int32 {
         if a.help, a.command == "enroll", let plugin = a.positionals.first { return try enrollHelp(a, plugin: plugin) }
         if a.version && !a.help {
             a.json ? Output.line(JSON.render(.object([("version", .string(KeybayVersion.release)), ("pluginABI", .number(KeybayVersion.pluginABI))])))
@@ -318,7 +318,7 @@ enum Command {
         let a = c.a
         try a.expect(["PLUGIN"], optional: 1)
         let plugin = a.positionals.first ?? "passphrase"
-        let interaction = TerminalInteraction(descriptors: SecretDescriptors(), noInput: true)
+        let interaction = CommandInteraction(descriptors: SecretDescriptors(), noInput: true)
         let result = try KeybayPlugins.benchmark(plugin: plugin, options: a.options, search: search(a), interaction: interaction)
         let ms = Int(result.unlockSeconds * 1000)
         a.json ? Output.line(JSON.render(.object([("plugin", .string(plugin)), ("parameters", .string(result.parameters)),
@@ -410,21 +410,42 @@ enum Command {
     }
 
     /// Opens the store, unlocking a protected one with `--method`, its only method, or one the
-    /// user picks; never tries credentials in turn. The store is read once either way.
-    static func unlock(_ a: Arguments, _ interaction: TerminalInteraction, createIfAbsent: Bool,
+    /// user picks; never tries credentials in turn. The store is read once either way. A wrong
+    /// secret typed into a pinentry is asked for again, with the error shown, up to three tries
+    /// in all (gpg-agent's way); one from a descriptor or the terminal fails at once.
+    static func unlock(_ a: Arguments, _ interaction: CommandInteraction, createIfAbsent: Bool,
                        requireMethod: Bool = false) throws -> KeybaySession {
         let config = try configuration(a)
-        if let method = a.method {
+        var chosen = a.method
+        var tries = 1
+        while true {
+            interaction.answeredByPinentry = nil
+            do {
+                let session = try open(config, method: chosen, interaction, createIfAbsent: createIfAbsent) { chosen = $0 }
+                if requireMethod && !session.isProtected {
+                    session.close()
+                    throw KeybayError(.protectionMismatch, "\(config.storePath) has no unlock methods to verify")
+                }
+                return session
+            } catch let e as KeybayError where e.code == .wrongSecret && tries < 3 {
+                guard let kind = interaction.answeredByPinentry else { throw e }
+                tries += 1
+                interaction.pinentryError = "Wrong \(kind.displayName) (try \(tries) of 3)"
+            }
+        }
+    }
+
+    /// One open: with `method`, or choosing one (which `chose` is told, so a retry asks no more).
+    private static func open(_ config: KeybayConfiguration, method: String?, _ interaction: CommandInteraction, createIfAbsent: Bool,
+                             chose: @escaping (String) -> Void) throws -> KeybaySession {
+        if let method {
             return try KeybayStore.open(config, method: method, createIfAbsent: createIfAbsent, interaction: interaction)
         }
-        let session = try KeybayStore.open(config, choosingMethod: { methods in
-            methods.count == 1 ? methods[0].id : try interaction.choose(methods).id
+        return try KeybayStore.open(config, choosingMethod: { methods in
+            let id = methods.count == 1 ? methods[0].id : try interaction.choose(methods).id
+            chose(id)
+            return id
         }, createIfAbsent: createIfAbsent, interaction: interaction)
-        if requireMethod && !session.isProtected {
-            session.close()
-            throw KeybayError(.protectionMismatch, "\(config.storePath) has no unlock methods to verify")
-        }
-        return session
     }
 
     static func methodJSON(_ m: KeybayMethod) -> JSON.Value { m.jsonValue }

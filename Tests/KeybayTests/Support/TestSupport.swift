@@ -46,7 +46,9 @@ final class Sandbox: Sendable {
         // backtracer (found next to a dynamically linked runtime, e.g. in sanitizer builds)
         // would outlive them holding their output pipes.
         var env = ["XDG_DATA_HOME": dataHome, "XDG_STATE_HOME": stateHome, "KEYBAY_APP_ID": app,
-                   "PATH": "/usr/bin:/bin", "HOME": root, "SWIFT_BACKTRACE": "enable=no"]
+                   "PATH": "/usr/bin:/bin", "HOME": root, "SWIFT_BACKTRACE": "enable=no",
+                   // No pinentry of this machine's answers for a test that did not start one.
+                   "KEYBAY_PINENTRY": "none"]
         env["KEYBAY_PLUGIN_PATH"] = [sanitizerPluginDirectory, testPluginDirectory].compactMap { $0 }.joined(separator: ":")
         // Under scripts/sanitizers.sh the children's reports go to the files the script checks
         // (log_path), with the same suppressions: their stderr is captured or discarded.
