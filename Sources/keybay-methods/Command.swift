@@ -110,8 +110,8 @@ enum Command {
         return Exit.success
     }
 
-    /// `get KEY` / `rm KEY`: the key, checked before the store is opened, and the open store
-    /// (never created) for `body`.
+    /// `rm KEY`: the key, checked before the store is opened, and the open store (never created)
+    /// for `body`.
     static func withExistingRecord(_ c: Context, _ body: (String, KeybaySession) throws -> Int32) throws -> Int32 {
         try c.a.expect(["KEY"])
         let key = c.a.positionals[0]
@@ -119,21 +119,6 @@ enum Command {
         let session = try unlock(c.a, c.interaction, createIfAbsent: false)
         defer { session.close() }
         return try body(key, session)
-    }
-
-    static func get(_ c: Context) throws -> Int32 {
-        try withExistingRecord(c) { key, session in
-            guard let value = try session.get(key) else { return notFound(key, session) }
-            if c.a.json {
-                let field: (String, JSON.Value) = String(validating: value, as: UTF8.self).map { ("value", .string($0)) }
-                    ?? ("valueHex", .string(value.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()))
-                Output.line(JSON.render(.object([("key", .string(key)), field])))
-            } else {
-                Output.write(1, value)
-                if isatty(1) == 1, value.last != 0x0a { Output.out("\n") }
-            }
-            return Exit.success
-        }
     }
 
     static func set(_ c: Context) throws -> Int32 {
@@ -157,7 +142,7 @@ enum Command {
         try withExistingRecord(c) { key, session in
             var found = false
             let unconfirmed = try tookEffect { found = try session.delete(key) }
-            guard found || unconfirmed != nil else { return notFound(key, session) }
+            guard found || unconfirmed != nil else { return notFound([key], session, json: c.a.json) }
             if c.a.json { Output.line(JSON.render(.object([("key", .string(key)), ("removed", .bool(true))]))) }
             return try succeeded(unless: unconfirmed)
         }
@@ -479,8 +464,12 @@ enum Command {
         }
     }
 
-    static func notFound(_ key: String, _ session: KeybaySession) -> Int32 {
-        Output.error("no record '\(key)' in \(session.storePath) [not-found]")
+    /// Exit 3 for `keys` that have no record, named on standard error (and, with `--json`, in
+    /// the error object on standard output, with `missing` listing them).
+    static func notFound(_ keys: [String], _ session: KeybaySession, json: Bool) -> Int32 {
+        let message = "no record\(keys.count > 1 ? "s" : "") \(keys.map { "'\($0)'" }.joined(separator: ", ")) in \(session.storePath)"
+        Output.error(message + " [not-found]")
+        if json { Output.jsonError(code: "not-found", message: message, fields: [("missing", .array(keys.map { .string($0) }))]) }
         return Exit.notFound
     }
 

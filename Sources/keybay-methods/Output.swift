@@ -51,6 +51,12 @@ enum Output {
     static func line(_ text: String) { out(text + "\n") }
     static func error(_ text: String) { write(2, Array(displayable("keybay-methods: " + text + "\n").utf8)) }
 
+    /// With `--json`, an error as one line on standard output: `{"error": {"code", "message", …}}`
+    /// (`fields` after those two); standard error says it too, as for every error.
+    static func jsonError(code: String, message: String, fields: [(String, JSON.Value)] = []) {
+        line(JSON.render(.object([("error", .object([("code", .string(code)), ("message", .string(message))] + fields))])))
+    }
+
     /// Text as it may reach a terminal (the library's rule: `KeybayTerminalInteraction.displayable`).
     static func displayable(_ text: String) -> String { KeybayTerminalInteraction.displayable(text) }
 

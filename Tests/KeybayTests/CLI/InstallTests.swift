@@ -5,7 +5,7 @@ import Testing
 @testable import Keybay
 
 /// `make install` into a temporary prefix, then the installed CLI finds its installed plugins;
-/// the man page renders; the completion completes commands and plugin ids.
+/// the man page renders; the completion completes commands, plugin ids and record keys.
 @Suite struct InstallTests {
     @Test func installedCLIUsesItsInstalledPlugins() throws {
         let box = Sandbox()
@@ -149,5 +149,9 @@ import Testing
         #expect(try Set(complete(["keybay-methods", ""])).isSuperset(of: ["status", "get", "set", "enroll", "remove", "plugins", "reset"]))
         #expect(try complete(["keybay-methods", "re"]).sorted() == ["remove", "reset"])
         #expect(try Set(complete(["keybay-methods", "enroll", ""])).isSuperset(of: ["passphrase"]))
+        // Record keys: every argument of get (KEY...), the first of rm only.
+        for key in ["alpha", "beta"] { #expect(try box.cli("set", key, "v").status == 0) }
+        #expect(try complete(["keybay-methods", "get", "alpha", ""]).sorted() == ["alpha", "beta"])
+        #expect(try complete(["keybay-methods", "rm", "alpha", ""]).isEmpty)
     }
 }

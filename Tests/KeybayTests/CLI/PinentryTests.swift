@@ -74,10 +74,11 @@ import Testing
         try Self.protectedStore(box)
         let before = try #require(readBytes(box.storePath))
         let pinentry = try ScriptedPinentry(box, mode: "cancel")
-        for command in [["get", "k"], ["set", "k", "w"], ["enroll", "test-counting"]] {
+        for command in [["get", "k"], ["get", "k", "--json"], ["set", "k", "w"], ["enroll", "test-counting"]] {
             // enroll unlocks with the passphrase first: the cancel comes there, or at the new PIN.
             let r = try withoutTerminal(command, environment: pinentry.environment(box), box: box)
             #expect(r.status == 1 && r.stderr.contains("[cancelled]"), "\(command): \(r.status) \(r.stderr)")
+            if command.contains("--json") { #expect(r.out.contains("{\"error\":{\"code\":\"cancelled\""), "\(r.out)") }
         }
         #expect(readBytes(box.storePath) == before, "a cancelled pinentry changed the store")
         // The new PIN of an enrollment, cancelled with the unlock answered from a descriptor.
@@ -90,7 +91,7 @@ import Testing
         #expect(descriptors.keys.sorted() == [0, 1, 2] && descriptors[0] == descriptors[1] && descriptors[0]?.hasPrefix("socket:") == true
                 && descriptors[2] == "/dev/null", "\(descriptors)")
         #expect(readBytes(box.storePath) == before, "a cancelled enrollment changed the store")
-        #expect(pinentry.runs.count == 4, "\(pinentry.runs.count) runs")
+        #expect(pinentry.runs.count == 5, "\(pinentry.runs.count) runs")
     }
 
     /// What the pinentry is told: a title, a description naming the program, the application and

@@ -232,6 +232,15 @@ extension Sandbox {
     }
 }
 
+/// The code of the `{"error": {"code", …}}` object a `--json` run printed as its whole standard
+/// output, or nil when it printed anything else.
+func jsonErrorCode(_ r: RunResult) -> String? {
+    guard r.stdout.last == 0x0a, r.stdout.dropLast().firstIndex(of: 0x0a) == nil,
+          let object = try? JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any], object.count == 1,
+          let error = object["error"] as? [String: Any] else { return nil }
+    return error["code"] as? String
+}
+
 /// Passphrase parameters that keep tests fast (8 MiB, one pass, one lane), as enroll options
 /// and as CLI flags.
 let fastPassphraseOptions = [("memory-kib", "8192"), ("iterations", "1"), ("lanes", "1")]
