@@ -4,22 +4,22 @@
 # Completes commands, global options, each command's options, plugin ids for `enroll`
 # (from `keybay-methods plugins --json`), method ids for `remove`, `verify` and `--method`
 # (from `keybay-methods list --json`), record keys for `get` (each of its KEY... arguments),
-# `set` and `rm` (from
-# `keybay-methods keys --json --no-input`, so a protected store gives none), `--opt NAME=`
+# `set` and `rm` (from `keybay-methods keys --json --no-input`, so a protected store gives none
+# unless it is unlocked in the agent), durations for `unlock --for`, `--opt NAME=`
 # for `enroll` and `benchmark`, application ids for `--app`, and directories for
 # `--plugin-dir`. Needs bash 4; no jq, no bash-completion helpers.
 #
 # The helper calls pass on the --app and --plugin-dir options already on the command line and
 # never prompt (--no-input, standard input from /dev/null, errors discarded).
 
-_keybay_methods_commands="status init get set rm keys list plugins enroll change remove verify benchmark plugin-check root reset help"
+_keybay_methods_commands="status init get set rm keys list plugins enroll change remove verify benchmark plugin-check root unlock lock agent reset help"
 _keybay_methods_globals="--app --json --method --passphrase-fd --pin-fd --recovery-key-fd --new-passphrase-fd --new-pin-fd --no-input --plugin-dir --root --help"
 _keybay_methods_passphrase_opts="memory-kib= iterations= lanes= target-ms="
 
 # Options that take a value (the next word, or after '=').
 _keybay_methods_takes_value() {
     case "$1" in
-        --app|--plugin-dir|--method|--root|--passphrase-fd|--pin-fd|--recovery-key-fd|--new-passphrase-fd|--new-pin-fd|--label|--opt|--wrong-opt|--change-credential) return 0 ;;
+        --app|--plugin-dir|--method|--root|--passphrase-fd|--pin-fd|--recovery-key-fd|--new-passphrase-fd|--new-pin-fd|--label|--opt|--wrong-opt|--change-credential|--for) return 0 ;;
     esac
     return 1
 }
@@ -149,6 +149,8 @@ _keybay_methods() {
                 COMPREPLY=($(compgen -W "$(_keybay_methods_method_ids)" -- "$cur")) ;;
             --root)
                 COMPREPLY=($(compgen -W "$(_keybay_methods_root_ids) auto" -- "$cur")) ;;
+            --for)
+                COMPREPLY=($(compgen -W "90s 15m 1h 8h 0" -- "$cur")) ;;
             --opt)
                 local plugin=""
                 [[ "$command" == enroll ]] && plugin="${positionals[0]}"
@@ -169,6 +171,8 @@ _keybay_methods() {
             benchmark|init) opts+=" --opt" ;;
             plugin-check) opts+=" --opt --wrong-opt --change-credential" ;;
             list) opts+=" --describe" ;;
+            unlock) opts+=" --for" ;;
+            lock) opts+=" --all" ;;
         esac
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
         return 0

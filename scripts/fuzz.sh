@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # libFuzzer runs over the strict decoders: the store file, the suite-2 methods package, the
 # passphrase, fido2 and pkcs11 plugins' parameters (through the real loader), the file-root plugin's
-# root file (through its own entry point) and the tpm2 plugin's root file (its decoder compiled
-# into the target: through the entry point every input would need a TPM).
+# root file (through its own entry point), the tpm2 plugin's root file (its decoder compiled
+# into the target: through the entry point every input would need a TPM) and the credential
+# helpers' strict JSON reader and record decoder (integrations/common, compiled in).
 #
 #   scripts/fuzz.sh                 # 15 s per target (what CI runs, through scripts/test.sh)
 #   scripts/fuzz.sh 600             # 10 minutes per target
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-${KEYBAY_FUZZ_SECONDS:-15}}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(store methods-package passphrase-params fido2-params pkcs11-params file-root tpm2-file)
+[ ${#targets[@]} -gt 0 ] || targets=(store methods-package passphrase-params fido2-params pkcs11-params file-root tpm2-file integrations)
 
 export KEYBAY_FUZZ=1
 # The fuzzers are built apart from the ordinary build (other flags, another manifest).
@@ -36,6 +37,11 @@ for t in "${targets[@]}"; do
       clang -std=c11 -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address -fuse-ld=lld -I Sources/CKeybayPlugin/include \
         -I Sources/CKeybayRootFiles/include -I Sources/CKeybayTPM2/include Fuzz/tpm2-file/fuzz_tpm2_file.c \
         Sources/CKeybayRootFiles/*.c Sources/CKeybayTPM2/*.c -o .build/fuzz/keybay-fuzz-tpm2-file -lsodium -ldl -lpthread ;;
+    integrations) # C: the helpers' decoders compiled in.
+      mkdir -p .build/fuzz
+      clang -std=c11 -g -O1 -Wall -Wextra -Werror -D_DEFAULT_SOURCE -fsanitize=fuzzer,address -fuse-ld=lld -I integrations/common \
+        Fuzz/integrations/fuzz_integrations.c integrations/common/strict_json.c integrations/common/integration_record.c \
+        -o .build/fuzz/keybay-fuzz-integrations -lsodium ;;
     *) swift build -c release --build-path .build/fuzz --product "keybay-fuzz-$t" \
          --sanitize=fuzzer -Xswiftc -sanitize=fuzzer,address >/dev/null ;;
   esac
@@ -58,7 +64,7 @@ for t in "${targets[@]}"; do
   scratch=$(mktemp -d)
   log=$(mktemp)
   binary=.build/fuzz/release/keybay-fuzz-$t
-  case "$t" in file-root|tpm2-file) binary=.build/fuzz/keybay-fuzz-$t ;; esac
+  case "$t" in file-root|tpm2-file|integrations) binary=.build/fuzz/keybay-fuzz-$t ;; esac
   set +e
   "$binary" -max_total_time="$seconds" -print_final_stats=1 -timeout=10 -rss_limit_mb=2048 \
     -artifact_prefix="$artifacts/$t-" "$scratch" "Fuzz/$t/corpus" >"$log" 2>&1

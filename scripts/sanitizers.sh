@@ -4,6 +4,8 @@
 # so the ordinary build is untouched). Slow: several minutes each on 2 cores.
 #   scripts/sanitizers.sh            # both
 #   scripts/sanitizers.sh address    # one
+#   scripts/sanitizers.sh capi       # the C API's host (Tests/capi/capi_check.c: four threads on
+#                                    # one handle) under ThreadSanitizer, about a minute
 # Every process the tests start (the CLI, the crash-kill writer) reports to files under
 # .build/sanitize-<kind>-reports/ (log_path, passed on by Sandbox.environment), as does the
 # test runner itself: any file there fails the run, whatever the tests said.
@@ -12,9 +14,31 @@ cd "$(dirname "$0")/.."
 kinds=("$@")
 # Package.swift: no static Swift runtime, whose hidden symbols would hide the interceptors.
 export KEYBAY_SANITIZE=1
-[ ${#kinds[@]} -gt 0 ] || kinds=(address thread)
+[ ${#kinds[@]} -gt 0 ] || kinds=(address thread capi)
 status=0
 for k in "${kinds[@]}"; do
+  if [ "$k" = capi ]; then
+    # libkeybay built with ThreadSanitizer, and capi_check built with the toolchain's clang (the
+    # same runtime version), which links the runtime into the executable for the library's use.
+    echo "== capi_check under ThreadSanitizer"
+    lib="$PWD/.build/sanitize-capi/debug" swiftlib=/opt/swift/usr/lib/swift/linux
+    [ -d "$swiftlib" ] || swiftlib="$(dirname "$(dirname "$(command -v swift)")")/lib/swift/linux"
+    swift build --sanitize=thread --product keybay --build-path .build/sanitize-capi >/dev/null
+    env -u KEYBAY_SANITIZE swift build --product keybay-file-root >/dev/null  # its plugin, uninstrumented
+    ln -sf libkeybay.so "$lib/libkeybay.so.1"
+    "$(dirname "$(command -v swift)")/clang" -std=c11 -g -fsanitize=thread -I Sources/CKeybay/include Tests/capi/capi_check.c \
+      -o "$lib/capi_check" -L "$lib" -Wl,-rpath,"$lib" -lkeybay -L "$swiftlib" -Wl,-rpath,"$swiftlib" -ldispatch -lBlocksRuntime -lpthread
+    home=$(mktemp -d /tmp/keybay-capi-tsan-XXXXXX) top=$PWD
+    if (cd "$home" && env HOME="$home" XDG_DATA_HOME="$home/data" XDG_STATE_HOME="$home/state" KEYBAY_APP_ID=org.example.tsan \
+          KEYBAY_PLUGIN_PATH="$top/.build/debug" TSAN_OPTIONS="exitcode=66" "$lib/capi_check" > "$home/log" 2>&1) \
+       && grep -q " checks, 0 failures" "$home/log" && ! grep -q "ThreadSanitizer" "$home/log"; then
+      tail -1 "$home/log"; echo "sanitize=capi: clean"
+    else
+      grep -E "FAIL|WARNING: ThreadSanitizer|SUMMARY|checks" "$home/log" | head -12; echo "sanitize=capi: FAILED"; status=1
+    fi
+    rm -rf "$home"
+    continue
+  fi
   echo "== swift test --sanitize=$k"
   reports="$PWD/.build/sanitize-$k-reports"
   rm -rf "$reports" && mkdir -p "$reports"

@@ -16,7 +16,9 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-export XDG_DATA_HOME="$tmp/data" XDG_STATE_HOME="$tmp/state" KEYBAY_APP_ID=com.example.walkthrough
+# A runtime directory of its own: the agent `unlock` starts listens there (and ends with it).
+mkdir -m 0700 "$tmp/run"
+export XDG_DATA_HOME="$tmp/data" XDG_STATE_HOME="$tmp/state" XDG_RUNTIME_DIR="$tmp/run" KEYBAY_APP_ID=com.example.walkthrough
 
 show() { printf '\n$ keybay-methods'; printf ' %q' "$@"; }
 step() { show "$@"; echo; "$bin" "$@"; }
@@ -67,6 +69,13 @@ with_secrets 1 "$tmp/passphrase" /dev/null get service/token --no-input --passph
 with_secrets 0 "$tmp/new-passphrase" /dev/null get service/token --no-input --passphrase-fd 3; echo
 passphrase_id=$(only_method)
 
+echo; echo "# unlock once for a while: the per-user agent holds the open store, and get asks nothing"
+with_secrets 0 "$tmp/new-passphrase" /dev/null unlock --for 10m --passphrase-fd 3
+step get service/token --no-input; echo
+step status
+step lock
+expect_exit 4 get service/token --no-input
+
 echo; echo "# a recovery key, shown once: the way back in when the passphrase is forgotten"
 with_secrets 0 "$tmp/new-passphrase" /dev/null enroll recovery --json --method "$passphrase_id" --passphrase-fd 3 > "$tmp/recovery.json"
 cat "$tmp/recovery.json"
@@ -86,4 +95,5 @@ echo; echo "# a FIDO2 security key is one more method; without a key plugged in 
 grep -q 'not available' "$tmp/fido2" || [ -n "$(ls /dev/hidraw* 2>/dev/null)" ] || { echo "walkthrough: fido2 should be unavailable without a key" >&2; exit 1; }
 step reset --yes
 step status
+step lock --all
 echo; echo "walkthrough: ok"

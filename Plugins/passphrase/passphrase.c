@@ -203,6 +203,7 @@ static keybay_status pp_argon2_failed(const keybay_host *host, int rc, uint32_t 
     if (rc == ARGON2_MEMORY_ALLOCATION_ERROR) {
         char mem[32];
         pp_format_memory(mem, sizeof mem, memory_kib);
+        keybay_host_error_reason(host, "kdf-memory");
         keybay_host_error(host, "Argon2id could not allocate %s of memory", mem);
     } else {
         keybay_host_error(host, "Argon2id failed: %s", argon2_error_message(rc));
@@ -507,11 +508,13 @@ static keybay_status pp_ask_passphrase(const keybay_host *host, uint32_t flags,
         return KEYBAY_ERR_INTERNAL;
     }
     if (length < PP_MIN_PASSPHRASE) {
+        keybay_host_error_reason(host, "empty");
         keybay_host_error(host, "passphrase: the passphrase is empty (it must be 1 to %u bytes)",
                  PP_MAX_PASSPHRASE);
         return KEYBAY_ERR_INVALID_OPTION;
     }
     if (length > PP_MAX_PASSPHRASE) {
+        keybay_host_error_reason(host, "too-long");
         keybay_host_error(host, "passphrase: the passphrase is longer than %u bytes", PP_MAX_PASSPHRASE);
         return KEYBAY_ERR_INVALID_OPTION;
     }

@@ -55,6 +55,7 @@ typedef struct p11_secret {
     uint8_t shared[2][32];
     uint8_t scratch[2 * P11_MAX_RSA_BYTES]; /* RSA decryption and OAEP decoding */
     uint8_t check[KEYBAY_METHOD_SECRET_BYTES];
+    uint8_t pin[P11_MAX_PIN + 1]; /* here rather than in an allocation of its own: each costs several system calls */
 } p11_secret;
 
 typedef struct p11_operation {
@@ -235,7 +236,7 @@ static keybay_status p11_enroll_with(const keybay_host *host, p11_operation *op,
     if ((status = p11_token_by_uri(host, &op->modules, op->uri, &op->token)) != KEYBAY_OK) return status;
     memcpy(op->params.label, op->token.info.label, P11_LABEL_BYTES);
     memcpy(op->params.serial, op->token.info.serialNumber, P11_SERIAL_BYTES);
-    if ((status = p11_session_login(host, &op->token)) != KEYBAY_OK) return status;
+    if ((status = p11_session_login(host, &op->token, op->secret->pin)) != KEYBAY_OK) return status;
     CK_OBJECT_HANDLE private_key, public_key;
     CK_KEY_TYPE type;
     if ((status = p11_enrolled_key(host, op, &private_key, &public_key, &type)) != KEYBAY_OK) return status;
@@ -273,7 +274,7 @@ static keybay_status p11_unwrap_with(const keybay_host *host, p11_operation *op)
     if (status != KEYBAY_OK) return status;
     if ((status = p11_modules_open(host, p->module, &op->modules)) != KEYBAY_OK) return status;
     if ((status = p11_token_by_identity(host, &op->modules, p->label, p->serial, &op->token)) != KEYBAY_OK) return status;
-    if ((status = p11_session_login(host, &op->token)) != KEYBAY_OK) return status;
+    if ((status = p11_session_login(host, &op->token, op->secret->pin)) != KEYBAY_OK) return status;
     p11_token *t = &op->token;
     CK_ATTRIBUTE id = {CKA_ID, p->id, p->id_length};
     CK_OBJECT_HANDLE key;

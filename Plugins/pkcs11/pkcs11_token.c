@@ -266,6 +266,7 @@ keybay_status p11_token_by_uri(const keybay_host *host, p11_modules *m, P11KitUr
     p11_uri_search search = {.uri = uri};
     p11_each_token(m, p11_visit_uri, &search);
     if (search.matches == 0) {
+        keybay_host_error_reason(host, "no-token");
         keybay_host_error(host, "pkcs11: no token present in %s matches option token (is the token inserted, and its module configured?)", m->where);
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
@@ -319,6 +320,7 @@ static keybay_status p11_failure(const keybay_host *host, p11_token *t, CK_RV rv
     case CKR_SESSION_HANDLE_INVALID:
     case CKR_SESSION_CLOSED:
     case CKR_DEVICE_ERROR:
+        keybay_host_error_reason(host, "token-gone");
         keybay_host_error(host, "pkcs11: the token '%s' went away or failed while trying to %s (CK_RV 0x%lx)", t->name, what, (unsigned long)rv);
         return KEYBAY_ERR_NOT_AVAILABLE;
     case CKR_MECHANISM_INVALID:
@@ -344,9 +346,12 @@ static keybay_status p11_wrong_pin(const keybay_host *host, p11_token *t) {
     CK_TOKEN_INFO now;
     CK_FLAGS flags = t->f->C_GetTokenInfo(t->slot, &now) == CKR_OK ? now.flags : 0;
     if (flags & CKF_USER_PIN_LOCKED) {
+        keybay_host_error_detail(host, "pin-locked", 0, NULL);
         keybay_host_error(host, "pkcs11: wrong PIN for the token '%s', which has now locked its PIN; unlock it with the SO PIN", t->name);
         return KEYBAY_ERR_LOCKED;
     }
+    /* PKCS#11 tells only of the final try; a lower count is not known. */
+    keybay_host_error_detail(host, "wrong-pin", flags & CKF_USER_PIN_FINAL_TRY ? 1 : -1, NULL);
     if (flags & CKF_USER_PIN_FINAL_TRY)
         keybay_host_error(host, "pkcs11: wrong PIN for the token '%s'; 1 try left before the token locks its PIN", t->name);
     else if (flags & CKF_USER_PIN_COUNT_LOW)
@@ -356,12 +361,13 @@ static keybay_status p11_wrong_pin(const keybay_host *host, p11_token *t) {
     return KEYBAY_ERR_WRONG_SECRET;
 }
 
-keybay_status p11_session_login(const keybay_host *host, p11_token *t) {
+keybay_status p11_session_login(const keybay_host *host, p11_token *t, uint8_t pin[P11_MAX_PIN + 1]) {
     CK_RV rv = t->f->C_OpenSession(t->slot, CKF_SERIAL_SESSION, NULL, NULL, &t->session);
     if (rv != CKR_OK) return p11_failure(host, t, rv, "open a session");
     t->has_session = 1;
     if (t->f->C_GetTokenInfo(t->slot, &t->info) != CKR_OK) return p11_failure(host, t, CKR_DEVICE_ERROR, "report its state");
     if (t->info.flags & CKF_USER_PIN_LOCKED) {
+        keybay_host_error_detail(host, "pin-locked", 0, NULL);
         keybay_host_error(host, "pkcs11: the PIN of the token '%s' is locked; unlock it with the SO PIN", t->name);
         return KEYBAY_ERR_LOCKED;
     }
@@ -378,8 +384,6 @@ keybay_status p11_session_login(const keybay_host *host, p11_token *t) {
         char prompt[P11_LABEL_BYTES + 40];
         snprintf(prompt, sizeof prompt, "PIN of the token '%s'", t->name);
         int32_t retries = (t->info.flags & CKF_USER_PIN_FINAL_TRY) ? 1 : -1;
-        uint8_t *pin = keybay_method_secret_new(host, "pkcs11", P11_MAX_PIN + 1);
-        if (pin == NULL) return KEYBAY_ERR_INTERNAL;
         size_t length = 0;
         keybay_status status = host->ask_secret(host->context, KEYBAY_SECRET_PIN, 0, prompt, retries, pin, P11_MAX_PIN + 1, &length);
         if (status == KEYBAY_OK && length > P11_MAX_PIN) {
@@ -387,7 +391,7 @@ keybay_status p11_session_login(const keybay_host *host, p11_token *t) {
             status = KEYBAY_ERR_WRONG_SECRET;
         }
         if (status == KEYBAY_OK) rv = t->f->C_Login(t->session, CKU_USER, pin, (CK_ULONG)length);
-        keybay_method_secret_free(pin, P11_MAX_PIN + 1);
+        sodium_memzero(pin, P11_MAX_PIN + 1);
         if (status != KEYBAY_OK) return status; /* CANCELLED, INTERACTION_UNAVAILABLE: as is */
     }
     switch (rv) {
@@ -399,12 +403,15 @@ keybay_status p11_session_login(const keybay_host *host, p11_token *t) {
     case CKR_PIN_LEN_RANGE:
         return p11_wrong_pin(host, t);
     case CKR_PIN_LOCKED:
+        keybay_host_error_detail(host, "pin-locked", 0, NULL);
         keybay_host_error(host, "pkcs11: the PIN of the token '%s' is locked; unlock it with the SO PIN", t->name);
         return KEYBAY_ERR_LOCKED;
     case CKR_PIN_EXPIRED:
+        keybay_host_error_reason(host, "pin-expired");
         keybay_host_error(host, "pkcs11: the PIN of the token '%s' has expired; set a new one with the token's tools", t->name);
         return KEYBAY_ERR_LOCKED;
     case CKR_USER_PIN_NOT_INITIALIZED:
+        keybay_host_error_reason(host, "no-pin-set");
         keybay_host_error(host, "pkcs11: the token '%s' has no user PIN set; set one with the token's tools", t->name);
         return KEYBAY_ERR_UNSUPPORTED;
     case CKR_FUNCTION_CANCELED:

@@ -58,9 +58,10 @@ keybay_status p11_token_by_uri(const keybay_host *host, p11_modules *m, P11KitUr
 keybay_status p11_token_by_identity(const keybay_host *host, p11_modules *m, const uint8_t label[P11_LABEL_BYTES],
                                     const uint8_t serial[P11_SERIAL_BYTES], p11_token *out);
 
-/* Opens a read-only session, asks for the user PIN (LOCKED first if the token says so) and logs
-   in: WRONG_SECRET with the tries left when the token reports them, LOCKED, or what ask_secret said. */
-keybay_status p11_session_login(const keybay_host *host, p11_token *t);
+/* Opens a read-only session, asks for the user PIN (LOCKED first if the token says so) into
+   `pin` (the operation's guarded memory, wiped after the login) and logs in: WRONG_SECRET with
+   the tries left when the token reports them, LOCKED, or what ask_secret said. */
+keybay_status p11_session_login(const keybay_host *host, p11_token *t, uint8_t pin[P11_MAX_PIN + 1]);
 void p11_session_close(p11_token *t);
 
 /* The one object of `class` with these attributes (id and/or label; `key_type` when not

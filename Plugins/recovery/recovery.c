@@ -116,11 +116,13 @@ static keybay_status rk_decode(const keybay_host *host, rk_secret *s, size_t len
         if (v == -1) continue;
         if (v == -2) {
             /* The position only: the character would be part of a nearly right key. */
+            keybay_host_error_reason(host, "typo-character");
             keybay_host_error(host, "recovery: the recovery key has a typo: character %zu is not one of its letters "
                                     "(0-9 and A-Z without I, L, O, U)", count + 1);
             return KEYBAY_ERR_WRONG_SECRET;
         }
         if (count == RK_SYMBOLS) {
+            keybay_host_error_reason(host, "typo-length");
             keybay_host_error(host, "recovery: the recovery key has a typo: it has more than %u characters "
                                     "(spaces and dashes aside)", RK_SYMBOLS);
             return KEYBAY_ERR_WRONG_SECRET;
@@ -128,6 +130,7 @@ static keybay_status rk_decode(const keybay_host *host, rk_secret *s, size_t len
         s->symbols[count++] = (uint8_t)v;
     }
     if (count != RK_SYMBOLS) {
+        keybay_host_error_reason(host, "typo-length");
         keybay_host_error(host, "recovery: the recovery key has a typo: it has %zu characters, not %u "
                                 "(spaces and dashes aside)", count, RK_SYMBOLS);
         return KEYBAY_ERR_WRONG_SECRET;
@@ -145,6 +148,7 @@ static keybay_status rk_decode(const keybay_host *host, rk_secret *s, size_t len
     sodium_memzero(expected, sizeof expected);
     sodium_memzero(s->hash, sizeof s->hash);
     if (!same) {
+        keybay_host_error_reason(host, "typo-checksum");
         keybay_host_error(host, "recovery: the recovery key has a typo: its checksum does not match "
                                 "(check each character; spaces, dashes and case do not matter)");
         return KEYBAY_ERR_WRONG_SECRET;
@@ -288,6 +292,7 @@ static keybay_status rk_enroll(const keybay_host *host, const keybay_option *opt
         return KEYBAY_ERR_INVALID_OPTION;
     }
     if (!KEYBAY_HOST_HAS(host, show_secret)) {
+        keybay_host_error_reason(host, "cannot-show");
         keybay_host_error(host, "recovery: the host cannot show a recovery key, so none is made");
         return KEYBAY_ERR_INTERACTION_UNAVAILABLE;
     }
@@ -346,6 +351,7 @@ static keybay_status rk_unwrap(const keybay_host *host, const uint8_t *params, s
         goto done;
     }
     if (length > RK_INPUT_BYTES) {
+        keybay_host_error_reason(host, "too-long");
         keybay_host_error(host, "recovery: the recovery key is longer than %u bytes", RK_INPUT_BYTES);
         status = KEYBAY_ERR_WRONG_SECRET;
         goto done;
@@ -354,6 +360,7 @@ static keybay_status rk_unwrap(const keybay_host *host, const uint8_t *params, s
     if (status != KEYBAY_OK) goto done;
     rk_secret_and_check(s, check);
     if (sodium_memcmp(check, stored, RK_CHECK_BYTES) != 0) {
+        keybay_host_error_reason(host, "other-store");
         keybay_host_error(host, "recovery: this is a valid recovery key, but not this store's");
         status = KEYBAY_ERR_WRONG_SECRET;
         goto done;

@@ -206,13 +206,18 @@ static keybay_status check_session_bus(const keybay_host *host) {
    no session bus (check_session_bus), or nothing answers on the bus. */
 static keybay_status connect_service(const keybay_host *host, ss_object **service) {
     pthread_once(&ss_once, ss_load);
-    if (!ss_lib_ok)
+    if (!ss_lib_ok) {
+        keybay_host_error_reason(host, "library-missing");
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot load " SS_LIBRARY " (%s); the secret-service root needs libsecret (Debian: libsecret-1-0) and " SERVICE_NAME, ss_lib_error);
+    }
     keybay_status s = check_session_bus(host);
     if (s != KEYBAY_OK) return s;
     ss_error *error = NULL;
     *service = SS(secret_service_get_sync)(0 /* SECRET_SERVICE_NONE */, NULL, &error);
-    if (*service == NULL) return fail_error(host, KEYBAY_ERR_NOT_AVAILABLE, "no answer from " SERVICE_NAME, error);
+    if (*service == NULL) {
+        keybay_host_error_reason(host, "no-service");
+        return fail_error(host, KEYBAY_ERR_NOT_AVAILABLE, "no answer from " SERVICE_NAME, error);
+    }
     if (plain_session[0]) return KEYBAY_OK;
     ss_object *reply = SS(g_dbus_proxy_call_sync)(*service, "OpenSession", SS(g_variant_new)("(sv)", "plain", SS(g_variant_new_string)("")),
                                                   0, -1, NULL, &error);
@@ -360,16 +365,24 @@ static keybay_status unlock(const keybay_host *host, ss_object *service, const c
     snprintf(question, sizeof question, "%s is locked; unlock it with the desktop keyring's own prompt?", what);
     int answer = 0;
     keybay_status s = KEYBAY_HOST_HAS(host, confirm) ? host->confirm(host->context, question, &answer) : KEYBAY_ERR_INTERACTION_UNAVAILABLE;
-    if (s == KEYBAY_ERR_INTERACTION_UNAVAILABLE)
+    if (s == KEYBAY_ERR_INTERACTION_UNAVAILABLE) {
+        keybay_host_error_reason(host, "keyring-locked");
         return fail(host, s, "%s is locked, and unlocking it needs the keyring's prompt, which this run may not show", what);
+    }
     if (s != KEYBAY_OK) return s;
-    if (!answer) return fail(host, KEYBAY_ERR_CANCELLED, "%s stays locked (unlocking was declined)", what);
+    if (!answer) {
+        keybay_host_error_reason(host, "unlock-declined");
+        return fail(host, KEYBAY_ERR_CANCELLED, "%s stays locked (unlocking was declined)", what);
+    }
     char **unlocked = NULL;
     ss_error *error = NULL;
     int count = SS(secret_service_unlock_dbus_paths_sync)(service, paths, NULL, &unlocked, &error);
     if (unlocked) SS(g_strfreev)(unlocked);
     if (error) return fail_error(host, KEYBAY_ERR_CANCELLED, "the keyring's unlock prompt failed", error);
-    if (count < 1) return fail(host, KEYBAY_ERR_CANCELLED, "%s stays locked (the keyring's prompt was dismissed)", what);
+    if (count < 1) {
+        keybay_host_error_reason(host, "unlock-dismissed");
+        return fail(host, KEYBAY_ERR_CANCELLED, "%s stays locked (the keyring's prompt was dismissed)", what);
+    }
     return KEYBAY_OK;
 }
 
@@ -430,8 +443,10 @@ static keybay_status load_matching_root(const keybay_host *host, const keybay_ro
     item_query q;
     char **paths = NULL;
     keybay_status s = find_unlocked(host, c, &service, &q, &paths);
-    if (s == KEYBAY_OK && !(paths && paths[0]))
+    if (s == KEYBAY_OK && !(paths && paths[0])) {
+        keybay_host_error_reason(host, "item-missing");
         s = fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: the keyring item '%s' (" ATTRIBUTE_APP "=%s, " ATTRIBUTE_STATE_HOME "=%s) is missing from " SERVICE_NAME, q.label, q.application, q.state_home);
+    }
     uint8_t *root = NULL;
     if (s == KEYBAY_OK && !(root = sodium_malloc(ROOT_BYTES))) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
     int found = 0;
@@ -452,8 +467,10 @@ static keybay_status load_matching_root(const keybay_host *host, const keybay_ro
         }
         sodium_free(bytes);
     }
-    if (s == KEYBAY_OK && !found)
+    if (s == KEYBAY_OK && !found) {
+        keybay_host_error_reason(host, "item-mismatch");
         s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the keyring item '%s' does not hold this store's platform key", q.label);
+    }
     if (paths) SS(g_strfreev)(paths);
     free_query(&q);
     if (s != KEYBAY_OK) { if (root) sodium_free(root); return s; }
@@ -487,8 +504,10 @@ static keybay_status root_create(const keybay_host *host, const keybay_root_cont
     item_query q;
     char **paths = NULL;
     keybay_status s = find_unlocked(host, c, &service, &q, &paths);
-    if (s == KEYBAY_OK && paths && paths[0])
+    if (s == KEYBAY_OK && paths && paths[0]) {
+        keybay_host_error_reason(host, "item-exists");
         s = fail(host, KEYBAY_ERR_ROOT_EXISTS, "the keyring item '%s' already exists; refusing to replace it", q.label);
+    }
     if (paths) SS(g_strfreev)(paths);
     ss_object *collection = NULL;
     if (s == KEYBAY_OK) {

@@ -35,6 +35,7 @@
 #include "keybay_plugin_host.h"
 #include "keybay_root_files.h"
 #include "keybay_tpm2.h"
+#include "keybay_tpm2_session.h"
 
 #define PLUGIN "tpm2-pin"
 #define USER "tpm2-pin method"
@@ -186,6 +187,7 @@ static keybay_status read_lockout(const keybay_host *host, keybay_tpm2 *t, locko
 static int32_t tries_left(const lockout *l) { return l->counter >= l->max ? 0 : (int32_t)(l->max - l->counter); }
 
 static keybay_status locked_out(const keybay_host *host, const keybay_tpm2 *t, const lockout *l) {
+    keybay_host_error_detail(host, "lockout", 0, NULL);
     if (l->interval == 0)
         return fail(host, KEYBAY_ERR_LOCKED, "tpm2-pin: %s is in dictionary-attack lockout after %u wrong authorizations and does not "
                     "recover by itself (TPM_PT_LOCKOUT_INTERVAL is 0): its lockout authorization must reset it (tpm2_dictionarylockout -c)",
@@ -297,73 +299,71 @@ static keybay_status enroll(const keybay_host *host, const keybay_option *option
     return s;
 }
 
-/* Loads the sealed object under a fresh primary; `*primary` stays loaded (it salts the session). */
-static keybay_status load_object(const keybay_host *host, keybay_tpm2 *t, const sealed_object *o, ESYS_TR *primary, ESYS_TR *object) {
+/* Loads the sealed object under a fresh primary; `*primary` stays loaded (it salts the session).
+   Through the SAPI, as the session is (keybay_tpm2_session.h). */
+static keybay_status load_object(const keybay_host *host, keybay_tpm2 *t, const sealed_object *o, TPM2_HANDLE *primary,
+                                 TPM2B_PUBLIC *primary_public, TPM2_HANDLE *object, TPM2B_NAME *name) {
     keybay_status s = KEYBAY_OK;
     TSS2_RC rc = TSS2_RC_SUCCESS;
     /* A full object memory flushes every transient object, the new primary too: make it again. */
     for (int attempt = 0; attempt < 2; attempt++) {
-        if ((s = keybay_tpm2_create_primary(host, t, primary)) != KEYBAY_OK) return s;
-        rc = T(Esys_Load)(t->esys, *primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &o->private, &o->public, object);
+        if ((s = keybay_tpm2_sys_create_primary(host, t, primary, primary_public)) != KEYBAY_OK) return s;
+        rc = keybay_tpm2_sys_load(t, *primary, &o->private, &o->public, object, name);
         if (rc == TSS2_RC_SUCCESS) return KEYBAY_OK;
-        keybay_tpm2_flush(t, primary);
+        keybay_tpm2_sys_flush(t, primary);
         if (attempt || !keybay_tpm2_flush_leftovers(t, rc)) break;
     }
-    *object = ESYS_TR_NONE;
+    *object = 0;
     /* A foreign or damaged object is a format-one error on its parameters (integrity, size, key). */
-    if (keybay_tpm2_rc_is_tpm(rc) && (rc & TPM2_RC_FMT1))
+    if (keybay_tpm2_rc_is_tpm(rc) && (rc & TPM2_RC_FMT1)) {
+        keybay_host_error_reason(host, "foreign-object");
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: %s cannot load this method's sealed object: it was sealed by another "
                     "machine's TPM, or this TPM was cleared since (%s); the method cannot be used here, and another method must open the store",
                     t->where, T(Tss2_RC_Decode)(rc));
+    }
     return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot load the method's sealed object");
 }
 
 /* Unseals M with `pin` in a policy session salted with the primary (M comes back encrypted). */
 static keybay_status unseal(const keybay_host *host, keybay_tpm2 *t, const sealed_object *o, const uint8_t *pin, size_t pin_length,
                             uint8_t *secret_out) {
-    ESYS_TR primary = ESYS_TR_NONE, object = ESYS_TR_NONE, session = ESYS_TR_NONE;
-    keybay_status s = load_object(host, t, o, &primary, &object);
-    TPM2B_AUTH *auth = sodium_malloc(sizeof *auth);
-    if (s == KEYBAY_OK && !auth) s = fail(host, KEYBAY_ERR_INTERNAL, "tpm2-pin: out of memory");
-    if (s == KEYBAY_OK) s = keybay_tpm2_policy_session(host, t, TPM2_SE_POLICY, primary, o->pcrs, 1, &session);
-    keybay_tpm2_flush(t, &primary);
-    TSS2_RC rc = TSS2_RC_SUCCESS;
+    TPM2_HANDLE primary = 0, object = 0;
+    TPM2B_PUBLIC primary_public;
+    TPM2B_NAME name;
+    keybay_tpm2_session *session = keybay_method_secret_new(host, PLUGIN, sizeof *session);
+    if (!session) return KEYBAY_ERR_INTERNAL;
+    keybay_status s = load_object(host, t, o, &primary, &primary_public, &object, &name);
+    if (s == KEYBAY_OK) s = keybay_tpm2_sys_policy_session(host, t, primary, &primary_public, o->pcrs, session);
+    keybay_tpm2_sys_flush(t, &primary);
     if (s == KEYBAY_OK) {
-        memset(auth, 0, sizeof *auth);
-        auth->size = (UINT16)pin_length;
-        memcpy(auth->buffer, pin, pin_length);
-        rc = T(Esys_TR_SetAuth)(t->esys, object, auth);
-        if (rc == TSS2_RC_SUCCESS) rc = T(Esys_TRSess_SetAttributes)(t->esys, session, TPMA_SESSION_ENCRYPT, TPMA_SESSION_ENCRYPT);
-        if (rc != TSS2_RC_SUCCESS) s = keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot prepare the unseal");
-    }
-    TPM2B_SENSITIVE_DATA *out = NULL;
-    if (s == KEYBAY_OK) {
-        rc = T(Esys_Unseal)(t->esys, object, session, ESYS_TR_NONE, ESYS_TR_NONE, &out);
+        TSS2_RC rc = keybay_tpm2_sys_unseal(t, session, object, &name, pin, pin_length);
         TSS2_RC base = keybay_tpm2_rc_base(rc);
         lockout l = { 0 };
-        if (rc == TSS2_RC_SUCCESS && out->size == KEYBAY_METHOD_SECRET_BYTES) {
-            memcpy(secret_out, out->buffer, KEYBAY_METHOD_SECRET_BYTES);
+        if (rc == TSS2_RC_SUCCESS && session->unsealed_length == KEYBAY_METHOD_SECRET_BYTES) {
+            memcpy(secret_out, session->unsealed, KEYBAY_METHOD_SECRET_BYTES);
         } else if (rc == TSS2_RC_SUCCESS) {
-            s = fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the sealed object holds %u bytes, not a method secret", out->size);
+            s = fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the sealed object holds %zu bytes, not a method secret", session->unsealed_length);
         } else if (keybay_tpm2_rc_is_tpm(rc) && (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH)) {
             s = read_lockout(host, t, &l);
-            if (s == KEYBAY_OK)
+            if (s == KEYBAY_OK) {
+                keybay_host_error_detail(host, "wrong-pin", tries_left(&l), NULL);
                 s = fail(host, KEYBAY_ERR_WRONG_SECRET, "tpm2-pin: wrong PIN for %s; %d tr%s left before the TPM locks out%s", t->where,
                          tries_left(&l), tries_left(&l) == 1 ? "y" : "ies", tries_left(&l) == 0 ? " (it is in lockout now)" : "");
+            }
         } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_LOCKOUT) {
             s = read_lockout(host, t, &l);
             if (s == KEYBAY_OK) s = locked_out(host, t, &l);
         } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_POLICY_FAIL) {
+            keybay_host_error_reason(host, "pcr-mismatch");
             s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: the PCRs this method is bound to (mask 0x%06x, SHA-256) no longer hold the "
                      "values it was sealed to (a firmware, boot loader or Secure Boot change); another method must open the store", (unsigned)o->pcrs);
         } else {
             s = keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot unseal the method's secret");
         }
     }
-    if (out) { sodium_memzero(out, sizeof *out); T(Esys_Free)(out); }
-    if (auth) { sodium_memzero(auth, sizeof *auth); sodium_free(auth); }
-    keybay_tpm2_flush(t, &session);
-    keybay_tpm2_flush(t, &object);
+    keybay_tpm2_sys_flush(t, &session->handle); /* 0 once the TPM ended it */
+    keybay_tpm2_sys_flush(t, &object);
+    keybay_method_secret_free(session, sizeof *session);
     return s;
 }
 

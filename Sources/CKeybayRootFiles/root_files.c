@@ -47,11 +47,16 @@ keybay_status keybay_rf_fail_errno(const keybay_host *host, const char *what, co
 static keybay_status check_private(const keybay_host *host, int fd, const char *path, int directory) {
     struct stat st;
     if (fstat(fd, &st) != 0) return fail_errno(host, "cannot inspect", path);
-    if (directory ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+    if (directory ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+        keybay_host_error_detail(host, "wrong-type", -1, path);
         return fail(host, KEYBAY_ERR_INSECURE, "%s is not a %s; refusing to use it", path, directory ? "directory" : "regular file");
-    if (st.st_uid != geteuid())
+    }
+    if (st.st_uid != geteuid()) {
+        keybay_host_error_detail(host, "not-owner", -1, path);
         return fail(host, KEYBAY_ERR_INSECURE, "%s is owned by another user; refusing to use it", path);
+    }
     if (st.st_mode & 077) {
+        keybay_host_error_detail(host, "mode", -1, path);
         return fail(host, KEYBAY_ERR_INSECURE, "%s is open to group or others; refusing to use it (expected %s)", path, directory ? "0700" : "0600");
     }
     return KEYBAY_OK;
@@ -121,8 +126,10 @@ keybay_status keybay_rf_open_dir(const keybay_host *host, const keybay_root_cont
         close(current);
         if (next < 0) {
             if (open_errno == ENOENT && !create) return KEYBAY_OK;
-            if (open_errno == ELOOP || open_errno == ENOTDIR)
+            if (open_errno == ELOOP || open_errno == ENOTDIR) {
+                keybay_host_error_detail(host, "symbolic-link", -1, path);
                 return fail(host, KEYBAY_ERR_INSECURE, "%s is a symbolic link or not a directory; refusing to use it", path);
+            }
             errno = open_errno;
             return fail_errno(host, "cannot open directory", path);
         }
@@ -155,12 +162,21 @@ keybay_status keybay_rf_read(const keybay_host *host, const keybay_root_context 
     keybay_status s = keybay_rf_open_dir(host, c, 0, &dir, dir_path, sizeof dir_path);
     if (s != KEYBAY_OK) return s;
     keybay_rf_path(c, name, path, sizeof path); /* for messages: truncation is harmless */
-    if (dir < 0) return fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: %s %s is missing", what, path);
+    if (dir < 0) {
+        keybay_host_error_detail(host, "root-missing", -1, path);
+        return fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: %s %s is missing", what, path);
+    }
     int fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     close(dir);
     if (fd < 0) {
-        if (errno == ENOENT) return fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: %s %s is missing", what, path);
-        if (errno == ELOOP) return fail(host, KEYBAY_ERR_INSECURE, "%s is a symbolic link; refusing to use it", path);
+        if (errno == ENOENT) {
+            keybay_host_error_detail(host, "root-missing", -1, path);
+            return fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: %s %s is missing", what, path);
+        }
+        if (errno == ELOOP) {
+            keybay_host_error_detail(host, "symbolic-link", -1, path);
+            return fail(host, KEYBAY_ERR_INSECURE, "%s is a symbolic link; refusing to use it", path);
+        }
         return fail_errno(host, "cannot open", path);
     }
     s = check_private(host, fd, path, 0);

@@ -32,7 +32,7 @@ typedef keybay_tpm2_bounded bounded;
 /* ---------------------------------------------------------------- tpm2-tss, opened on first use */
 
 static const char *const library_names[KEYBAY_TSS_LIBRARIES] = {
-    "libtss2-esys.so.0", "libtss2-tctildr.so.0", "libtss2-mu.so.0", "libtss2-rc.so.0"
+    "libtss2-esys.so.0", "libtss2-sys.so.1", "libtss2-tctildr.so.0", "libtss2-mu.so.0", "libtss2-rc.so.0", "libcrypto.so.3"
 };
 
 struct keybay_tss keybay_tss;
@@ -225,12 +225,14 @@ keybay_status keybay_tpm2_lock(const keybay_host *host, keybay_tpm2 *t, int keyb
    tss2's own TCTIs wait as long as the TPM takes: swtpm's and mssim's block on their sockets
    (while connecting and initializing too), and ESAPI's synchronous calls wait for ever whatever
    timeout is set. So the TCTI tss2 loads runs on a thread of its own, and the TCTI Esys talks
-   to (this one) hands each call over (initialization, every transmit and receive) and waits
-   for it until the operation's deadline. A TPM that has not answered by then is abandoned:
+   to (this one) hands each call over (initialization, every command) and waits for it until
+   the operation's deadline. A command is one handover: the thread sends it and reads the
+   response at once, which the receive calls then take (two handovers a command cost two thread
+   switches more, each a wait for a core on a busy machine). A TPM that has not answered by then is abandoned:
    the thread finishes its call whenever the TPM answers, or never, then finalizes the TCTI and
    frees what it holds; nothing of the caller's is touched after the caller has returned. */
 
-enum { OP_NONE, OP_INIT, OP_TRANSMIT, OP_RECEIVE, OP_FINALIZE };
+enum { OP_NONE, OP_INIT, OP_TRANSMIT, OP_FINALIZE };
 
 struct keybay_tpm2_bounded {
     TSS2_TCTI_CONTEXT_COMMON_V2 common; /* first: Esys calls through it */
@@ -243,7 +245,8 @@ struct keybay_tpm2_bounded {
     TSS2_TCTI_CONTEXT *inner; /* tss2's TCTI */
     struct timespec deadline;
     char library[40], conf[TCTI_MAX_BYTES];
-    int have_response;
+    int have_response;        /* a command was sent: its response (or why none came) is here */
+    TSS2_RC received;         /* the reading of that response */
     size_t size;              /* bytes in buffer: the command to send, or the response */
     uint8_t buffer[TPM2_MAX_COMMAND_SIZE > TPM2_MAX_RESPONSE_SIZE ? TPM2_MAX_COMMAND_SIZE : TPM2_MAX_RESPONSE_SIZE];
 };
@@ -267,18 +270,17 @@ static TSS2_RC bounded_perform(bounded *b, int op) {
         rc = T(Tss2_TctiLdr_Initialize_Ex)(b->library, b->conf[0] ? b->conf : NULL, &b->inner);
         if (rc != TSS2_RC_SUCCESS) b->inner = NULL;
         break;
-    case OP_TRANSMIT:
+    case OP_TRANSMIT: /* and the response's reading, into `received` */
         rc = Tss2_Tcti_Transmit(b->inner, b->size, b->buffer);
         sodium_memzero(b->buffer, b->size);
         b->size = 0;
-        break;
-    case OP_RECEIVE:
-        rc = Tss2_Tcti_Receive(b->inner, &size, NULL, TSS2_TCTI_TIMEOUT_BLOCK);
-        if (rc == TSS2_RC_SUCCESS) {
+        if (rc != TSS2_RC_SUCCESS) break;
+        b->received = Tss2_Tcti_Receive(b->inner, &size, NULL, TSS2_TCTI_TIMEOUT_BLOCK);
+        if (b->received == TSS2_RC_SUCCESS) {
             size = sizeof b->buffer;
-            rc = Tss2_Tcti_Receive(b->inner, &size, b->buffer, TSS2_TCTI_TIMEOUT_BLOCK);
+            b->received = Tss2_Tcti_Receive(b->inner, &size, b->buffer, TSS2_TCTI_TIMEOUT_BLOCK);
         }
-        b->size = rc == TSS2_RC_SUCCESS ? size : 0;
+        b->size = b->received == TSS2_RC_SUCCESS ? size : 0;
         break;
     case OP_FINALIZE:
         if (b->inner) T(Tss2_TctiLdr_Finalize)(&b->inner);
@@ -334,21 +336,20 @@ static TSS2_RC bounded_transmit(TSS2_TCTI_CONTEXT *context, size_t size, const u
     memcpy(b->buffer, command, size);
     b->size = size;
     b->have_response = 0;
-    return bounded_call(b, OP_TRANSMIT, &rc) ? rc : TSS2_TCTI_RC_IO_ERROR;
+    if (!bounded_call(b, OP_TRANSMIT, &rc)) return TSS2_TCTI_RC_IO_ERROR;
+    b->have_response = rc == TSS2_RC_SUCCESS;
+    return rc;
 }
 
-/* The caller's timeout is ignored: the deadline bounds every wait. */
+/* The response the thread read with the command. The caller's timeout is ignored: the deadline
+   bounded the wait for it. */
 static TSS2_RC bounded_receive(TSS2_TCTI_CONTEXT *context, size_t *size, uint8_t *response, int32_t timeout) {
     (void)timeout;
     bounded *b = (bounded *)context;
-    TSS2_RC rc;
     if (b->abandoned) return TSS2_TCTI_RC_IO_ERROR;
     if (!size) return TSS2_TCTI_RC_BAD_REFERENCE;
-    if (!b->have_response) {
-        if (!bounded_call(b, OP_RECEIVE, &rc)) return TSS2_TCTI_RC_IO_ERROR;
-        if (rc != TSS2_RC_SUCCESS) return rc;
-        b->have_response = 1;
-    }
+    if (!b->have_response) return TSS2_TCTI_RC_BAD_SEQUENCE;
+    if (b->received != TSS2_RC_SUCCESS) { b->have_response = 0; return b->received; }
     if (!response) { *size = b->size; return TSS2_RC_SUCCESS; }
     if (*size < b->size) { *size = b->size; return TSS2_TCTI_RC_INSUFFICIENT_BUFFER; }
     memcpy(response, b->buffer, b->size);
@@ -466,7 +467,7 @@ keybay_status keybay_tpm2_begin(const keybay_host *host, keybay_tpm2 *t, const c
     const char *unloaded = keybay_tpm2_load_tss();
     if (unloaded)
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s cannot load tpm2-tss (%s); the %s needs libtss2-esys0, "
-                    "libtss2-tctildr0, libtss2-mu0 and libtss2-rc0", plugin, unloaded, user);
+                    "libtss2-sys1, libtss2-tctildr0, libtss2-mu0, libtss2-rc0 and libssl3 (libcrypto)", plugin, unloaded, user);
     return KEYBAY_OK;
 }
 
@@ -516,11 +517,10 @@ void keybay_tpm2_flush(keybay_tpm2 *t, ESYS_TR *handle) {
     *handle = ESYS_TR_NONE;
 }
 
-/* The primary storage key, re-created from its fixed template (ECC P-256, AES-128-CFB; the
-   TCG storage-key template with noDA) under the owner hierarchy. */
-keybay_status keybay_tpm2_create_primary(const keybay_host *host, keybay_tpm2 *t, ESYS_TR *primary) {
-    TPM2B_SENSITIVE_CREATE sensitive = { 0 };
-    TPM2B_PUBLIC template = { .publicArea = {
+/* The primary storage key's fixed template (ECC P-256, AES-128-CFB; the TCG storage-key template
+   with noDA) under the owner hierarchy. */
+void keybay_tpm2_primary_template(TPM2B_PUBLIC *template) {
+    *template = (TPM2B_PUBLIC){ .publicArea = {
         .type = TPM2_ALG_ECC,
         .nameAlg = TPM2_ALG_SHA256,
         .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN |
@@ -532,6 +532,19 @@ keybay_status keybay_tpm2_create_primary(const keybay_host *host, keybay_tpm2 *t
             .kdf = { .scheme = TPM2_ALG_NULL },
         },
     } };
+}
+
+keybay_status keybay_tpm2_primary_failed(const keybay_host *host, const keybay_tpm2 *t, TSS2_RC rc) {
+    if (keybay_tpm2_rc_is_tpm(rc) && keybay_tpm2_rc_base(rc) == TPM2_RC_BAD_AUTH)
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "the owner hierarchy of %s has a password; the %s needs it empty (%s)",
+                    t->where, t->user, T(Tss2_RC_Decode)(rc));
+    return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot create the primary storage key");
+}
+
+keybay_status keybay_tpm2_create_primary(const keybay_host *host, keybay_tpm2 *t, ESYS_TR *primary) {
+    TPM2B_SENSITIVE_CREATE sensitive = { 0 };
+    TPM2B_PUBLIC template;
+    keybay_tpm2_primary_template(&template);
     TPM2B_DATA outside = { 0 };
     TPML_PCR_SELECTION none = { 0 };
     TSS2_RC rc;
@@ -542,10 +555,7 @@ keybay_status keybay_tpm2_create_primary(const keybay_host *host, keybay_tpm2 *t
         if (attempt || !keybay_tpm2_flush_leftovers(t, rc)) break;
     }
     *primary = ESYS_TR_NONE;
-    if (keybay_tpm2_rc_is_tpm(rc) && keybay_tpm2_rc_base(rc) == TPM2_RC_BAD_AUTH)
-        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "the owner hierarchy of %s has a password; the %s needs it empty (%s)",
-                    t->where, t->user, T(Tss2_RC_Decode)(rc));
-    return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot create the primary storage key");
+    return keybay_tpm2_primary_failed(host, t, rc);
 }
 
 /* PCR selection (SHA-256 bank) from a bit mask of PCRs 0–23. */

@@ -32,7 +32,9 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
         case rolledBack = "rolled-back"
         /// A method was named for a store that has none (it is platform-only).
         case protectionMismatch = "protection-mismatch"
-        /// The store is protected and no method was named: open it with one of its methods.
+        /// The store is protected and no method was named: open it with one of its methods. Also
+        /// a session that reads through the keybay agent once the agent no longer serves the store
+        /// (its unlock ended): open it again.
         case authenticationRequired = "authentication-required"
         /// Another process added or removed a method (a new store key) since this session
         /// unlocked the store: open it again.
@@ -99,6 +101,15 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
     public private(set) var methodID: String?
     /// What the layer below said, when the failure came from it.
     public private(set) var underlying: Underlying?
+    /// Which cause of several under one `code` this is, as a stable token of 1–40 characters of
+    /// `[a-z0-9-]` a program may match on (the message is for people): a plugin's own (each
+    /// plugin documents its reasons, e.g. fido2's `pin-blocked`) or the core's (`not-owner`,
+    /// `symbolic-link`, `mode` for `.insecurePermissions`; docs/plugins.md lists the loader's).
+    /// `nil` when no one named the cause.
+    public private(set) var reason: String?
+    /// The PIN or retry attempts the device says are left, when it said (a wrong PIN, a locked
+    /// device with 0).
+    public private(set) var triesLeft: Int?
 
     /// The cause below Keybay: a system call's `errno`, or a plugin's `keybay_status`.
     public enum Underlying: Sendable, Equatable {
@@ -122,13 +133,22 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// This error with the fields given filled in; a field already set is kept (the innermost
     /// layer knows best).
-    func with(path: String? = nil, pluginID: String? = nil, methodID: String? = nil, underlying: Underlying? = nil) -> KeybayError {
+    func with(path: String? = nil, pluginID: String? = nil, methodID: String? = nil, underlying: Underlying? = nil,
+              reason: String? = nil, triesLeft: Int? = nil) -> KeybayError {
         var e = self
         e.path = e.path ?? path
         e.pluginID = e.pluginID ?? pluginID
         e.methodID = e.methodID ?? methodID
         e.underlying = e.underlying ?? underlying
+        e.reason = e.reason ?? reason.flatMap { Self.isReasonToken($0) ? $0 : nil }
+        e.triesLeft = e.triesLeft ?? triesLeft.flatMap { $0 >= 0 ? $0 : nil }
         return e
+    }
+
+    /// A reason is 1–40 characters of `[a-z0-9-]`: anything else (from a plugin) is dropped.
+    static func isReasonToken(_ token: String) -> Bool {
+        let bytes = token.utf8
+        return (1...40).contains(bytes.count) && bytes.allSatisfy { (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2D }
     }
 
     /// The message followed by the code in brackets, as the CLI prints it.

@@ -13,27 +13,33 @@ final class CError: @unchecked Sendable {
     let path: UnsafeMutablePointer<CChar>?
     let pluginID: UnsafeMutablePointer<CChar>?
     let methodID: UnsafeMutablePointer<CChar>?
+    let reason: UnsafeMutablePointer<CChar>?
+    /// -1 when unknown.
+    let triesLeft: Int32
     let tookEffect: Bool
 
     init(code: Int32, name: String, message: String, path: String? = nil, pluginID: String? = nil, methodID: String? = nil,
-         tookEffect: Bool = false) {
+         reason: String? = nil, triesLeft: Int? = nil, tookEffect: Bool = false) {
         self.code = code
         self.name = strdup(name)
         self.message = strdup(message)
         self.path = path.map { strdup($0) }
         self.pluginID = pluginID.map { strdup($0) }
         self.methodID = methodID.map { strdup($0) }
+        self.reason = reason.map { strdup($0) }
+        self.triesLeft = triesLeft.map { Int32(clamping: $0) } ?? -1
         self.tookEffect = tookEffect
     }
 
     /// `e` as a C error; `methodID` names the method when `e` does not.
     convenience init(_ e: KeybayError, methodID: String? = nil) {
         self.init(code: ErrorCodes.numbers[e.code] ?? KEYBAY_ERR_PLUGIN_FAILED, name: e.code.rawValue, message: e.message, path: e.path,
-                  pluginID: e.pluginID, methodID: e.methodID ?? methodID, tookEffect: e.tookEffect)
+                  pluginID: e.pluginID, methodID: e.methodID ?? methodID, reason: e.reason, triesLeft: e.triesLeft,
+                  tookEffect: e.tookEffect)
     }
 
     deinit {
-        for p in [name, message, path, pluginID, methodID] { free(p) }
+        for p in [name, message, path, pluginID, methodID, reason] { free(p) }
     }
 
     /// A `keybay_error *` the caller owns.
@@ -93,6 +99,12 @@ public func keybay_error_plugin_id(_ error: OpaquePointer?) -> UnsafePointer<CCh
 
 @_cdecl("keybay_error_method_id")
 public func keybay_error_method_id(_ error: OpaquePointer?) -> UnsafePointer<CChar>? { CError.from(error)?.methodID.map { UnsafePointer($0) } }
+
+@_cdecl("keybay_error_reason")
+public func keybay_error_reason(_ error: OpaquePointer?) -> UnsafePointer<CChar>? { CError.from(error)?.reason.map { UnsafePointer($0) } }
+
+@_cdecl("keybay_error_tries_left")
+public func keybay_error_tries_left(_ error: OpaquePointer?) -> Int32 { CError.from(error)?.triesLeft ?? -1 }
 
 @_cdecl("keybay_error_took_effect")
 public func keybay_error_took_effect(_ error: OpaquePointer?) -> Int32 { CError.from(error)?.tookEffect == true ? 1 : 0 }

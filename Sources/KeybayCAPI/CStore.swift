@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CKeybay
+import CKeybayValueArena
 import CSodium
 import Glibc
 import Keybay
@@ -69,8 +70,9 @@ public func keybay_get(_ store: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ 
         let key = try text(key, "key")
         guard let value, let length else { throw invalidArgument("keybay_get needs value and length") }
         guard let bytes = try session.get(key) else { throw CAPIFailure.notFound(key, in: session.storePath) }
-        // Guarded memory, which keybay_free_value wipes and frees.
-        guard let out = sodium_malloc(max(bytes.count, 1)) else { throw KeybayError(.io, "cannot allocate guarded memory") }
+        // Guarded memory (a slot of a guarded arena, or sodium_malloc's own for a large value),
+        // which keybay_free_value wipes and frees.
+        guard let out = keybay_value_alloc(max(bytes.count, 1)) else { throw KeybayError(.io, "cannot allocate guarded memory") }
         bytes.withUnsafeBytes { if let b = $0.baseAddress { out.copyMemory(from: b, byteCount: bytes.count) } }
         value.pointee = out.assumingMemoryBound(to: UInt8.self)
         length.pointee = bytes.count
@@ -79,8 +81,8 @@ public func keybay_get(_ store: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ 
 
 @_cdecl("keybay_free_value")
 public func keybay_free_value(_ value: UnsafeMutablePointer<UInt8>?, _ length: Int) {
-    // sodium_free wipes the whole allocation before it frees it.
-    if let value { sodium_free(value) }
+    // Wipes the slot, or (sodium_free) the whole allocation, before it frees it.
+    keybay_value_release(value)
 }
 
 @_cdecl("keybay_set")

@@ -4,9 +4,12 @@
 // references (age, cryptsetup-bin) and builds in release mode.
 //
 //   keybay-bench [RUNS]          the whole table
-//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 ssget tpm2pin pkcs11
-//   (ssget needs a Secret Service on DBUS_SESSION_BUS_ADDRESS: scripts/bench.sh runs the bench
-//   in a private session with a throwaway, unlocked gnome-keyring)
+//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 ssget tpm2pin pkcs11 agent
+//                                capi capiopen python gitfill keyringget
+//   (ssget, capiopen, python, gitfill and keyringget need a Secret Service on
+//   DBUS_SESSION_BUS_ADDRESS: scripts/bench.sh runs the bench in a private session with a
+//   throwaway, unlocked gnome-keyring; python, gitfill and keyringget also the KEYBAY_BENCH_*
+//   settings it passes)
 //   keybay-bench load-plugins    (internal) time discovery + loading of the plugins, in a fresh process
 import CArgon2
 import CSodium
@@ -62,16 +65,29 @@ struct Row {
     let target: String
 }
 
-/// Alternates two commands `count` times; returns the median seconds of each.
-func alternate(_ count: Int, ours: [String], reference: [String], env: [String: String], stdin: String? = nil) -> (ours: Double, reference: Double) {
+/// Alternates two commands `count` times; returns the median seconds of each. The reference
+/// runs with `referenceEnv` when given.
+func alternate(_ count: Int, ours: [String], reference: [String], env: [String: String], referenceEnv: [String: String]? = nil,
+               stdin: String? = nil) -> (ours: Double, reference: Double) {
+    alternate(count, ours: ours, referenceSteps: [reference], env: env, referenceEnv: referenceEnv, stdin: stdin)
+}
+
+/// Alternates a command with a reference that takes several commands run one after the other
+/// (the time of all of them together), `count` times; returns the median seconds of each.
+func alternate(_ count: Int, ours: [String], referenceSteps: [[String]], env: [String: String], referenceEnv: [String: String]? = nil,
+               stdin: String? = nil) -> (ours: Double, reference: Double) {
     var o: [Double] = [], r: [Double] = []
     for _ in 0..<count {
         let a = spawnTimed(ours, env: env, stdin: stdin)
         precondition(a.status == 0, "\(ours.joined(separator: " ")) failed")
         o.append(a.seconds)
-        let b = spawnTimed(reference, env: env, stdin: stdin)
-        precondition(b.status == 0, "\(reference.joined(separator: " ")) failed")
-        r.append(b.seconds)
+        var total = 0.0
+        for step in referenceSteps {
+            let b = spawnTimed(step, env: referenceEnv ?? env, stdin: stdin)
+            precondition(b.status == 0, "\(step.joined(separator: " ")) failed")
+            total += b.seconds
+        }
+        r.append(total)
     }
     return (median(o), median(r))
 }
@@ -161,8 +177,13 @@ func stopSoftwareTPM(_ directory: String) { _ = system("kill -9 $(cat '\(directo
 /// 10. A tpm2-pin unlock (CLI get, the PIN on a descriptor, a file-root store) vs tpm2_unseal
 /// with `-p PIN` of a comparable object (a sealed 32-byte secret whose authValue is the PIN, not
 /// noDA) at a persistent handle on the same swtpm: the reference does the least TPM work a
-/// password unseal can (ReadPublic, Unseal); ours reads the lockout counters, re-creates the
-/// primary, loads the object, starts a salted policy session and unseals, then opens the store.
+/// password unseal can (an unsalted HMAC session, ReadPublic, Unseal); ours reads the lockout
+/// counters, re-creates the primary, loads the object, starts a salted policy session and
+/// unseals, then opens the store. A second row beside it: the same unlock against tpm2-tools
+/// unsealing an object with our policy (PolicyAuthValue, no userWithAuth) the way a script does,
+/// through a policy session salted with a persistent primary and the response encrypted
+/// (tpm2_startauthsession --policy-session -c, tpm2_policyauthvalue, tpm2_unseal -p
+/// session:FILE+PIN, tpm2_flushcontext): four processes, timed together.
 @MainActor func benchTpm2Pin() {
     guard let swtpm = which("swtpm"), let unseal = which("tpm2_unseal") else {
         print("  (swtpm or tpm2-tools not installed: run scripts/bench.sh)")
@@ -179,8 +200,13 @@ func stopSoftwareTPM(_ directory: String) { _ = system("kill -9 $(cat '\(directo
     let tools = "export TPM2TOOLS_TCTI='\(tcti)' TSS2_LOG=all+none; cd '\(state)' && head -c 32 /dev/urandom > secret && " +
         "tpm2_dictionarylockout -Q -s -n 1000 -t 1 -l 1 && " +
         "tpm2_createprimary -Q -C o -G ecc -c p.ctx && tpm2_create -Q -C p.ctx -i secret -p \(pin) -a 'fixedtpm|fixedparent|userwithauth' -u s.pub -r s.priv && " +
-        "tpm2_flushcontext -t && tpm2_load -Q -C p.ctx -u s.pub -r s.priv -c s.ctx && tpm2_evictcontrol -Q -C o -c s.ctx 0x81010002 && tpm2_flushcontext -t"
-    precondition(system(tools) == 0, "tpm2-tools could not make the reference object")
+        "tpm2_flushcontext -t && tpm2_load -Q -C p.ctx -u s.pub -r s.priv -c s.ctx && tpm2_evictcontrol -Q -C o -c s.ctx 0x81010002 && tpm2_flushcontext -t && " +
+        // Our policy: PolicyAuthValue alone, no userWithAuth; the primary persistent, to salt with.
+        "tpm2_startauthsession -Q -S trial.ctx && tpm2_policyauthvalue -Q -S trial.ctx -L policy.dat && tpm2_flushcontext trial.ctx && " +
+        "tpm2_create -Q -C p.ctx -i secret -p \(pin) -L policy.dat -a 'fixedtpm|fixedparent' -u sp.pub -r sp.priv && tpm2_flushcontext -t && " +
+        "tpm2_load -Q -C p.ctx -u sp.pub -r sp.priv -c sp.ctx && tpm2_evictcontrol -Q -C o -c sp.ctx 0x81010003 && tpm2_flushcontext -t && " +
+        "tpm2_evictcontrol -Q -C o -c p.ctx 0x81000003 && tpm2_flushcontext -t && tpm2_readpublic -Q -c 0x81000003 -n primary.name"
+    precondition(system(tools) == 0, "tpm2-tools could not make the reference objects")
     precondition(spawnTimed([cli, "--app", "tpm2pin", "set", "k", "v"], env: tpmEnv).status == 0, "set failed")
     precondition(spawnTimed([cli, "--app", "tpm2pin", "enroll", "tpm2-pin", "--pin-fd", "0"], env: tpmEnv, stdin: base + "/tpm2-pin").status == 0,
                  "enroll tpm2-pin failed")
@@ -188,6 +214,16 @@ func stopSoftwareTPM(_ directory: String) { _ = system("kill -9 $(cat '\(directo
                       env: tpmEnv, stdin: base + "/tpm2-pin")
     reportTimes("tpm2-pin unlock (CLI get, file-root store) vs tpm2_unseal -p PIN of a persistent sealed object (same swtpm)", m.ours, m.reference,
                 target: "<= 1.2")
+    let tool = { (name: String, arguments: [String]) in [(which(name) ?? "/usr/bin/" + name)] + arguments }
+    let session = state + "/session.ctx"
+    let salted = alternate(runs, ours: [cli, "--app", "tpm2pin", "get", "k", "--pin-fd", "0"], referenceSteps: [
+        tool("tpm2_startauthsession", ["-Q", "--policy-session", "-S", session, "-c", "0x81000003", "-n", state + "/primary.name"]),
+        tool("tpm2_policyauthvalue", ["-Q", "-S", session]),
+        [unseal, "-c", "0x81010003", "-p", "session:" + session + "+" + pin],
+        tool("tpm2_flushcontext", [session]),
+    ], env: tpmEnv, stdin: base + "/tpm2-pin")
+    reportTimes("the same vs tpm2-tools unsealing an object with our policy through a salted policy session (startauthsession -c primary, " +
+                "policyauthvalue, unseal -p session+PIN, flushcontext; same swtpm)", salted.ours, salted.reference, target: "<= 1.2 (comparable)")
 }
 
 // MARK: - The internal plugin-loading probe
@@ -421,8 +457,23 @@ if wanted("ssget") {
 }
 
 if wanted("tpm2pin") { benchTpm2Pin() }
+if wanted("capi") { try CAPIRows.benchGet(runs: runs, base: base, env: env, config: config) }
+if wanted("capiopen") { CAPIRows.benchOpen(runs: runs, base: base, env: env, cli: cli) }
+if wanted("python") { CAPIRows.benchPython(runs: runs, base: base, env: env, cli: cli) }
 // 10. A pkcs11 unlock vs pkcs11-tool --decrypt with the same key on the same SoftHSM2 token.
 if wanted("pkcs11") { benchPkcs11(runs: runs, base: base, env: env, cli: cli) }
+// 11. The integrations (docs/integrations.md): git credential fill and keyring get, each against
+// the tool's own Secret Service store.
+if wanted("gitfill") || wanted("keyringget") {
+    if let settings = IntegrationSettings.fromEnvironment(env) {
+        if wanted("gitfill") { benchGitFill(runs: runs, base: base, settings: settings) }
+        if wanted("keyringget") { benchKeyringGet(runs: runs, base: base, settings: settings) }
+    } else {
+        print("  (no session bus or KEYBAY_BENCH_* settings: run scripts/bench.sh)")
+    }
+}
+// 11. The agent: get through it vs the whole unlock, vs secret-tool lookup, vs a file-root get.
+if wanted("agent") { benchAgent(runs: runs, base: base, env: env, cli: cli) }
 
 print("")
 print("| row | ours | reference | ratio | target |")

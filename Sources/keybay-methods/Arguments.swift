@@ -26,6 +26,8 @@ struct Arguments {
     var wrongOptions: [(String, String)] = []
     /// `plugin-check --change-credential CMD`: run by /bin/sh -c between enroll and the last unwrap.
     var changeCredential: String?
+    /// `unlock --for DURATION`: how long the agent holds the store (AgentDuration).
+    var duration: String?
     /// `--help` anywhere prints the usage and does nothing else.
     var help = false
     /// `--version` anywhere prints the version and does nothing else (`--help` wins).
@@ -34,13 +36,14 @@ struct Arguments {
     struct UsageError: Error { let message: String }
 
     /// Options that take a value, global or per command.
-    static let valueOptions = Set(["--app", "--plugin-dir", "--method", "--root", "--label", "--opt", "--wrong-opt", "--change-credential"]).union(SecretDescriptors.options)
-    static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--describe", "--help", "-h", "--version", "--keep-in-backups"]
+    static let valueOptions = Set(["--app", "--plugin-dir", "--method", "--root", "--label", "--opt", "--wrong-opt", "--change-credential", "--for"]).union(SecretDescriptors.options)
+    static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--describe", "--help", "-h", "--version", "--keep-in-backups", "--all"]
     /// The command options each command accepts (globals are accepted everywhere).
     static let commandOptions: [String: Set<String>] = [
         "status": [], "init": ["--opt", "--keep-in-backups"], "backup": [], "get": [], "set": ["--stdin"], "rm": [], "keys": [], "reset": ["--yes"], "help": [],
         "list": ["--describe"], "plugins": [], "enroll": ["--label", "--opt"], "change": ["--label", "--opt"], "remove": [], "verify": [], "benchmark": ["--opt"],
         "plugin-check": ["--opt", "--wrong-opt", "--change-credential"], "root": ["--opt"],
+        "unlock": ["--for"], "lock": ["--all"], "agent": [],
     ]
 
     /// The value options that belong to commands (the rest are global), from the table above.
@@ -129,6 +132,9 @@ struct Arguments {
             guard let fd = Int32(value), fd >= 0 else { throw UsageError(message: "\(name) takes a file descriptor number") }
             secretFDs.set(name, fd)
         case "--label": label = value
+        case "--for":
+            guard duration == nil else { throw UsageError(message: "--for given twice") }
+            duration = value
         case "--change-credential":
             guard changeCredential == nil else { throw UsageError(message: "--change-credential given twice") }
             guard !value.isEmpty else { throw UsageError(message: "--change-credential takes a shell command") }
@@ -208,6 +214,12 @@ commands:
   root move ROOT [--opt NAME=VALUE ...]
                       move the store to another platform root (file-root, secret-service, auto):
                       one atomic re-seal, then the old root is removed
+  unlock [--for DURATION]
+                      open a protected store once (asking as get would) and hand it to the
+                      keybay agent for DURATION (90s, 15m, 2h, or seconds; default 15m; 0:
+                      until lock or logout): get, set, rm and keys then ask nothing
+  lock [--all]        make the agent forget this store (--all: every store)
+  agent               run the agent (unlock starts it; or systemd's keybay-agent.socket)
   backup exclude|include
                       mark the store's and the root's directories as excluded from backups,
                       or remove the markers (the store is then kept in backups)

@@ -19,11 +19,14 @@ enum Command {
         while true {
             do {
                 return try runOnce(a, interaction: interaction, standardInput: standardInput)
-            } catch let e as KeybayError where attempt < 2 && (e.code == .keyChanged || (e.code == .authenticationRequired && a.method == nil)) {
+            } catch let e as KeybayError where attempt < 2 && (e.code == .keyChanged || e.code == .authenticationRequired) {
+                // `.authenticationRequired` with --method: the agent stopped serving the store
+                // between the open and the operation (without --method, the store may also have
+                // become protected meanwhile). The retry opens it as it would without the agent.
                 attempt += 1
                 // Said, because on a terminal the retry asks for the secret again.
                 interaction.message("keybay-methods: " + (e.code == .keyChanged ? "another process changed the store's unlock methods"
-                                                                               : "the store became protected") + " meanwhile; trying again", level: .info)
+                                                                               : "the store became protected, or its unlock in the agent ended,") + " meanwhile; trying again", level: .info)
             } catch let e as KeybayError where vanished < 50 && e.code == .storeNotFound && a.command == "set" && a.method == nil {
                 // Each retry opens (or creates) the store afresh; only a reset looping faster
                 // than we can write exhausts them.
@@ -69,6 +72,9 @@ enum Command {
         case "root": return try root(c)
         case "reset": return try reset(c)
         case "backup": return try backup(c)
+        case "unlock": return try unlockStore(c)
+        case "lock": return try lockStores(c)
+        case "agent": return try runAgent(c)
         default: throw Arguments.UsageError(message: "unknown command '\(command)'")
         }
     }
@@ -375,7 +381,9 @@ enum Command {
         KeybayPluginSearch(directories: a.pluginDirectories)
     }
 
-    static func configuration(_ a: Arguments) throws -> KeybayConfiguration {
+    /// The command's configuration; only `agentCommands` may be served by the agent (`throughAgent`
+    /// false: none is).
+    static func configuration(_ a: Arguments, throughAgent: Bool? = nil) throws -> KeybayConfiguration {
         guard let app = a.app ?? getenv("KEYBAY_APP_ID").map({ String(cString: $0) }), !app.isEmpty else {
             throw Arguments.UsageError(message: "no application id: pass --app ID or set KEYBAY_APP_ID")
         }
@@ -391,6 +399,7 @@ enum Command {
         // An explicit --root that disagrees with an existing store is refused; $KEYBAY_ROOT only
         // chooses the root of new stores.
         config.requireRootPlugin = a.root != nil
+        if !(throughAgent ?? agentCommands.contains(a.command ?? "")) { config.agentSocket = nil }
         return config
     }
 
@@ -399,8 +408,8 @@ enum Command {
     /// secret typed into a pinentry is asked for again, with the error shown, up to three tries
     /// in all (gpg-agent's way); one from a descriptor or the terminal fails at once.
     static func unlock(_ a: Arguments, _ interaction: CommandInteraction, createIfAbsent: Bool,
-                       requireMethod: Bool = false) throws -> KeybaySession {
-        let config = try configuration(a)
+                       requireMethod: Bool = false, throughAgent: Bool? = nil) throws -> KeybaySession {
+        let config = try configuration(a, throughAgent: throughAgent)
         var chosen = a.method
         var tries = 1
         while true {
@@ -447,7 +456,7 @@ enum Command {
                 root:       \(s.rootPlugin) at \(s.rootLocation)
                 methods:    \(methods)
                 note:       \(s.rootProtection)
-                backups:    \(backupText(s.backupExclusion))
+                backups:    \(backupText(s.backupExclusion))\(s.state == .protected ? "\nunlocked:   " + (s.unlocked.map { untilText($0.until) } ?? "no") : "")
 
                 """)
             for leftover in s.leftoverRoots {

@@ -50,9 +50,17 @@ struct SecretDescriptors {
     /// number would otherwise be taken by the first file Keybay opens (its own directory) and
     /// read as the secret.
     func checkOpen() throws {
-        let given: [(String, Int32?)] = [("--passphrase-fd", passphrase), ("--pin-fd", pin), ("--recovery-key-fd", recoveryKey),
-                                         ("--new-passphrase-fd", newPassphrase), ("--new-pin-fd", newPIN)]
-        for case let (option, fd?) in given where fcntl(fd, F_GETFD) == -1 {
+        // One call per option rather than a table of (option, fd) pairs: such a table's generic
+        // metadata is built at run time, on every command's start.
+        try Self.checkOpen(passphrase, "--passphrase-fd")
+        try Self.checkOpen(pin, "--pin-fd")
+        try Self.checkOpen(recoveryKey, "--recovery-key-fd")
+        try Self.checkOpen(newPassphrase, "--new-passphrase-fd")
+        try Self.checkOpen(newPIN, "--new-pin-fd")
+    }
+
+    private static func checkOpen(_ fd: Int32?, _ option: String) throws {
+        if let fd, fcntl(fd, F_GETFD) == -1 {
             throw KeybayError(.invalidArgument, "descriptor \(fd), given to \(option), is not open")
         }
     }

@@ -177,6 +177,37 @@ int main(int argc, char **argv) {
     CHECK(keybay_delete(store, "empty", NULL) == 0, "delete");
     CHECK(keybay_delete(store, "empty", NULL) == KEYBAY_ERR_NOT_FOUND, "delete again");
 
+    // Many values held at once (more than one guarded arena of 512 slots), at the slot size and
+    // one byte over it (a sodium_malloc allocation of its own): each intact while the others
+    // live. A freed small value's slot stays mapped (the arena is kept), so its wiping is seen.
+    uint8_t small_value[128], large_value[129];
+    memset(small_value, 0x5a, sizeof small_value);
+    memset(large_value, 0xa5, sizeof large_value);
+    CHECK(keybay_set(store, "v/small", small_value, sizeof small_value, NULL) == 0 &&
+          keybay_set(store, "v/large", large_value, sizeof large_value, NULL) == 0, "set the held values");
+    enum { HELD = 600 };
+    uint8_t *held[HELD];
+    size_t held_length[HELD];
+    int intact = 1;
+    for (int i = 0; i < HELD; i++) {
+        const char *key = i % 3 == 2 ? "v/large" : "v/small";
+        held[i] = NULL;
+        if (keybay_get(store, key, &held[i], &held_length[i], NULL) != 0) { intact = 0; continue; }
+        if (i > 0 && held[i] == held[i - 1]) intact = 0;
+    }
+    for (int i = 0; i < HELD; i++) {
+        const uint8_t *want = i % 3 == 2 ? large_value : small_value;
+        size_t n = i % 3 == 2 ? sizeof large_value : sizeof small_value;
+        if (!held[i] || held_length[i] != n || memcmp(held[i], want, n) != 0) intact = 0;
+    }
+    CHECK(intact, "%d values held at once are each whole and distinct", HELD);
+    volatile uint8_t *freed = held[0];
+    for (int i = HELD - 1; i >= 0; i--) keybay_free_value(held[i], held_length[i]);
+    int wiped = 1;
+    for (size_t i = 0; i < sizeof small_value; i++) wiped &= freed[i] == 0;
+    CHECK(wiped, "keybay_free_value wiped a 128-byte value");
+    CHECK(keybay_delete(store, "v/small", NULL) == 0 && keybay_delete(store, "v/large", NULL) == 0, "delete the held values");
+
     // Bad arguments are codes, never crashes.
     CHECK(keybay_get(NULL, "k", &value, &length, NULL) == KEYBAY_ERR_INVALID_ARGUMENT, "NULL store");
     CHECK(keybay_get(store, NULL, &value, &length, NULL) == KEYBAY_ERR_INVALID_ARGUMENT, "NULL key");
@@ -190,6 +221,7 @@ int main(int argc, char **argv) {
     keybay_error_free(err); err = NULL;
     CHECK(keybay_open(NULL, NULL, NULL) == NULL, "NULL options");
     CHECK(keybay_error_code(NULL) == KEYBAY_ERR_INVALID_ARGUMENT && keybay_error_name(NULL) == NULL, "NULL error");
+    CHECK(keybay_error_reason(NULL) == NULL && keybay_error_tries_left(NULL) == -1, "NULL error's reason and tries left");
 
     // One handle, four threads.
     pthread_t threads[4];
@@ -215,6 +247,7 @@ int main(int argc, char **argv) {
     CHECK(keybay_open(&with, &wrong_asker, &err) == NULL && keybay_error_code(err) == KEYBAY_ERR_WRONG_SECRET, "wrong passphrase");
     CHECK(err && strcmp(keybay_error_name(err), "wrong-secret") == 0 && keybay_error_method_id(err) && strcmp(keybay_error_method_id(err), method) == 0,
           "wrong-secret names the method");
+    CHECK(err && keybay_error_reason(err) == NULL && keybay_error_tries_left(err) == -1, "a wrong passphrase names no reason");
     keybay_error_free(err); err = NULL;
     CHECK(keybay_open(&o, NULL, &err) == NULL && keybay_error_code(err) == KEYBAY_ERR_INTERACTION_REQUIRED, "no interaction: %d", keybay_error_code(err));
     keybay_error_free(err); err = NULL;
@@ -267,6 +300,13 @@ int main(int argc, char **argv) {
     store = keybay_open(&by_key, &key_asker, &err);
     CHECK(store != NULL && key.asked == 1, "the shown recovery key opens the store: %s", err ? keybay_error_message(err) : "");
     keybay_close(store);
+    // A recovery key too short: wrong-secret, and the plugin's reason says why.
+    struct answers short_key = {"0000", 0};
+    keybay_interaction short_asker = asking(&short_key);
+    CHECK(keybay_open(&by_key, &short_asker, &err) == NULL && keybay_error_code(err) == KEYBAY_ERR_WRONG_SECRET, "a short recovery key");
+    CHECK(err && keybay_error_reason(err) && strcmp(keybay_error_reason(err), "typo-length") == 0 && keybay_error_tries_left(err) == -1,
+          "the plugin's reason: %s", err && keybay_error_reason(err) ? keybay_error_reason(err) : "NULL");
+    keybay_error_free(err); err = NULL;
     keybay_free_string(recovery);
 
     CHECK(keybay_reset(&o, &err) == 0, "reset");

@@ -171,6 +171,7 @@ static void f2_init_once(void) {
 static keybay_status f2_init(const keybay_host *host) {
     pthread_once(&f2_once, f2_init_once);
     if (!f2_lib_ok) {
+        keybay_host_error_reason(host, "library-missing");
         keybay_host_error(host, "fido2: cannot load " F2_LIBRARY " (%s); FIDO2 security keys need libfido2 (Debian: libfido2-1)",
                  f2_lib_error);
         return KEYBAY_ERR_NOT_AVAILABLE;
@@ -255,6 +256,7 @@ static fido_dev_t *f2_open(const char *path, int *rc) {
 /* Does the (open) device speak CTAP2 and offer hmac-secret? */
 static keybay_status f2_check_device(const keybay_host *host, fido_dev_t *dev, const char *path) {
     if (!F2(fido_dev_is_fido2)(dev)) {
+        keybay_host_error_reason(host, "u2f-only");
         keybay_host_error(host, "fido2: %s is a U2F-only key; hmac-secret needs a FIDO2 key", path);
         return KEYBAY_ERR_UNSUPPORTED;
     }
@@ -273,6 +275,7 @@ static keybay_status f2_check_device(const keybay_host *host, fido_dev_t *dev, c
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
     if (!hmac) {
+        keybay_host_error_reason(host, "no-hmac-secret");
         keybay_host_error(host, "fido2: the key at %s does not offer the hmac-secret extension", path);
         return KEYBAY_ERR_UNSUPPORTED;
     }
@@ -359,7 +362,9 @@ static keybay_status f2_failure(const keybay_host *host, fido_dev_t *dev, int rc
     switch (rc) {
     case FIDO_ERR_PIN_INVALID: {
         int retries = -1;
-        if (dev != NULL && F2(fido_dev_get_retry_count)(dev, &retries) == FIDO_OK)
+        int known = dev != NULL && F2(fido_dev_get_retry_count)(dev, &retries) == FIDO_OK;
+        keybay_host_error_detail(host, "wrong-pin", known ? retries : -1, NULL);
+        if (known)
             keybay_host_error(host, "fido2: wrong PIN for the key at %s; %d tr%s left before the key blocks its PIN",
                      path, retries, retries == 1 ? "y" : "ies");
         else
@@ -367,47 +372,59 @@ static keybay_status f2_failure(const keybay_host *host, fido_dev_t *dev, int rc
         return KEYBAY_ERR_WRONG_SECRET;
     }
     case FIDO_ERR_PIN_BLOCKED:
+        keybay_host_error_detail(host, "pin-blocked", 0, NULL);
         keybay_host_error(host, "fido2: the PIN of the key at %s is blocked; only a reset of the key (which "
                        "deletes its credentials) unblocks it", path);
         return KEYBAY_ERR_LOCKED;
     case FIDO_ERR_PIN_AUTH_BLOCKED:
+        keybay_host_error_reason(host, "pin-auth-blocked");
         keybay_host_error(host, "fido2: too many wrong PINs in a row; remove and re-insert the key at %s, then try again", path);
         return KEYBAY_ERR_LOCKED;
     case FIDO_ERR_UV_BLOCKED:
+        keybay_host_error_reason(host, "uv-blocked");
         keybay_host_error(host, "fido2: built-in user verification of the key at %s is blocked; use its PIN to unblock it", path);
         return KEYBAY_ERR_LOCKED;
     case FIDO_ERR_UV_INVALID:
+        keybay_host_error_reason(host, "uv-failed");
         keybay_host_error(host, "fido2: the key at %s did not verify the user", path);
         return KEYBAY_ERR_WRONG_SECRET;
     case FIDO_ERR_PIN_REQUIRED:
+        keybay_host_error_reason(host, "pin-required");
         keybay_host_error(host, "fido2: the key at %s requires its PIN to %s", path, what);
         return KEYBAY_ERR_PIN_REQUIRED;
     case FIDO_ERR_PIN_NOT_SET:
+        keybay_host_error_reason(host, "no-pin-set");
         keybay_host_error(host, "fido2: the key at %s has no PIN set", path);
         return KEYBAY_ERR_UNSUPPORTED;
     case FIDO_ERR_OPERATION_DENIED:
+        keybay_host_error_reason(host, "touch-refused");
         keybay_host_error(host, "fido2: the touch was refused on the key at %s", path);
         return KEYBAY_ERR_CANCELLED;
     case FIDO_ERR_KEEPALIVE_CANCEL:
+        keybay_host_error_reason(host, "cancelled");
         keybay_host_error(host, "fido2: cancelled while waiting for the key at %s", path);
         return KEYBAY_ERR_CANCELLED;
     case FIDO_ERR_USER_ACTION_TIMEOUT:
     case FIDO_ERR_ACTION_TIMEOUT:
     case FIDO_ERR_TIMEOUT:
+        keybay_host_error_reason(host, "touch-timeout");
         keybay_host_error(host, "fido2: nobody touched the key at %s in time", path);
         return KEYBAY_ERR_TIMED_OUT;
     case FIDO_ERR_NO_CREDENTIALS:
     case FIDO_ERR_INVALID_CREDENTIAL:
+        keybay_host_error_reason(host, "credential-not-held");
         keybay_host_error(host, "fido2: the key at %s does not hold this method's credential (is it the key that was enrolled?)", path);
         return KEYBAY_ERR_NOT_AVAILABLE;
     case FIDO_ERR_UNSUPPORTED_OPTION:
     case FIDO_ERR_INVALID_OPTION:
     case FIDO_ERR_UNSUPPORTED_EXTENSION:
     case FIDO_ERR_UNSUPPORTED_ALGORITHM:
+        keybay_host_error_reason(host, "unsupported-mode");
         keybay_host_error(host, "fido2: the key at %s cannot %s in this mode (%s)", path, what, F2(fido_strerr)(rc));
         return KEYBAY_ERR_UNSUPPORTED;
     case FIDO_ERR_TX:
     case FIDO_ERR_RX:
+        keybay_host_error_reason(host, "device-gone");
         keybay_host_error(host, "fido2: the key at %s stopped answering while trying to %s (was it removed?)", path, what);
         return KEYBAY_ERR_NOT_AVAILABLE;
     default:
@@ -422,6 +439,7 @@ static keybay_status f2_ask_pin(const keybay_host *host, fido_dev_t *dev, const 
     int rc = F2(fido_dev_get_retry_count)(dev, &retries);
     if (rc != FIDO_OK) retries = -1;
     if (rc == FIDO_OK && retries == 0) {
+        keybay_host_error_detail(host, "pin-blocked", 0, NULL);
         keybay_host_error(host, "fido2: the PIN of the key at %s is blocked (no tries left); only a reset of the key unblocks it", path);
         return KEYBAY_ERR_LOCKED;
     }
@@ -507,6 +525,7 @@ static keybay_status f2_assert(const keybay_host *host, fido_dev_t *dev, const c
     uint8_t flags = F2(fido_assert_flags)(a, 0);
     int got_uv = (flags & 0x04) != 0, got_up = (flags & 0x01) != 0;
     if (got_uv != expect_uv) {
+        keybay_host_error_reason(host, "uv-mismatch");
         keybay_host_error(host, "fido2: the key at %s %s user verification, but this method was enrolled %s it "
                        "(mode: %s); its hmac-secret differs between the two, so it cannot unlock in this mode",
                  path, got_uv ? "performed" : "did not perform", expect_uv ? "with" : "without", f2_mode_text(p->modes));
@@ -514,6 +533,7 @@ static keybay_status f2_assert(const keybay_host *host, fido_dev_t *dev, const c
         goto done;
     }
     if (presence && !got_up) {
+        keybay_host_error_reason(host, "touch-not-confirmed");
         keybay_host_error(host, "fido2: the key at %s did not confirm the touch this method was enrolled with", path);
         status = KEYBAY_ERR_UNSUPPORTED;
         goto done;
@@ -749,6 +769,7 @@ keybay_status keybay_fido2_probe(const keybay_host *host) {
         f2_close(&dev);
         if (fido2) return KEYBAY_OK;
     }
+    keybay_host_error_reason(host, "no-device");
     keybay_host_error(host, list.count == 0 ? "no FIDO2 security key is plugged in"
                                    : "no FIDO2 security key is plugged in (only U2F-only or unusable devices)");
     return KEYBAY_ERR_NOT_AVAILABLE;
@@ -765,10 +786,12 @@ static keybay_status f2_pick_enroll_device(const keybay_host *host, const f2_opt
                 strcpy(path, o->device);
                 return KEYBAY_OK;
             }
+        keybay_host_error_reason(host, "no-such-device");
         keybay_host_error(host, "fido2: no FIDO device at %.200s (%zu present)", o->device, list.count);
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
     if (list.count == 0) {
+        keybay_host_error_reason(host, "no-device");
         keybay_host_error(host, "fido2: no FIDO2 security key is plugged in; insert one and try again");
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
@@ -780,6 +803,7 @@ static keybay_status f2_pick_enroll_device(const keybay_host *host, const f2_opt
             if (n < 0) break;
             used += (size_t)n;
         }
+        keybay_host_error_reason(host, "several-devices");
         keybay_host_error(host, "fido2: %zu security keys are plugged in (%s); choose one with --opt device=PATH", list.count, names);
         return KEYBAY_ERR_INVALID_OPTION;
     }
@@ -847,12 +871,14 @@ keybay_status keybay_fido2_enroll(const keybay_host *host, const keybay_option *
     int presence = o.presence >= 0 ? o.presence : 1;
     int uv = o.uv >= 0 ? o.uv : 0;
     if (pin && !has_pin) {
+        keybay_host_error_reason(host, "no-pin-set");
         keybay_host_error(host, "fido2: the key at %s has no PIN set; set one first (e.g. fido2-token -S %s) or enroll with --opt pin=no",
                  path, path);
         status = KEYBAY_ERR_UNSUPPORTED;
         goto done;
     }
     if (uv && !pin && !F2(fido_dev_has_uv)(dev)) {
+        keybay_host_error_reason(host, "no-builtin-uv");
         keybay_host_error(host, "fido2: the key at %s has no built-in user verification; use --opt pin=required for uv=required",
                  path);
         status = KEYBAY_ERR_UNSUPPORTED;
@@ -923,6 +949,7 @@ static keybay_status f2_find_device(const keybay_host *host, const f2_params *p,
     keybay_status status = f2_list(host, &list);
     if (status != KEYBAY_OK) return status;
     if (list.count == 0) {
+        keybay_host_error_reason(host, "no-device");
         keybay_host_error(host, "fido2: no FIDO2 security key is plugged in; insert the key this method was enrolled with");
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
@@ -953,9 +980,11 @@ static keybay_status f2_find_device(const keybay_host *host, const f2_params *p,
         return KEYBAY_OK;
     }
     if (opened == 0) {
+        keybay_host_error_reason(host, "device-unopenable");
         keybay_host_error(host, "fido2: none of the %zu FIDO devices present could be opened", list.count);
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
+    keybay_host_error_reason(host, "credential-not-held");
     if (list.count == 1)
         keybay_host_error(host, "fido2: the key at %s does not hold this method's credential (is it the key that was enrolled?)",
                  list.paths[0]);
@@ -984,11 +1013,13 @@ keybay_status keybay_fido2_unwrap(const keybay_host *host, const uint8_t *params
     if ((status = f2_check_device(host, dev, path)) != KEYBAY_OK) goto done;
     int pin = (p.modes & KEYBAY_FIDO2_MODE_PIN) != 0, uv = (p.modes & KEYBAY_FIDO2_MODE_UV) != 0;
     if (pin && !F2(fido_dev_has_pin)(dev)) {
+        keybay_host_error_reason(host, "no-pin-set");
         keybay_host_error(host, "fido2: this method was enrolled with the key's PIN, but the key at %s has no PIN set", path);
         status = KEYBAY_ERR_UNSUPPORTED;
         goto done;
     }
     if (uv && !pin && !F2(fido_dev_has_uv)(dev)) {
+        keybay_host_error_reason(host, "no-builtin-uv");
         keybay_host_error(host, "fido2: this method was enrolled with built-in user verification, which the key at %s does not "
                        "offer now", path);
         status = KEYBAY_ERR_UNSUPPORTED;

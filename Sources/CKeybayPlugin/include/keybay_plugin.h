@@ -20,7 +20,9 @@
  * Errors: every operation returns a keybay_status. Before returning an error it finds itself, a
  * plugin calls host->set_error (after KEYBAY_HOST_HAS) with one line that names the cause (and a
  * path, if there is one) but never a secret; without one the host can only show a generic text
- * for the status. A status passed on unchanged from a host service needs no line.
+ * for the status. A status passed on unchanged from a host service needs no line. Where a program
+ * may need to tell causes apart, the plugin also calls host->set_error_detail (a stable reason
+ * token and, for a PIN, the tries left).
  *
  * Growth within version 1: the KEYBAY_PLUGIN_FIELDS_ADDED_IN_V1 fields after root_reset were
  * added later. A host reads one only when the descriptor's struct_size covers it, so a plugin
@@ -180,6 +182,13 @@ typedef struct keybay_host {
        that cannot show a secret answers KEYBAY_ERR_INTERACTION_UNAVAILABLE. */
     keybay_status (*show_secret)(void *context, keybay_secret_kind kind, const char *text, const char *picture)
         KEYBAY_NONNULL(3) KEYBAY_WARN_UNUSED_RESULT;
+    /* Records the cause of the error about to be returned in a form a program can match on; called
+       just before the set_error line it belongs to (a later line without one drops it): `reason` is a short stable token, 1-40 of [a-z0-9-] (each plugin
+       documents its own, e.g. "pin-blocked"); `tries_left` is the PIN or retry count the device
+       reported, -1 when unknown; `path`, when not NULL, is the absolute path of the file or
+       directory the failure is about (the one the line names). The host drops a token that breaks
+       the pattern and a path that is not absolute. */
+    void (*set_error_detail)(void *context, const char *reason, int32_t tries_left, const char *path) KEYBAY_NONNULL(2);
 } keybay_host;
 
 /* True if `host` is non-NULL, its struct_size covers `field` (an older host may lack the newer

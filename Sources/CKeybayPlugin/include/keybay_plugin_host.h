@@ -37,6 +37,19 @@ __attribute__((format(printf, 2, 3))) static inline void keybay_host_error(const
     va_end(args);
 }
 
+/* The stable reason token (with tries left, -1 unknown, and the path concerned, NULL for none) for
+   the failure the plugin is about to return, beside its keybay_host_error line; a host without
+   the service is not told. */
+static inline void keybay_host_error_detail(const keybay_host *host, const char *reason, int32_t tries_left, const char *path) {
+    if (!KEYBAY_HOST_HAS(host, set_error_detail)) return;
+    host->set_error_detail(host->context, reason, tries_left, path);
+}
+
+/* keybay_host_error_detail with only a reason. */
+static inline void keybay_host_error_reason(const keybay_host *host, const char *reason) {
+    keybay_host_error_detail(host, reason, -1, NULL);
+}
+
 /* Informational: only the host's CANCELLED stops the operation (a host that cannot show
    messages, INTERACTION_UNAVAILABLE, does not). */
 __attribute__((format(printf, 3, 4))) static inline keybay_status keybay_host_message(const keybay_host *host,

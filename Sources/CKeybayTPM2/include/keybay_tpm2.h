@@ -18,16 +18,27 @@
 #include <stdint.h>
 #include <time.h>
 
+/* OpenSSL's low-level P-256 and AES functions (tpm2-pin's session, keybay_tpm2_session.h); the
+   AES ones are deprecated in OpenSSL 3 in favour of EVP, whose first use in a process sets up
+   OpenSSL's default library context, more work than the TPM command it would serve. */
+#ifndef OPENSSL_SUPPRESS_DEPRECATED
+#define OPENSSL_SUPPRESS_DEPRECATED
+#endif
+#include <openssl/aes.h>
+#include <openssl/bn.h>
+#include <openssl/ec.h>
 #include <tss2/tss2_esys.h>
 #include <tss2/tss2_mu.h>
 #include <tss2/tss2_rc.h>
+#include <tss2/tss2_sys.h>
 #include <tss2/tss2_tctildr.h>
 
 #include "keybay_plugin.h"
 
 #pragma GCC visibility push(hidden)
 
-/* The tss2 functions the plugins call, resolved from these libraries on first use. */
+/* The tss2 functions the plugins call, and libcrypto's that tpm2-pin's session calls (tss2's
+   ESAPI links libcrypto anyway), resolved from these libraries on first use. */
 #define KEYBAY_TSS_FUNCTIONS(X) \
     X(KEYBAY_TSS_ESYS, Esys_Initialize) \
     X(KEYBAY_TSS_ESYS, Esys_Finalize) \
@@ -51,15 +62,50 @@
     X(KEYBAY_TSS_ESYS, Esys_TR_SetAuth) \
     X(KEYBAY_TSS_ESYS, Esys_TR_Close) \
     X(KEYBAY_TSS_ESYS, Esys_GetCapability) \
+    X(KEYBAY_TSS_ESYS, Esys_GetSysContext) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_CreatePrimary) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_Load) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_StartAuthSession) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_PolicyPCR) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_PolicyAuthValue) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_Unseal_Prepare) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_Unseal_Complete) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_SetCmdAuths) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_Execute) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_GetRspAuths) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_GetRpBuffer) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_FlushContext) \
     X(KEYBAY_TSS_TCTILDR, Tss2_TctiLdr_Initialize_Ex) \
     X(KEYBAY_TSS_TCTILDR, Tss2_TctiLdr_Finalize) \
     X(KEYBAY_TSS_MU, Tss2_MU_TPM2B_PUBLIC_Marshal) \
     X(KEYBAY_TSS_MU, Tss2_MU_TPM2B_PUBLIC_Unmarshal) \
     X(KEYBAY_TSS_MU, Tss2_MU_TPM2B_PRIVATE_Marshal) \
     X(KEYBAY_TSS_MU, Tss2_MU_TPM2B_PRIVATE_Unmarshal) \
-    X(KEYBAY_TSS_RC, Tss2_RC_Decode)
+    X(KEYBAY_TSS_MU, Tss2_MU_TPMT_PUBLIC_Marshal) \
+    X(KEYBAY_TSS_MU, Tss2_MU_TPMS_ECC_POINT_Marshal) \
+    X(KEYBAY_TSS_RC, Tss2_RC_Decode) \
+    X(KEYBAY_TSS_CRYPTO, EC_GROUP_new_by_curve_name) \
+    X(KEYBAY_TSS_CRYPTO, EC_GROUP_free) \
+    X(KEYBAY_TSS_CRYPTO, EC_GROUP_get0_order) \
+    X(KEYBAY_TSS_CRYPTO, EC_POINT_new) \
+    X(KEYBAY_TSS_CRYPTO, EC_POINT_clear_free) \
+    X(KEYBAY_TSS_CRYPTO, EC_POINT_set_affine_coordinates) \
+    X(KEYBAY_TSS_CRYPTO, EC_POINT_get_affine_coordinates) \
+    X(KEYBAY_TSS_CRYPTO, EC_POINT_is_on_curve) \
+    X(KEYBAY_TSS_CRYPTO, EC_POINT_is_at_infinity) \
+    X(KEYBAY_TSS_CRYPTO, EC_POINT_mul) \
+    X(KEYBAY_TSS_CRYPTO, BN_new) \
+    X(KEYBAY_TSS_CRYPTO, BN_bin2bn) \
+    X(KEYBAY_TSS_CRYPTO, BN_bn2binpad) \
+    X(KEYBAY_TSS_CRYPTO, BN_clear_free) \
+    X(KEYBAY_TSS_CRYPTO, BN_is_zero) \
+    X(KEYBAY_TSS_CRYPTO, BN_cmp) \
+    X(KEYBAY_TSS_CRYPTO, BN_CTX_new) \
+    X(KEYBAY_TSS_CRYPTO, BN_CTX_free) \
+    X(KEYBAY_TSS_CRYPTO, AES_set_encrypt_key) \
+    X(KEYBAY_TSS_CRYPTO, AES_cfb128_encrypt)
 
-enum { KEYBAY_TSS_ESYS, KEYBAY_TSS_TCTILDR, KEYBAY_TSS_MU, KEYBAY_TSS_RC, KEYBAY_TSS_LIBRARIES };
+enum { KEYBAY_TSS_ESYS, KEYBAY_TSS_SYS, KEYBAY_TSS_TCTILDR, KEYBAY_TSS_MU, KEYBAY_TSS_RC, KEYBAY_TSS_CRYPTO, KEYBAY_TSS_LIBRARIES };
 
 #define KEYBAY_TSS_POINTER(lib, name) __typeof__(name) *name;
 struct keybay_tss {
@@ -136,6 +182,11 @@ void keybay_tpm2_flush(keybay_tpm2 *t, ESYS_TR *handle);
 /* The primary storage key, re-created from its fixed template (ECC P-256, AES-128-CFB, noDA)
    under the owner hierarchy. */
 keybay_status keybay_tpm2_create_primary(const keybay_host *host, keybay_tpm2 *t, ESYS_TR *primary);
+
+/* That template, and the error of a CreatePrimary that failed with `rc` (the owner hierarchy's
+   password named), for the SAPI form of keybay_tpm2_create_primary (keybay_tpm2_session.h). */
+void keybay_tpm2_primary_template(TPM2B_PUBLIC *template);
+keybay_status keybay_tpm2_primary_failed(const keybay_host *host, const keybay_tpm2 *t, TSS2_RC rc);
 
 /* Re-creates the primary and loads a sealed object (`private`, `public`) under it; a full object
    memory flushes the leftovers and both are tried once more. OK: both loaded (the caller flushes

@@ -32,7 +32,7 @@ public struct KeybayAuth: Sendable {
     /// - Throws: `.closed` after the session's `close()`, and the failures of reading the store
     ///   again when another process replaced it.
     public func list() throws -> [KeybayMethod] {
-        try session.freshSnapshot().methods.map(KeybayMethod.init)
+        try session.methods().map(KeybayMethod.init)
     }
 
     /// Enrolls a method with `plugin` (e.g. `passphrase`) and returns it: `prepare`, then a
@@ -181,7 +181,7 @@ public struct KeybayAuth: Sendable {
     /// - Throws: `.methodNotFound`, `.invalidArgument` for a malformed id, `.pluginNotFound`,
     ///   `.pluginRefused`, and the plugin's failure (`.malformed` for parameters it cannot read).
     public func describe(_ id: String) throws -> String {
-        let method = try method(id, in: session.freshSnapshot())
+        let method = try method(id, among: session.methods())
         return try session.loadMethodPlugin(method.pluginId).describe(params: method.params)
     }
 }
@@ -189,8 +189,12 @@ public struct KeybayAuth: Sendable {
 extension KeybayAuth {
     /// The enrolled method with `id`, or `.methodNotFound`.
     func method(_ id: String, in snapshot: StoreSnapshot) throws -> MethodEnvelope.Public {
+        try method(id, among: snapshot.methods)
+    }
+
+    func method(_ id: String, among methods: [MethodEnvelope.Public]) throws -> MethodEnvelope.Public {
         let bytes = try MethodNames.parseMethodID(id)
-        guard let method = snapshot.methods.first(where: { $0.methodId == bytes }) else {
+        guard let method = methods.first(where: { $0.methodId == bytes }) else {
             throw KeybayError(.methodNotFound, "no method \(id) in \(session.storePath)").with(path: session.storePath, methodID: id)
         }
         return method

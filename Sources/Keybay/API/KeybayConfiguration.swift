@@ -56,6 +56,12 @@ public struct KeybayConfiguration: Sendable, Equatable {
     public var excludeFromBackups = true
     /// Where plugins are looked for; `allowExternal = false` limits it to the installation.
     public var pluginSearch = KeybayPluginSearch()
+    /// The keybay agent's socket (docs/agent.md). While `keybay-methods unlock` has handed a
+    /// protected store to the agent, `KeybayStore.open` gives a session whose record operations
+    /// go through the agent and ask nothing; an agent that does not hold the store (or none, or
+    /// one of another user) changes nothing. Default: `$XDG_RUNTIME_DIR/keybay/agent.socket`
+    /// when `XDG_RUNTIME_DIR` is set to an absolute path, else nil; nil never uses an agent.
+    public var agentSocket: String? = Self.defaultAgentSocket()
 
     /// Checks the application id and resolves the base directories; reads `KEYBAY_ROOT` for
     /// ``rootPlugin``. Creates nothing.
@@ -104,6 +110,14 @@ public struct KeybayConfiguration: Sendable, Equatable {
         StoreSettings(location: location, stateHome: stateHome, rootPlugin: rootPlugin, automaticRoots: automaticRoots,
                       requireRootPlugin: requireRootPlugin, rootOptions: rootOptions, pluginSearch: pluginSearch,
                       sandboxRoot: Self.sandboxRoot, excludeFromBackups: excludeFromBackups)
+    }
+
+    /// `$XDG_RUNTIME_DIR/keybay/agent.socket`, or nil without an absolute `XDG_RUNTIME_DIR`.
+    ///
+    /// - Returns: The socket path the agent listens on for this user's session, or nil.
+    public static func defaultAgentSocket() -> String? {
+        guard let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), runtime.hasPrefix("/") else { return nil }
+        return trimmed(runtime) + "/keybay/agent.socket"
     }
 
     /// Whether `id` is a valid application id: 1–120 bytes of `[A-Za-z0-9._-]`, starting with a

@@ -24,31 +24,58 @@ import Synchronization
 /// next call opens the new generation with the root, which for a `secret-service` root on a
 /// locked keyring asks the session's interaction to `confirm`.) After ``close()`` every call
 /// throws `.closed`, in whichever task it runs.
+///
+/// ## Through the agent
+///
+/// A session of a protected store that `keybay-methods unlock` handed to the keybay agent
+/// (``KeybayConfiguration/agentSocket``) reads and writes through the agent: nothing is asked,
+/// and the agent does each write with the same durable commit. When the agent stops serving the
+/// store (its time ran out, `lock`, the file on disk changed, the agent ended), a record
+/// operation throws `.authenticationRequired`: open the store again. The `auth` operations never
+/// go through the agent: one that needs the store's key (adding, replacing, removing or verifying
+/// a method, a root move) first opens the store as `open` would have without the agent, with the
+/// method and interaction the session was opened with, and the session then reads the store
+/// itself.
 public final class KeybaySession: Sendable {
     /// The configuration the store was opened with.
     public let configuration: KeybayConfiguration
-    private let engine: StoreEngine
-    private let file: StoreFile
-    private let current: Mutex<Generation?>
+    let state: Mutex<SessionState>
     /// Who plugins may ask (method ceremonies run only in `open` and `auth`).
     let interaction: any KeybayInteraction
+    /// How the session opens the store itself when it reads through the agent and `auth` needs the key.
+    let reopen: LocalReopen
 
     init(_ configuration: KeybayConfiguration, engine: StoreEngine, file: StoreFile, generation: Generation, interaction: any KeybayInteraction) {
         self.configuration = configuration
-        self.engine = engine.withoutRead
-        self.file = file
-        self.current = Mutex(generation)
+        state = Mutex(.local(OpenGeneration(engine: engine.withoutRead, file: file, generation: generation)))
         self.interaction = interaction
+        reopen = .platform
+    }
+
+    init(_ configuration: KeybayConfiguration, agent: AgentRecords, reopen: LocalReopen, interaction: any KeybayInteraction) {
+        // Nothing of the store is read here, but hosts may use guarded memory once they have a
+        // session (the C API hands values out in it).
+        Sodium.ensureInitialised()
+        self.configuration = configuration
+        state = Mutex(.agent(agent))
+        self.interaction = interaction
+        self.reopen = reopen
     }
 
     /// The store file's path, `<dataHome>/keybay/<applicationID>/` and the store's file name.
-    public var storePath: String { engine.storePath }
+    public var storePath: String { configuration.storePath }
     /// The unlock methods: list, add, remove, verify. They use the interaction the session was
     /// opened with.
     public var auth: KeybayAuth { KeybayAuth(session: self) }
     /// Whether the open generation is protected by methods (false, too, when the session is
     /// closed or the store can no longer be read: the next operation reports why).
-    public var isProtected: Bool { (try? freshSnapshot().suite == .methods) ?? false }
+    public var isProtected: Bool {
+        if (try? throughAgent()) != nil { return true }
+        return (try? freshSnapshot().suite == .methods) ?? false
+    }
+    /// Whether record operations go through the keybay agent (the store was unlocked with
+    /// `keybay-methods unlock`); false after ``close()``.
+    public var readsThroughAgent: Bool { ((try? throughAgent()) ?? nil) != nil }
 
     // MARK: Reading
 
@@ -60,6 +87,7 @@ public final class KeybaySession: Sendable {
     ///   `.integrity` when the record fails authentication (the file was changed).
     public func get(_ key: String) throws -> [UInt8]? {
         let keyBytes = try RecordKey.validated(key)
+        if let agent = try throughAgent() { return try agent.get(key) }
         let snapshot = try freshSnapshot()
         guard let i = snapshot.index(of: keyBytes) else { return nil }
         return try snapshot.value(at: i, context: storePath)
@@ -84,6 +112,7 @@ public final class KeybaySession: Sendable {
     /// - Throws: `.invalidKey` for a key outside the grammar, `.closed` after ``close()``.
     public func contains(_ key: String) throws -> Bool {
         let keyBytes = try RecordKey.validated(key)
+        if let agent = try throughAgent() { return try agent.contains(key) }
         return try freshSnapshot().index(of: keyBytes) != nil
     }
 
@@ -91,7 +120,8 @@ public final class KeybaySession: Sendable {
     ///
     /// - Throws: `.closed` after ``close()``.
     public func keys() throws -> [String] {
-        try freshSnapshot().keyNames
+        if let agent = try throughAgent() { return try agent.keys() }
+        return try freshSnapshot().keyNames
     }
 
     /// The values of those `keys` that exist, all from one generation of the store (a write by
@@ -103,6 +133,10 @@ public final class KeybaySession: Sendable {
     ///   what ``get(_:)`` throws.
     public func getMany(_ keys: [String]) throws -> [String: [UInt8]] {
         let keyBytes = try keys.map(RecordKey.validated)
+        if let agent = try throughAgent() {
+            let values = try agent.getMany(keys)
+            return Dictionary(zip(keys, values).compactMap { key, value in value.map { (key, $0) } }, uniquingKeysWith: { first, _ in first })
+        }
         let snapshot = try freshSnapshot()
         let found = zip(keys, keyBytes).compactMap { key, bytes in snapshot.index(of: bytes).map { (key, $0) } }
         let values = try snapshot.values(at: found.map(\.1), context: storePath)
@@ -125,6 +159,7 @@ public final class KeybaySession: Sendable {
         guard value.count <= Suite1.maxValueBytes else {
             throw KeybayError(.valueTooLarge, "the value for '\(key)' is \(value.count) bytes, limit \(Suite1.maxValueBytes)")
         }
+        if let agent = try throughAgent() { return try agent.set(key, value: value) }
         try write { snapshot in
             let frame = value.withUnsafeBytes { StoreEncoder.sealFrame(key: keyBytes, value: $0, keys: snapshot.keys) }
             var frames = Self.frames(of: snapshot, excluding: keyBytes)
@@ -151,6 +186,7 @@ public final class KeybaySession: Sendable {
     @discardableResult
     public func delete(_ key: String) throws -> Bool {
         let keyBytes = try RecordKey.validated(key)
+        if let agent = try throughAgent() { return try agent.delete(key) }
         var found = false
         try write { snapshot in
             guard snapshot.index(of: keyBytes) != nil else { return nil }
@@ -165,6 +201,7 @@ public final class KeybaySession: Sendable {
     ///
     /// - Throws: `.closed`, and the write failures of ``set(_:bytes:)``.
     public func clearAll() throws {
+        if let agent = try throughAgent() { return try agent.clearAll() }
         try write { snapshot in snapshot.entries.isEmpty ? nil : [] }
     }
 
@@ -190,8 +227,9 @@ public final class KeybaySession: Sendable {
     @discardableResult
     public func moveRoot(to rootPlugin: String, options: [(String, String)] = []) throws -> KeybayRootMove {
         defer { close() }
-        let generation = try current.withLock { try open($0) }
-        let moved = try engine.moveRoot(file, previous: generation, to: rootPlugin, options: options, interaction: interaction)
+        let moved = try withLocal { open in
+            try open.engine.moveRoot(open.file, previous: open.generation, to: rootPlugin, options: options, interaction: interaction)
+        }
         return KeybayRootMove(rootPlugin: moved.root.id, rootLocation: moved.root.location, oldRootLeftAt: moved.oldRootLeftAt)
     }
 
@@ -199,60 +237,6 @@ public final class KeybaySession: Sendable {
     /// Idempotent; safe to call while other tasks use the session (their next call throws
     /// `.closed`).
     public func close() {
-        current.withLock { $0 = nil }
-    }
-
-    // MARK: -
-
-    private static func frames(of snapshot: StoreSnapshot, excluding key: [UInt8]) -> [PendingFrame] {
-        var frames: [PendingFrame] = []
-        frames.reserveCapacity(snapshot.entries.count + 1)
-        for (i, e) in snapshot.entries.enumerated() where e.key != key {
-            frames.append(PendingFrame(key: e.key, bytes: snapshot.frame(at: i), digest: e.digest))
-        }
-        return frames
-    }
-
-    /// The live generation (re-read if another process replaced the file).
-    func freshSnapshot() throws -> StoreSnapshot {
-        try current.withLock { generation in
-            let g = try open(generation)
-            if file.identity() != g.identity {
-                generation = try engine.reload(file, reusing: g.snapshot)
-            }
-            return generation!.snapshot
-        }
-    }
-
-    func loadMethodPlugin(_ id: String) throws -> LoadedPlugin {
-        try PluginLoader.loadMethod(id, search: configuration.pluginSearch)
-    }
-
-    /// Replaces the method list (see StoreEngine.rotate); fails if the methods on disk are no
-    /// longer those of `expected` (another session or process changed them meanwhile). Returns
-    /// why a rotation that took effect could not be confirmed durable, for the caller to throw
-    /// once it has handed over what the new method shows.
-    func rotate(expecting expected: StoreSnapshot, _ change: ([MethodEnvelope.Public]) -> [MethodEnvelope.Public]) throws -> KeybayError? {
-        try replaceGeneration { try engine.rotate(file, previous: $0, expecting: expected, change: change) }
-    }
-
-    private func write(_ change: (StoreSnapshot) throws -> [PendingFrame]?) throws {
-        if let unconfirmed = try replaceGeneration({ try engine.commit(file, previous: $0, change: change) }) { throw unconfirmed }
-    }
-
-    /// The session's generation, unless the session is closed.
-    private func open(_ generation: Generation?) throws -> Generation {
-        guard let generation else { throw KeybayError(.closed, "the session for \(engine.storePath) is closed") }
-        return generation
-    }
-
-    /// Runs a write on the open generation and keeps the one it produces, also when it could
-    /// not be confirmed durable (it is the store all the same); returns why not.
-    private func replaceGeneration(_ body: (Generation) throws -> Landed) throws -> KeybayError? {
-        try current.withLock { generation in
-            let landed = try body(try open(generation))
-            generation = landed.generation
-            return landed.unconfirmed
-        }
+        state.withLock { $0 = .closed }
     }
 }

@@ -33,6 +33,16 @@ public struct KeybayStatus: Sendable, Equatable {
     public let leftoverRoots: [LeftoverRoot]
     /// The backup markers on the store's and the root's directories, read back.
     public let backupExclusion: KeybayBackupExclusion
+    /// Whether the keybay agent holds the store unlocked (`keybay-methods unlock`, asked only for
+    /// a protected store); nil when it does not, or no agent answers.
+    public let unlocked: Unlocked?
+
+    /// How long the agent holds a store unlocked.
+    public struct Unlocked: Sendable, Equatable {
+        /// When the agent forgets the store, in seconds since the Unix epoch; nil when it holds it
+        /// until `keybay-methods lock` or until it ends (`unlock --for 0`).
+        public let until: Int64?
+    }
 
     /// A root the store does not use.
     public struct LeftoverRoot: Sendable, Equatable {
@@ -45,7 +55,7 @@ public struct KeybayStatus: Sendable, Equatable {
 
 extension KeybayStatus {
     /// The public form of what the engine found.
-    init(_ inspection: StoreInspection, storePath: String) {
+    init(_ inspection: StoreInspection, storePath: String, unlocked: Unlocked?) {
         let state: State = switch inspection.state {
         case .absent: .absent
         case .platformOnly: .platformOnly
@@ -56,6 +66,6 @@ extension KeybayStatus {
         self.init(state: state, storePath: storePath, rootPlugin: inspection.root.id, rootLocation: inspection.root.location,
                   methods: inspection.methods.map(KeybayMethod.init), rootProtection: inspection.protectionNote,
                   leftoverRoots: inspection.leftoverRoots.map { LeftoverRoot(plugin: $0.id, location: $0.location) },
-                  backupExclusion: KeybayBackupExclusion(inspection.backupMarkers))
+                  backupExclusion: KeybayBackupExclusion(inspection.backupMarkers), unlocked: unlocked)
     }
 }

@@ -48,7 +48,7 @@ public enum KeybayStore {
     ///   `.rolledBack`; `.integrity`, `.malformed`, `.unsupported`, `.insecurePermissions`, `.io`.
     public static func open(_ configuration: KeybayConfiguration, method: String? = nil, createIfAbsent: Bool = true,
                             interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
-        try openStore(configuration, unlock: unlock(configuration, method: method, ceremony: interaction),
+        try openStore(configuration, unlock: unlock(configuration, method: method, ceremony: interaction), reopen: LocalReopen(method),
                       createIfAbsent: createIfAbsent, interaction: interaction)
     }
 
@@ -68,7 +68,7 @@ public enum KeybayStore {
     public static func open(_ configuration: KeybayConfiguration, method: String? = nil, createIfAbsent: Bool = true,
                             interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
         try await CeremonyThread.run(interaction) { ceremony in
-            try openStore(configuration, unlock: unlock(configuration, method: method, ceremony: ceremony),
+            try openStore(configuration, unlock: unlock(configuration, method: method, ceremony: ceremony), reopen: LocalReopen(method),
                           createIfAbsent: createIfAbsent, interaction: interaction)
         }
     }
@@ -89,7 +89,7 @@ public enum KeybayStore {
     ///   `.authenticationRequired` and `.protectionMismatch`.
     public static func open(_ configuration: KeybayConfiguration, choosingMethod choose: @escaping ([KeybayMethod]) throws -> String,
                             createIfAbsent: Bool = true, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
-        try openStore(configuration, unlock: unlock(configuration, choosing: choose, ceremony: interaction),
+        try openStore(configuration, unlock: unlock(configuration, choosing: choose, ceremony: interaction), reopen: .choosing(choose),
                       createIfAbsent: createIfAbsent, interaction: interaction)
     }
 
@@ -107,15 +107,20 @@ public enum KeybayStore {
     public static func open(_ configuration: KeybayConfiguration, choosingMethod choose: @escaping @Sendable ([KeybayMethod]) throws -> String,
                             createIfAbsent: Bool = true, interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
         try await CeremonyThread.run(interaction) { ceremony in
-            try openStore(configuration, unlock: unlock(configuration, choosing: choose, ceremony: ceremony),
+            try openStore(configuration, unlock: unlock(configuration, choosing: choose, ceremony: ceremony), reopen: .choosing(choose),
                           createIfAbsent: createIfAbsent, interaction: interaction)
         }
     }
 
     /// The session keeps `interaction` for later method operations; `unlock` carries the one
-    /// this open's ceremony uses.
-    static func openStore(_ configuration: KeybayConfiguration, unlock: Unlock, createIfAbsent: Bool,
+    /// this open's ceremony uses. A store the agent holds gives a session that reads through it
+    /// (nothing is read or asked here); `reopen` is how that session opens the store itself when
+    /// `auth` needs the key.
+    static func openStore(_ configuration: KeybayConfiguration, unlock: Unlock, reopen: LocalReopen, createIfAbsent: Bool,
                           interaction: any KeybayInteraction) throws -> KeybaySession {
+        if let agent = heldByAgent(configuration) {
+            return KeybaySession(configuration, agent: agent, reopen: reopen, interaction: interaction)
+        }
         let engine = try StoreEngine(configuration.settings, interaction: interaction)
         let (file, generation) = try engine.open(create: createIfAbsent, unlock: unlock)
         return KeybaySession(configuration, engine: engine, file: file, generation: generation, interaction: interaction)
@@ -172,7 +177,8 @@ public enum KeybayStore {
     ///   `.insecurePermissions`, `.io`.
     public static func status(_ configuration: KeybayConfiguration) throws -> KeybayStatus {
         let engine = try StoreEngine(configuration.settings)
-        return KeybayStatus(try engine.inspect(), storePath: engine.storePath)
+        let inspection = try engine.inspect()
+        return KeybayStatus(inspection, storePath: engine.storePath, unlocked: agentUnlock(configuration, inspection))
     }
 
     /// `status`, with each enrolled method's one-line description from its plugin ("Argon2id
@@ -185,7 +191,7 @@ public enum KeybayStore {
     /// - Throws: What ``status(_:)`` throws.
     public static func describeMethods(_ configuration: KeybayConfiguration) throws -> (status: KeybayStatus, methods: [KeybayMethodDescription]) {
         let inspection = try StoreEngine(configuration.settings).inspect()
-        return (KeybayStatus(inspection, storePath: configuration.storePath), inspection.methods.map { envelope in
+        return (KeybayStatus(inspection, storePath: configuration.storePath, unlocked: agentUnlock(configuration, inspection)), inspection.methods.map { envelope in
             do {
                 let text = try PluginLoader.loadMethod(envelope.pluginId, search: configuration.pluginSearch).describe(params: envelope.params)
                 return KeybayMethodDescription(method: KeybayMethod(envelope), description: text, failure: nil)

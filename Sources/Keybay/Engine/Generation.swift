@@ -52,7 +52,8 @@ extension StoreEngine {
 
     /// Re-reads the live file under a shared lock (another process replaced it).
     func reload(_ file: StoreFile, reusing previous: StoreSnapshot) throws -> Generation {
-        try file.withLock(.shared) {
+        guard followsOtherWriters else { throw replacedUnderHold() }
+        return try file.withLock(.shared) {
             guard let generation = try load(file, reusing: previous) else { throw try missingStore() }
             return generation
         }
@@ -63,6 +64,13 @@ extension StoreEngine {
     /// otherwise the file is read and authenticated again.
     func current(_ file: StoreFile, previous: Generation) throws -> Generation? {
         if let identity = file.identity(), identity == previous.identity { return previous }
+        guard followsOtherWriters else { throw replacedUnderHold() }
         return try load(file, reusing: previous.snapshot)
+    }
+
+    /// For an engine that does not follow other writers: the live file is not the one it holds.
+    private func replacedUnderHold() -> KeybayError {
+        KeybayError(.keyChanged, "\(storePath) is no longer the file that was unlocked (another process wrote it, a copy was put back, or it was removed); unlock it again")
+            .with(path: storePath)
     }
 }

@@ -19,6 +19,10 @@ struct StoreEngine: Sendable {
     /// runs its ceremony on these bytes; under the lock they are reused while the file keeps its
     /// identity.
     let found: StoreRead?
+    /// Whether a live file that another process put in place is read and used (the session's
+    /// contract: another writer's records are seen). The agent's engine refuses it instead
+    /// (`.keyChanged`): it serves only the very file it was handed and the ones it wrote itself.
+    let followsOtherWriters: Bool
 
     /// Reads the store file once and loads its root plugin (only that one: method plugins load on
     /// demand): the root the store's bootstrap names, or for a new store the configured one.
@@ -39,6 +43,7 @@ struct StoreEngine: Sendable {
             stored = nil
         }
         self.found = found
+        followsOtherWriters = true
         keyring = try RootSelection.keyring(root: stored ?? RootSelection.resolve(settings.rootPlugin, settings), settings,
                                             interaction: interaction)
     }
@@ -52,6 +57,7 @@ struct StoreEngine: Sendable {
         keyring = other.keyring
         interaction = other.interaction
         existingFile = other.existingFile
+        followsOtherWriters = other.followsOtherWriters
         self.found = found
     }
 

@@ -18,6 +18,10 @@ final class HostBridge {
     let interaction: any KeybayInteraction
     let about: MethodCallContext
     var errorText: String?
+    /// The plugin's set_error_detail for its last line (a reason token, checked when the error is
+    /// built; tries left; a path), and one given since that line, which belongs to the next.
+    var errorDetail: ErrorDetail?
+    var pendingDetail: ErrorDetail?
     var failure: KeybayError?
     /// `about.applicationID` as the C string the host struct points at, for the call's duration.
     private let applicationID: UnsafeMutablePointer<CChar>?
@@ -44,6 +48,7 @@ final class HostBridge {
         host.set_error = bridgeSetError
         host.application_id = UnsafePointer(applicationID)
         host.show_secret = bridgeShowSecret
+        host.set_error_detail = bridgeSetErrorDetail
         return try withExtendedLifetime(self) { try withUnsafePointer(to: &host) { try body($0) } }
     }
 
@@ -161,7 +166,34 @@ private func bridgeLog(_ context: UnsafeMutableRawPointer?, _ level: keybay_log_
 private func bridgeSetError(_ context: UnsafeMutableRawPointer?, _ text: UnsafePointer<CChar>?) {
     let bridge = HostBridge.from(context)
     bridge.errorText = text.map { String(cString: $0) }
+    // A detail is given just before its line: a line without one drops an earlier line's.
+    bridge.errorDetail = bridge.pendingDetail
+    bridge.pendingDetail = nil
     (bridge.interaction as? ErrorLineObserver)?.pluginSetError(bridge.errorText ?? "")
+}
+
+private func bridgeSetErrorDetail(_ context: UnsafeMutableRawPointer?, _ reason: UnsafePointer<CChar>?, _ triesLeft: Int32,
+                                  _ path: UnsafePointer<CChar>?) {
+    let bridge = HostBridge.from(context)
+    // At most 41 bytes are read: a longer token is dropped anyway (KeybayError.isReasonToken).
+    // Only an absolute path shorter than PATH_MAX is kept.
+    bridge.pendingDetail = ErrorDetail(reason: reason.flatMap { strnlen($0, 41) <= 40 ? String(cString: $0) : nil },
+                                       triesLeft: triesLeft >= 0 ? Int(triesLeft) : nil,
+                                       path: path.flatMap { $0.pointee == 0x2F && strnlen($0, Int(PATH_MAX)) < Int(PATH_MAX) ? String(cString: $0) : nil })
+}
+
+/// What set_error_detail said about one error line.
+struct ErrorDetail {
+    var reason: String?
+    var triesLeft: Int?
+    var path: String?
+}
+
+extension KeybayError {
+    /// This error with what a plugin's set_error_detail said (checked by `with`).
+    func with(detail: ErrorDetail?) -> KeybayError {
+        with(path: detail?.path, reason: detail?.reason, triesLeft: detail?.triesLeft)
+    }
 }
 
 /// An interaction that wants to see the plugin's set_error lines too (the conformance run checks

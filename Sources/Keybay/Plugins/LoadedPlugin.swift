@@ -32,15 +32,17 @@ final class LoadedPlugin: @unchecked Sendable {
     static let minimumDescriptorBytes = MemoryLayout<keybay_plugin>.size - Int(KEYBAY_PLUGIN_FIELDS_ADDED_IN_V1) * MemoryLayout<UnsafeRawPointer>.size
 
     init(descriptor raw: UnsafePointer<keybay_plugin>, path: String) throws {
-        func refuse(_ why: String) -> KeybayError { KeybayError(.pluginRefused, "plugin \(path): \(why); refusing to load it") }
+        func refuse(_ reason: String, _ why: String) -> KeybayError {
+            KeybayError(.pluginRefused, "plugin \(path): \(why); refusing to load it").with(path: path, reason: reason)
+        }
         // abi_version and struct_size come first in every version.
         let abiVersion = UnsafeRawPointer(raw).load(as: UInt32.self)
         let structSize = Int(UnsafeRawPointer(raw).load(fromByteOffset: 4, as: UInt32.self))
         guard abiVersion == KEYBAY_PLUGIN_ABI_VERSION else {
-            throw refuse("ABI version \(abiVersion), this host speaks \(KEYBAY_PLUGIN_ABI_VERSION)")
+            throw refuse("abi-version", "ABI version \(abiVersion), this host speaks \(KEYBAY_PLUGIN_ABI_VERSION)")
         }
         guard structSize >= Self.minimumDescriptorBytes else {
-            throw refuse("descriptor is \(structSize) bytes, expected at least \(Self.minimumDescriptorBytes)")
+            throw refuse("descriptor-size", "descriptor is \(structSize) bytes, expected at least \(Self.minimumDescriptorBytes)")
         }
         let copy = UnsafeMutablePointer<keybay_plugin>.allocate(capacity: 1)
         // The copy is the loaded plugin's from the end of init on; a refusal frees it.
@@ -51,9 +53,9 @@ final class LoadedPlugin: @unchecked Sendable {
         let descriptor = UnsafePointer(copy)
         let d = descriptor.pointee
         guard let idPointer = d.id, let namePointer = d.name, let versionPointer = d.version else {
-            throw refuse("descriptor lacks an id, a name or a version")
+            throw refuse("missing-field", "descriptor lacks an id, a name or a version")
         }
-        guard d.free_buffer != nil else { throw refuse("descriptor lacks free_buffer") }
+        guard d.free_buffer != nil else { throw refuse("missing-field", "descriptor lacks free_buffer") }
         let kind = keybay_plugin_kind(rawValue: d.kind)
         switch kind {
         case KEYBAY_KIND_ROOT:
@@ -61,19 +63,19 @@ final class LoadedPlugin: @unchecked Sendable {
             guard d.root_exists != nil, d.root_create != nil || d.root_create_with_options != nil, d.root_seal != nil,
                   d.root_open != nil || d.root_open_with_floor != nil,
                   d.root_location != nil || d.root_location_with_host != nil, d.root_reset != nil else {
-                throw refuse("a root plugin lacks a root operation")
+                throw refuse("missing-operation", "a root plugin lacks a root operation")
             }
             guard (d.root_open_with_floor == nil) == (d.root_raise_floor == nil) else {
-                throw refuse("a root plugin offers one rollback-floor operation without the other")
+                throw refuse("rollback-floor-pair", "a root plugin offers one rollback-floor operation without the other")
             }
         case KEYBAY_KIND_METHOD:
             guard d.probe != nil, d.enroll != nil, d.unwrap != nil, d.describe != nil || d.describe_with_host != nil else {
-                throw refuse("a method plugin lacks probe, enroll, unwrap or describe")
+                throw refuse("missing-operation", "a method plugin lacks probe, enroll, unwrap or describe")
             }
         default:
-            throw refuse("unknown plugin kind \(d.kind)")
+            throw refuse("unknown-kind", "unknown plugin kind \(d.kind)")
         }
-        guard d.option_count <= 64, d.option_count == 0 || d.options != nil else { throw refuse("malformed option list") }
+        guard d.option_count <= 64, d.option_count == 0 || d.options != nil else { throw refuse("malformed-options", "malformed option list") }
         kept = true
         self.descriptor = descriptor
         self.path = path
@@ -98,11 +100,11 @@ final class LoadedPlugin: @unchecked Sendable {
     /// The descriptor's id must be the one its file name claims, and the kind the one asked for.
     func expect(id expected: String, kind: keybay_plugin_kind?) throws {
         guard id == expected else {
-            throw KeybayError(.pluginRefused, "plugin \(path) calls itself '\(id)', not '\(expected)'; refusing to use it")
+            throw KeybayError(.pluginRefused, "plugin \(path) calls itself '\(id)', not '\(expected)'; refusing to use it").with(path: path, reason: "id-mismatch")
         }
         guard let kind else { return }
         guard isRoot == (kind == KEYBAY_KIND_ROOT) else {
-            throw KeybayError(.pluginRefused, "plugin \(path) is a \(isRoot ? "root" : "method") plugin, not a \(isRoot ? "method" : "root") plugin")
+            throw KeybayError(.pluginRefused, "plugin \(path) is a \(isRoot ? "root" : "method") plugin, not a \(isRoot ? "method" : "root") plugin").with(path: path, reason: "wrong-kind")
         }
     }
 
@@ -117,6 +119,7 @@ final class LoadedPlugin: @unchecked Sendable {
             throw failure.with(pluginID: id, underlying: .pluginStatus(Int32(bitPattern: status.rawValue)))
         }
         throw Self.error(for: status, plugin: id, root: isRoot, what: what, detail: bridge.errorText)
+            .with(detail: bridge.pendingDetail ?? bridge.errorDetail)
     }
 
     static func error(for status: keybay_status, plugin: String, root: Bool = false, what: String, detail: String?) -> KeybayError {

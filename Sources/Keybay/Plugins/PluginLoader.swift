@@ -67,15 +67,15 @@ enum PluginLoader {
     /// Checks the directory and the file and returns the file's resolved path.
     static func checkedPath(_ path: String, directory: String) throws -> String {
         guard let realDirectory = realPath(directory) else {
-            throw KeybayError(.pluginRefused, "cannot resolve plugin directory \(directory)")
+            throw KeybayError(.pluginRefused, "cannot resolve plugin directory \(directory)").with(path: directory, reason: "unresolved")
         }
         try checkOwnerAndMode(realDirectory, what: "plugin directory", shown: directory, directory: true)
         guard let realFile = realPath(path) else {
-            throw KeybayError(.pluginRefused, "cannot resolve plugin \(path) (a dangling link?)")
+            throw KeybayError(.pluginRefused, "cannot resolve plugin \(path) (a dangling link?)").with(path: path, reason: "unresolved")
         }
         let fileDirectory = realFile.lastIndex(of: "/").map { String(realFile[..<$0]) } ?? ""
         guard fileDirectory == realDirectory || (realDirectory == "/" && fileDirectory.isEmpty) else {
-            throw KeybayError(.pluginRefused, "plugin \(path) is a link leading out of \(directory) (to \(realFile)); refusing to load it").with(path: path)
+            throw KeybayError(.pluginRefused, "plugin \(path) is a link leading out of \(directory) (to \(realFile)); refusing to load it").with(path: path, reason: "link-out")
         }
         try checkOwnerAndMode(realFile, what: "plugin", shown: path, directory: false)
         return realFile
@@ -85,13 +85,13 @@ enum PluginLoader {
         var st = stat()
         guard stat(path, &st) == 0 else { throw KeybayError.posix("cannot inspect \(what)", shown) }
         if directory ? (st.st_mode & S_IFMT) != S_IFDIR : (st.st_mode & S_IFMT) != S_IFREG {
-            throw KeybayError(.pluginRefused, "\(what) \(shown) is not a \(directory ? "directory" : "regular file"); refusing to load from it").with(path: shown)
+            throw KeybayError(.pluginRefused, "\(what) \(shown) is not a \(directory ? "directory" : "regular file"); refusing to load from it").with(path: shown, reason: "wrong-type")
         }
         if st.st_uid != geteuid() && st.st_uid != 0 {
-            throw KeybayError(.pluginRefused, "\(what) \(shown) is owned by uid \(st.st_uid), neither this user nor root; refusing to load from it").with(path: shown)
+            throw KeybayError(.pluginRefused, "\(what) \(shown) is owned by uid \(st.st_uid), neither this user nor root; refusing to load from it").with(path: shown, reason: "not-owner")
         }
         if st.st_mode & 0o022 != 0 {
-            throw KeybayError(.pluginRefused, "\(what) \(shown) is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); refusing to load from it").with(path: shown)
+            throw KeybayError(.pluginRefused, "\(what) \(shown) is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); refusing to load from it").with(path: shown, reason: "mode")
         }
     }
 
@@ -104,15 +104,15 @@ enum PluginLoader {
     private static func open(_ path: String, displayPath: String) throws -> LoadedPlugin {
         guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
             let reason = dlerror().map { String(cString: $0) } ?? "unknown error"
-            throw KeybayError(.pluginRefused, "cannot load plugin \(displayPath): \(reason)")
+            throw KeybayError(.pluginRefused, "cannot load plugin \(displayPath): \(reason)").with(path: displayPath, reason: "dlopen-failed")
         }
         // Never dlclose: a Swift plugin cannot be unloaded safely, and a refused one costs little.
         guard let symbol = dlsym(handle, KEYBAY_PLUGIN_ENTRY_SYMBOL) else {
-            throw KeybayError(.pluginRefused, "plugin \(displayPath) has no entry symbol \(KEYBAY_PLUGIN_ENTRY_SYMBOL)")
+            throw KeybayError(.pluginRefused, "plugin \(displayPath) has no entry symbol \(KEYBAY_PLUGIN_ENTRY_SYMBOL)").with(path: displayPath, reason: "no-entry-symbol")
         }
         let entry = unsafeBitCast(symbol, to: keybay_plugin_entry_fn.self)
         guard let descriptor = entry() else {
-            throw KeybayError(.pluginRefused, "plugin \(displayPath) returned no descriptor")
+            throw KeybayError(.pluginRefused, "plugin \(displayPath) returned no descriptor").with(path: displayPath, reason: "no-descriptor")
         }
         return try LoadedPlugin(descriptor: descriptor, path: displayPath)
     }

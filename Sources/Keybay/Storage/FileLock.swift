@@ -27,7 +27,7 @@ enum FileLock {
             return f
         }
         func failure() -> KeybayError {
-            errno == ELOOP ? KeybayError(.insecurePermissions, "\(path) is a symbolic link; refusing to use it")
+            errno == ELOOP ? KeybayError(.insecurePermissions, "\(path) is a symbolic link; refusing to use it").with(path: path, reason: "symbolic-link")
                            : PrivateDirectory.posixError("cannot open lock file", path)
         }
         if mode == .shared {

@@ -50,7 +50,7 @@ final class PrivateDirectory: @unchecked Sendable {
             if next < 0 {
                 if openErrno == ENOENT && !create { return nil }
                 if openErrno == ELOOP || openErrno == ENOTDIR {
-                    throw KeybayError(.insecurePermissions, "\(path) is a symbolic link or not a directory; refusing to use it").with(path: path)
+                    throw KeybayError(.insecurePermissions, "\(path) is a symbolic link or not a directory; refusing to use it").with(path: path, reason: "symbolic-link")
                 }
                 errno = openErrno
                 throw posixError("cannot open directory", path)
@@ -89,15 +89,15 @@ final class PrivateDirectory: @unchecked Sendable {
         guard fstat(fd, &st) == 0 else { throw posixError("cannot inspect", path) }
         let kind = st.st_mode & S_IFMT
         if directory ? kind != S_IFDIR : kind != S_IFREG {
-            throw KeybayError(.insecurePermissions, "\(path) is not a \(directory ? "directory" : "regular file"); refusing to use it").with(path: path)
+            throw KeybayError(.insecurePermissions, "\(path) is not a \(directory ? "directory" : "regular file"); refusing to use it").with(path: path, reason: "wrong-type")
         }
         if st.st_uid != geteuid() {
-            throw KeybayError(.insecurePermissions, "\(path) is owned by uid \(st.st_uid), not by this user (uid \(geteuid())); refusing to use it").with(path: path)
+            throw KeybayError(.insecurePermissions, "\(path) is owned by uid \(st.st_uid), not by this user (uid \(geteuid())); refusing to use it").with(path: path, reason: "not-owner")
         }
         if st.st_mode & 0o077 != 0 {
             let mode = String(st.st_mode & 0o777, radix: 8)
             throw KeybayError(.insecurePermissions, "\(path) has mode \(mode), expected \(directory ? "0700" : "0600"); refusing to use it (fix the permissions by hand)")
-                .with(path: path)
+                .with(path: path, reason: "mode")
         }
         return st
     }
@@ -124,7 +124,7 @@ final class PrivateDirectory: @unchecked Sendable {
         let f = openat(fd, name, flags | O_NOFOLLOW | O_CLOEXEC)
         if f < 0 {
             if errno == ENOENT { return nil }
-            if errno == ELOOP { throw KeybayError(.insecurePermissions, "\(pathOf(name)) is a symbolic link; refusing to use it").with(path: pathOf(name)) }
+            if errno == ELOOP { throw KeybayError(.insecurePermissions, "\(pathOf(name)) is a symbolic link; refusing to use it").with(path: pathOf(name), reason: "symbolic-link") }
             throw Self.posixError("cannot open", pathOf(name))
         }
         do { return (f, try Self.checkPrivate(fd: f, path: pathOf(name), directory: false)) } catch { close(f); throw error }

@@ -4,9 +4,117 @@ import Glibc
 import Testing
 @testable import Keybay
 
-/// `make install` into a temporary prefix, then the installed CLI finds its installed plugins;
-/// the man page renders; the completion completes commands, plugin ids and record keys.
+/// `make install` into a temporary prefix, then the installed CLI finds its installed plugins, the
+/// installed library finds the same ones, the installed Python package runs, and every installed
+/// ELF file (the CLI, the credential helpers, the library, the plugins) is stripped (STRIP= keeps the debug info); the man page renders; the completion
+/// completes commands, plugin ids and record keys.
 @Suite struct InstallTests {
+    /// `make install BIN=<this build> PREFIX=<box>/prefix` (with `extra` make variables): the prefix.
+    static func install(into box: Sandbox, _ extra: [String] = []) throws -> String {
+        let prefix = box.root + "/prefix"
+        let make = try run("/usr/bin/make", ["-s", "-C", packageDirectory, "install", "BIN=" + buildDirectory, "PREFIX=" + prefix] + extra,
+                           environment: ["PATH": "/usr/bin:/bin", "HOME": box.root])
+        guard make.status == 0 else { throw KeybayTestFailure("make install: \(make.stderr)") }
+        return prefix
+    }
+
+    /// The first-party plugins' ids: one directory under Plugins/ each.
+    static func firstPartyPlugins() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: packageDirectory + "/Plugins")
+            .filter { var d: ObjCBool = false; return FileManager.default.fileExists(atPath: packageDirectory + "/Plugins/" + $0, isDirectory: &d) && d.boolValue }
+    }
+
+    /// The installed ELF files: the CLI, the credential helpers, the library and every first-party plugin.
+    static let installedPrograms = ["keybay-methods", "git-credential-keybay", "docker-credential-keybay"]
+    static func installedELFFiles(_ prefix: String) throws -> [String] {
+        let plugins = try FileManager.default.contentsOfDirectory(atPath: prefix + "/lib/keybay/plugins").sorted()
+        return installedPrograms.map { prefix + "/bin/" + $0 } + [prefix + "/lib/libkeybay.so.1"] + plugins.map { prefix + "/lib/keybay/plugins/" + $0 }
+    }
+
+    /// The section names readelf lists for an ELF file (nil when it is not one).
+    static func sectionNames(_ file: String) throws -> Set<String>? {
+        let r = try run("/usr/bin/readelf", ["-S", "-W", file], environment: ["PATH": "/usr/bin:/bin", "LC_ALL": "C"])
+        guard r.status == 0, r.out.contains("Section Headers:") else { return nil }
+        let regex = try NSRegularExpression(pattern: #"^\s*\[\s*\d+\]\s+(\S+)"#, options: .anchorsMatchLines)
+        return Set(regex.matches(in: r.out, range: NSRange(r.out.startIndex..., in: r.out)).compactMap {
+            Range($0.range(at: 1), in: r.out).map { String(r.out[$0]) }
+        })
+    }
+
+    /// Installed files carry neither debug info nor a symbol table (readelf); `STRIP=` installs
+    /// them as built, which this build (debug, unstripped) shows the check would see.
+    @Test func installedFilesAreStrippedUnlessStripIsEmpty() throws {
+        let box = Sandbox()
+        let prefix = try Self.install(into: box)
+        let files = try Self.installedELFFiles(prefix)
+        #expect(files.count == Self.installedPrograms.count + 1 + (try Self.firstPartyPlugins()).count, "\(files)")
+        for file in files {
+            let sections = try #require(try Self.sectionNames(file), "\(file) is not an ELF file")
+            #expect(!sections.contains(".debug_info") && !sections.contains(".symtab"), "\(file) is not stripped: \(sections.sorted())")
+        }
+        let debugBox = Sandbox()
+        let debugPrefix = try Self.install(into: debugBox, ["STRIP="])
+        for file in try Self.installedELFFiles(debugPrefix) {
+            let sections = try #require(try Self.sectionNames(file), "\(file) is not an ELF file")
+            #expect(sections.contains(".debug_info") && sections.contains(".symtab"), "STRIP= stripped \(file): \(sections.sorted())")
+        }
+    }
+
+    /// The layout's promise (Makefile, README "Install"): the installed CLI (<exe dir>/../lib/keybay/plugins)
+    /// and the installed libkeybay.so.1 (<library dir>/keybay/plugins) load the same plugin files,
+    /// PREFIX/lib/keybay/plugins. The C host lives outside the prefix, so its own directory cannot
+    /// lead it there; it prints the file-root plugin it mapped.
+    @Test func theInstalledCLIAndLibraryLoadTheSamePlugins() throws {
+        let box = Sandbox(app: "com.example.layout")
+        let prefix = try Self.install(into: box)
+        var environment = box.environment
+        environment["KEYBAY_PLUGIN_PATH"] = nil
+        let listed = try run(prefix + "/bin/keybay-methods", ["plugins", "--json"], environment: environment)
+        let plugins = try #require(try JSONSerialization.jsonObject(with: Data(listed.out.utf8)) as? [[String: Any]], "\(listed.stderr)")
+        let cliFileRoot = plugins.first { $0["id"] as? String == "file-root" }?["path"] as? String
+        #expect(cliFileRoot == prefix + "/lib/keybay/plugins/libkeybay-file-root.so", "\(listed.out)")
+
+        let source = box.root + "/host.c", host = box.root + "/host/app"
+        mkdir(box.root + "/host", 0o700)
+        try Self.hostSource.write(toFile: source, atomically: true, encoding: .utf8)
+        let flags = try run("/usr/bin/pkg-config", ["--cflags", "--libs", "keybay"],
+                            environment: ["PATH": "/usr/bin:/bin", "PKG_CONFIG_PATH": prefix + "/lib/pkgconfig"])
+        let cc = try run("/usr/bin/cc", ["-std=c11", "-Wall", "-Werror", source] + flags.out.split(whereSeparator: \.isWhitespace).map(String.init)
+                         + ["-o", host], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(cc.status == 0, "\(cc.stderr)")
+        let r = try run(host, [], environment: environment)
+        #expect(r.status == 0 && r.out == "loaded \(prefix)/lib/keybay/plugins/libkeybay-file-root.so\n", "\(r.out) \(r.stderr)")
+        #expect(r.out == "loaded \(cliFileRoot ?? "?")\n")
+    }
+
+    /// Opens the sandbox's store (creating it), sets and gets a value, and prints the path of the
+    /// file-root plugin mapped into the process.
+    static let hostSource = """
+        #include <keybay/keybay.h>
+        #include <stdio.h>
+        #include <string.h>
+        int main(void) {
+            keybay_open_options options = {sizeof options, "com.example.layout", NULL, NULL, NULL, 1};
+            keybay_error *err = NULL;
+            keybay_store *store = keybay_open(&options, NULL, &err);
+            if (!store) { fprintf(stderr, "open: %s\\n", keybay_error_message(err)); return 1; }
+            uint8_t *value; size_t length;
+            if (keybay_set(store, "k", (const uint8_t *)"v", 1, &err) || keybay_get(store, "k", &value, &length, &err)) {
+                fprintf(stderr, "%s\\n", keybay_error_message(err)); return 1;
+            }
+            if (length != 1 || value[0] != 'v') return 1;
+            keybay_free_value(value, length);
+            FILE *maps = fopen("/proc/self/maps", "r");
+            char line[4096];
+            while (maps && fgets(line, sizeof line, maps)) {
+                char *path = strchr(line, '/');
+                if (path && strstr(path, "/libkeybay-file-root.so")) { printf("loaded %s", path); break; }
+            }
+            keybay_close(store);
+            return 0;
+        }
+        """
+
     @Test func installedCLIUsesItsInstalledPlugins() throws {
         let box = Sandbox()
         let prefix = box.root + "/prefix"
@@ -17,9 +125,13 @@ import Testing
         for file in ["bin/keybay-methods", "lib/keybay/plugins/libkeybay-file-root.so", "lib/keybay/plugins/libkeybay-passphrase.so",
                      "include/keybay/keybay_plugin.h", "lib/pkgconfig/keybay-plugin.pc", "share/man/man1/keybay-methods.1",
                      "share/bash-completion/completions/keybay-methods", "share/doc/keybay/plugins.md",
-                     "share/doc/keybay/examples/c-plugin/pin.c"] {
+                     "share/doc/keybay/examples/c-plugin/pin.c", "bin/git-credential-keybay", "bin/docker-credential-keybay",
+                     "lib/systemd/user/keybay-agent.socket", "lib/systemd/user/keybay-agent.service"] {
             #expect(exists(prefix + "/" + file), "\(file) not installed")
         }
+        // The Python package, where the installing python3 imports from under the prefix.
+        let python = try FileManager.default.subpathsOfDirectory(atPath: prefix + "/lib").filter { $0.hasSuffix("-packages/keybay/__init__.py") }
+        #expect(python.count == 1, "the Python package: \(python)")
         for name in ["libkeybay-test-counting.so", "libkeybay-test-fido2.so", "libkeybaytest-counting.so", "libkeybaytest-fido2.so"] {
             #expect(!exists(prefix + "/lib/keybay/plugins/" + name), "a test plugin was installed: \(name)")
         }
@@ -29,15 +141,31 @@ import Testing
         let plugins = try run(installed, ["plugins", "--json"], environment: env)
         #expect(plugins.out.contains("\"path\":\"\(prefix)/lib/keybay/plugins/libkeybay-file-root.so\""), "\(plugins.out)")
         // Every first-party plugin (a directory under Plugins/ each) is installed and listed, and nothing else.
-        let firstParty = try FileManager.default.contentsOfDirectory(atPath: packageDirectory + "/Plugins")
-            .filter { var d: ObjCBool = false; return FileManager.default.fileExists(atPath: packageDirectory + "/Plugins/" + $0, isDirectory: &d) && d.boolValue }
+        let firstParty = try Self.firstPartyPlugins()
         let listed = try #require(try JSONSerialization.jsonObject(with: Data(plugins.out.utf8)) as? [[String: Any]]).compactMap { $0["id"] as? String }
         #expect(firstParty.count >= 3 && Set(listed) == Set(firstParty) && listed.count == firstParty.count, "installed \(listed), Plugins/ has \(firstParty)")
         #expect(try run(installed, ["set", "k", "v"], environment: env).status == 0)
         #expect(try run(installed, ["get", "k"], environment: env).out == "v")
+        // The installed Python package on the installed library, found by its soname.
+        if let package = python.first {
+            var pythonEnv = env
+            pythonEnv["PYTHONPATH"] = prefix + "/lib/" + package.dropLast("/keybay/__init__.py".count)
+            pythonEnv["LD_LIBRARY_PATH"] = prefix + "/lib"
+            let read = try run("/usr/bin/python3", ["-c", "import keybay, sys; s = keybay.open(sys.argv[1]); print(keybay.__file__, s.get('k').decode())",
+                                                     box.app], environment: pythonEnv)
+            #expect(read.status == 0 && read.out == "\(prefix)/lib/\(package) v\n", "\(read.out) \(read.stderr)")
+        }
+        // The agent's units: the service runs the installed CLI, on the socket where clients look.
+        let service = String(decoding: readBytes(prefix + "/lib/systemd/user/keybay-agent.service") ?? [], as: UTF8.self)
+        let socketUnit = String(decoding: readBytes(prefix + "/lib/systemd/user/keybay-agent.socket") ?? [], as: UTF8.self)
+        #expect(service.contains("ExecStart=\(installed) agent\n"), "\(service)")
+        #expect(socketUnit.contains("ListenStream=%t/keybay/agent.socket\n") && socketUnit.contains("SocketMode=0600\n")
+                && socketUnit.contains("DirectoryMode=0700\n"), "\(socketUnit)")
         let uninstall = try run("/usr/bin/make", ["-C", packageDirectory, "uninstall", "PREFIX=" + prefix], environment: ["PATH": "/usr/bin:/bin"])
         #expect(uninstall.status == 0 && !exists(installed) && !exists(prefix + "/lib/keybay/plugins/libkeybay-file-root.so")
-                && !exists(prefix + "/share/doc/keybay"))
+                && !exists(prefix + "/share/doc/keybay") && !exists(prefix + "/lib/" + (python.first ?? ""))
+                && !exists(prefix + "/bin/git-credential-keybay") && !exists(prefix + "/bin/docker-credential-keybay")
+                && !exists(prefix + "/lib/systemd/user/keybay-agent.socket") && !exists(prefix + "/lib/systemd/user/keybay-agent.service"))
     }
 
     /// The plugin guide works from an install: `make install-dev` puts it, the documents it links,
@@ -148,6 +276,10 @@ import Testing
         }
         #expect(try Set(complete(["keybay-methods", ""])).isSuperset(of: ["status", "get", "set", "enroll", "remove", "plugins", "reset"]))
         #expect(try complete(["keybay-methods", "re"]).sorted() == ["remove", "reset"])
+        #expect(try complete(["keybay-methods", "un"]) == ["unlock"])
+        #expect(try complete(["keybay-methods", "unlock", "--f"]) == ["--for"])
+        #expect(try Set(complete(["keybay-methods", "unlock", "--for", ""])).isSuperset(of: ["15m", "0"]))
+        #expect(try complete(["keybay-methods", "lock", "--a"]).sorted() == ["--all", "--app"])
         #expect(try Set(complete(["keybay-methods", "enroll", ""])).isSuperset(of: ["passphrase"]))
         // Record keys: every argument of get (KEY...), the first of rm only.
         for key in ["alpha", "beta"] { #expect(try box.cli("set", key, "v").status == 0) }

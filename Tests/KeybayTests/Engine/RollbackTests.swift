@@ -195,6 +195,6 @@ struct RootUnderTest: Sendable {
             _ = try PluginLoader.load(id: "com.example.half", kind: KEYBAY_KIND_ROOT,
                                       search: KeybayPluginSearch(directories: [box.root + "/half"], environmentPath: nil))
         }
-        #expect(e?.code == .pluginRefused && e?.message.contains("one rollback-floor operation without the other") == true, "\(String(describing: e))")
+        #expect(e?.code == .pluginRefused && e?.reason == "rollback-floor-pair", "\(String(describing: e))")
     }
 }

@@ -111,15 +111,15 @@ enum VirtualKeys {
 
         let first = ScriptedInteraction(["0000"])
         let e1 = await keybayError { _ = try await Self.open(config, method, first) }
-        #expect(e1?.code == .wrongSecret && e1?.message.contains("7 tries left") == true, "\(String(describing: e1))")
+        #expect(e1?.code == .wrongSecret && e1?.reason == "wrong-pin" && e1?.triesLeft == 7, "\(String(describing: e1))")
         #expect(first.lastRetries == 8)
         let second = ScriptedInteraction(["0000"])
         let e2 = await keybayError { _ = try await Self.open(config, method, second) }
-        #expect(e2?.code == .wrongSecret && e2?.message.contains("6 tries left") == true, "\(String(describing: e2))")
+        #expect(e2?.code == .wrongSecret && e2?.reason == "wrong-pin" && e2?.triesLeft == 6, "\(String(describing: e2))")
         #expect(second.lastRetries == 7)
         // The third wrong PIN in a row: the key refuses PIN entry until it is re-plugged.
         let e3 = await keybayError { _ = try await Self.open(config, method, ScriptedInteraction(["0000"])) }
-        #expect(e3?.code == .locked && e3?.message.contains("re-insert") == true, "\(String(describing: e3))")
+        #expect(e3?.code == .locked && e3?.reason == "pin-auth-blocked" && e3?.triesLeft == nil, "\(String(describing: e3))")
         #expect(await keybayCode { _ = try await Self.open(config, method, ScriptedInteraction(["1234"])) } == .locked)
         #expect(VirtualKeys.get("retries") == 5)
         #expect(readBytes(box.storePath) == before, "a failed unlock changed the store")
@@ -138,10 +138,10 @@ enum VirtualKeys {
         let (config, method) = try await Self.enrolledStore(box)
         VirtualKeys.set("retries", "1")
         let e = await keybayError { _ = try await Self.open(config, method, ScriptedInteraction(["0000"])) }
-        #expect(e?.code == .locked && e?.message.contains("blocked") == true, "\(String(describing: e))")
+        #expect(e?.code == .locked && e?.reason == "pin-blocked" && e?.triesLeft == 0, "\(String(describing: e))")
         let again = ScriptedInteraction(["1234"])
         let e2 = await keybayError { _ = try await Self.open(config, method, again) }
-        #expect(e2?.code == .locked && e2?.message.contains("no tries left") == true, "\(String(describing: e2))")
+        #expect(e2?.code == .locked && e2?.reason == "pin-blocked" && e2?.triesLeft == 0, "\(String(describing: e2))")
         #expect(again.askCount == 0, "the PIN of a blocked key was asked for")
     }
 
@@ -180,7 +180,7 @@ enum VirtualKeys {
 
         VirtualKeys.set("deny", "1")
         let denied = await keybayError { _ = try await Self.open(config, method, ScriptedInteraction([])) }
-        #expect(denied?.code == .cancelled && denied?.message.contains("refused") == true, "\(String(describing: denied))")
+        #expect(denied?.code == .cancelled && denied?.reason == "touch-refused", "\(String(describing: denied))")
         VirtualKeys.set("deny", "0")
         VirtualKeys.set("timeout", "1")
         #expect(await keybayCode { _ = try await Self.open(config, method, ScriptedInteraction([])) } == .timedOut)
@@ -216,12 +216,12 @@ enum VirtualKeys {
 
         VirtualKeys.set(1, "present", "0")
         let none = await keybayError { _ = try await Self.open(config, method, ScriptedInteraction([])) }
-        #expect(none?.code == .methodUnavailable && none?.message.contains("no FIDO2 security key") == true, "\(String(describing: none))")
+        #expect(none?.code == .methodUnavailable && none?.reason == "no-device", "\(String(describing: none))")
 
         // Only another key (another master secret): it does not hold the credential.
         VirtualKeys.set(0, "present", "1")
         let other = await keybayError { _ = try await Self.open(config, method, ScriptedInteraction([])) }
-        #expect(other?.code == .methodUnavailable && other?.message.contains("does not hold") == true, "\(String(describing: other))")
+        #expect(other?.code == .methodUnavailable && other?.reason == "credential-not-held", "\(String(describing: other))")
         #expect(VirtualKeys.get(0, "touches") == 0, "the wrong key was asked for a touch")
 
         // Both plugged in: the one holding the credential is found without touching the other.
@@ -232,7 +232,7 @@ enum VirtualKeys {
 
         // Enrollment with two keys plugged in needs device=PATH and names them.
         let twoKeys = await keybayError { try await s.auth.add(plugin: Self.plugin, options: [("pin", "no")]) }
-        #expect(twoKeys?.code == .invalidArgument && twoKeys?.message.contains("virtual:0, virtual:1") == true, "\(String(describing: twoKeys))")
+        #expect(twoKeys?.code == .invalidArgument && twoKeys?.reason == "several-devices" && twoKeys?.message.contains("virtual:0, virtual:1") == true, "\(String(describing: twoKeys))")
         let picked = try await s.auth.add(plugin: Self.plugin, options: [("pin", "no"), ("device", "virtual:0")], label: "second key")
         #expect(VirtualKeys.get(0, "credentials") == 1)
         VirtualKeys.set(1, "present", "0")
@@ -254,7 +254,7 @@ enum VirtualKeys {
         // A key that now verifies the user on every request would derive the other hmac-secret.
         VirtualKeys.set("force-uv", "1")
         let e = await keybayError { _ = try await Self.open(config, method, ScriptedInteraction([])) }
-        #expect(e?.code == .unsupported && e?.message.contains("performed user verification") == true, "\(String(describing: e))")
+        #expect(e?.code == .unsupported && e?.reason == "uv-mismatch", "\(String(describing: e))")
         VirtualKeys.set("force-uv", "0")
 
         // uv=required without a PIN uses the key's built-in verification...
@@ -268,7 +268,7 @@ enum VirtualKeys {
         // ...and is refused once the key no longer offers it.
         VirtualKeys.set("uv", "0")
         let noUV = await keybayError { _ = try await Self.open(config, uvMethod, ScriptedInteraction([])) }
-        #expect(noUV?.code == .unsupported && noUV?.message.contains("built-in user verification") == true, "\(String(describing: noUV))")
+        #expect(noUV?.code == .unsupported && noUV?.reason == "no-builtin-uv", "\(String(describing: noUV))")
         // Options the key cannot honour are refused at enrollment.
         #expect(await keybayCode { try await s.auth.add(plugin: Self.plugin, options: [("uv", "required"), ("pin", "no")]) } == .unsupported)
         #expect(await keybayCode { try await s.auth.add(plugin: Self.plugin, options: [("pin", "required")]) } == .unsupported)

@@ -290,7 +290,7 @@ import Testing
         var wrongCheck = params
         wrongCheck[1] ^= 1
         let foreign = keybayError { _ = try plugin.unwrap(params: wrongCheck, interaction: ScriptedInteraction([text])) }
-        #expect(foreign?.code == .wrongSecret && foreign?.message.contains("not this store's") == true, "\(String(describing: foreign))")
+        #expect(foreign?.code == .wrongSecret && foreign?.reason == "other-store", "\(String(describing: foreign))")
         #expect(plugin.isInteractive && !plugin.needsDevice && !plugin.isOnePerStore)
     }
 

@@ -289,7 +289,8 @@ final class SilentTPM: @unchecked Sendable {
         }
     }
 
-    private static func listen(_ port: UInt16) throws -> (fd: Int32, port: UInt16) {
+    /// A listener on 127.0.0.1:`port` (0: the kernel picks), and the port it got.
+    static func listen(_ port: UInt16) throws -> (fd: Int32, port: UInt16) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw KeybayTestFailure("socket: \(errno)") }
         var address = sockaddr_in()

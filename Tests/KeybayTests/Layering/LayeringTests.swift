@@ -6,6 +6,8 @@ import Testing
 /// file may name only what its own layer and the layers below it declare. Crypto and Format are
 /// below Keys, Keys below Engine, Engine below API; Plugins and Root below API (and Engine); no
 /// type the API declares is named anywhere else. The top-level `KeybayError.swift` is below all.
+/// Agent (the agent's protocol and its client) is below API; Daemon (the agent itself, which
+/// serves held stores through sessions) is above it.
 @Suite struct LayeringTests {
     /// Which layers each layer may use (its own always).
     static let allowed: [String: Set<String>] = [
@@ -15,9 +17,11 @@ import Testing
         "Storage": ["Errors", "Crypto", "Format"],
         "Plugins": ["Errors", "Crypto", "Format", "Storage"],
         "Root": ["Errors", "Crypto", "Format", "Storage", "Plugins"],
+        "Agent": ["Errors", "Crypto", "Format", "Storage"],
         "Keys": ["Errors", "Crypto", "Format", "Root"],
         "Engine": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys"],
-        "API": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine"],
+        "API": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "Agent"],
+        "Daemon": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "Agent", "API"],
         // The fuzzers' entry points reach into the format and the loader; nothing uses them.
         "Testing": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "API"],
     ]

@@ -7,7 +7,7 @@ import Testing
 /// lines (after a shebang or the tools-version line).
 @Suite struct LicenseTests {
     static let sourceExtensions: Set<String> = ["swift", "c", "h", "cpp", "py", "sh", "modulemap"]
-    static let directories = ["Sources", "Plugins", "Tests", "Examples", "Fuzz", "bindings", "scripts", "docs/examples", "completions", ".ci"]
+    static let directories = ["Sources", "Plugins", "Tests", "Examples", "Fuzz", "bindings", "integrations", "scripts", "docs/examples", "completions", ".ci"]
 
     @Test func theLicenceIsApache2() throws {
         let text = try String(contentsOfFile: packageDirectory + "/LICENSE", encoding: .utf8)

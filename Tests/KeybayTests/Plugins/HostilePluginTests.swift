@@ -47,6 +47,30 @@ import Testing
         #expect(readBytes(box.storePath) == before)
     }
 
+    /// What a plugin says with set_error_detail reaches `KeybayError` only once checked: a good
+    /// reason, tries left and an absolute path come through; a token outside `[a-z0-9-]{1,40}`,
+    /// a negative count and a relative path are dropped; a later line without a detail drops an
+    /// earlier line's. The message stays the plugin's line.
+    @Test(arguments: [
+        ("detail-good", #"h->set_error_detail(h->context, "pin-blocked", 0, "/tmp/x"); h->set_error(h->context, "blocked");"#,
+         "pin-blocked" as String?, 0 as Int?, "/tmp/x" as String?),
+        ("detail-bad", #"h->set_error_detail(h->context, "Not A-token", -5, "relative/x"); h->set_error(h->context, "bad");"#, nil, nil, nil),
+        ("detail-long", #"h->set_error_detail(h->context, "\#(String(repeating: "a", count: 41))", 2, NULL); h->set_error(h->context, "long");"#,
+         nil, 2, nil),
+        ("detail-stale", #"h->set_error_detail(h->context, "first", 3, "/tmp/y"); h->set_error(h->context, "first"); h->set_error(h->context, "second");"#,
+         nil, nil, nil),
+    ])
+    func aPluginsErrorDetailIsChecked(_ name: String, _ body: String, _ reason: String?, _ triesLeft: Int?, _ path: String?) async throws {
+        let box = Sandbox()
+        let dir = box.root + "/hostile-\(name)"
+        try PluginLoaderTests.build(Self.source(id: "hostile-\(name)", enroll: body + " return KEYBAY_ERR_LOCKED;"), fileID: "hostile-\(name)", in: dir)
+        let s = try await KeybayStore.open(try Self.configuration(box, pluginDir: dir))
+        let e = await keybayError { try await s.auth.add(plugin: "hostile-\(name)") }
+        #expect(e?.code == .locked && e?.reason == reason && e?.triesLeft == triesLeft, "\(String(describing: e))")
+        #expect(e?.path == path && e?.pluginID == "hostile-\(name)", "\(String(describing: e))")
+        #expect(e?.message.hasSuffix(name == "detail-stale" ? "second" : name == "detail-good" ? "blocked" : name == "detail-bad" ? "bad" : "long") == true)
+    }
+
     /// A root whose location and protection note fail, leaving a pointer in the out-buffer that
     /// its free_buffer would die on: the host neither reads nor frees an out-buffer after a
     /// failure (docs/plugins.md), so `status` says the location is unknown and goes on.

@@ -72,7 +72,7 @@ import Testing
         let box = Sandbox()
         try PluginLoaderTests.build(PluginLoaderTests.source(size: "offsetof(keybay_plugin, root_reset)"), in: box.root + "/small")
         let e = PluginLoaderTests.loadError(dir: box.root + "/small")
-        #expect(e?.code == .pluginRefused && e?.message.contains("expected at least \(LoadedPlugin.minimumDescriptorBytes)") == true, "\(String(describing: e))")
+        #expect(e?.code == .pluginRefused && e?.reason == "descriptor-size" && e?.message.contains("expected at least \(LoadedPlugin.minimumDescriptorBytes)") == true, "\(String(describing: e))")
     }
 
     /// Lines below the host's log level are dropped; the others arrive with their level.

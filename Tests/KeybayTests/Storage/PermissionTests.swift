@@ -24,13 +24,9 @@ import Testing
         let target = path(box)
         chmod(target, mode_t(m))
         let e = await Self.openError(box)
-        #expect(e?.code == .insecurePermissions, sourceLocation: sourceLocation)
-        // The core's own files say it in `path`; a root plugin's (under the state home) in its text.
-        if target.hasPrefix(box.dataHome) {
-            #expect(e?.path == target, "\(String(describing: e))", sourceLocation: sourceLocation)
-        } else {
-            #expect(e?.message.contains(target) == true && e?.pluginID == "file-root", "\(String(describing: e))", sourceLocation: sourceLocation)
-        }
+        #expect(e?.code == .insecurePermissions && e?.reason == "mode" && e?.path == target, "\(String(describing: e))", sourceLocation: sourceLocation)
+        // The core's own files (under the data home) have no plugin; a root plugin's name it.
+        #expect(e?.pluginID == (target.hasPrefix(box.dataHome) ? nil : "file-root"), "\(String(describing: e))", sourceLocation: sourceLocation)
         #expect(mode(target) == mode_t(m), "never repaired", sourceLocation: sourceLocation)
     }
 
@@ -70,12 +66,7 @@ import Testing
         #expect(rename(path, elsewhere) == 0 && symlink(elsewhere, path) == 0, sourceLocation: sourceLocation)
         let before = readBytes(elsewhere) // nil for a directory
         let e = await Self.openError(box)
-        #expect(e?.code == .insecurePermissions, "\(String(describing: e))", sourceLocation: sourceLocation)
-        if path.hasPrefix(box.dataHome) {
-            #expect(e?.path == path, "\(String(describing: e))", sourceLocation: sourceLocation)
-        } else {
-            #expect(e?.message.contains(path) == true && e?.message.contains("symbolic link") == true, "\(e?.message ?? "no error")", sourceLocation: sourceLocation)
-        }
+        #expect(e?.code == .insecurePermissions && e?.reason == "symbolic-link" && e?.path == path, "\(String(describing: e))", sourceLocation: sourceLocation)
         var st = stat()
         #expect(lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFLNK, "the link was removed", sourceLocation: sourceLocation)
         #expect(exists(elsewhere) && readBytes(elsewhere) == before, "what it points at was changed", sourceLocation: sourceLocation)
@@ -115,9 +106,7 @@ import Testing
             #expect(chown(path, 65534, 65534) == 0)
             let e = await Self.openError(box)
             #expect(e?.code == .insecurePermissions, "\(path): \(String(describing: e))")
-            // The core names the uid; file-root (the root's side) says "another user".
-            #expect(e?.message.contains(path) == true && (e?.message.contains("owned by uid 65534") == true || e?.message.contains("owned by another user") == true),
-                    "\(path): \(e?.message ?? "no error")")
+            #expect(e?.reason == "not-owner" && e?.path == path, "\(path): \(String(describing: e))")
             var st = stat()
             #expect(lstat(path, &st) == 0 && st.st_uid == 65534 && mode(path) == m, "\(path) was changed")
             chown(path, 0, 0)

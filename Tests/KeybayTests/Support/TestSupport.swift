@@ -28,10 +28,13 @@ final class Sandbox: Sendable {
 
     deinit { try? FileManager.default.removeItem(atPath: root) }
 
-    /// The sandbox's configuration, which also finds the test plugins (testPluginDirectory).
+    /// The sandbox's configuration, which also finds the test plugins (testPluginDirectory), and
+    /// uses no agent.
     func configuration(app: String? = nil) throws -> KeybayConfiguration {
         var c = try KeybayConfiguration(applicationID: app ?? self.app, dataHome: dataHome, stateHome: stateHome)
         c.pluginSearch.directories.append(testPluginDirectory)
+        // Never the user's agent (AgentSandbox gives a test one of its own).
+        c.agentSocket = nil
         return c
     }
 
@@ -188,8 +191,11 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
     try p.run()
     if let stdin {
         // Write from another thread so a large input cannot deadlock against a full stdout pipe.
+        // A child that exits before reading it all (a refused value, a failure injected early)
+        // makes the write fail with EPIPE: the throwing form reports that, where `write(_:)`
+        // traps and takes the whole test process down.
         let writer = Thread {
-            input.fileHandleForWriting.write(Data(stdin))
+            try? input.fileHandleForWriting.write(contentsOf: Data(stdin))
             try? input.fileHandleForWriting.close()
         }
         writer.start()

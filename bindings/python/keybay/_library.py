@@ -68,6 +68,8 @@ for name, result, arguments in [
         ("keybay_error_path", _s, [_p]),
         ("keybay_error_plugin_id", _s, [_p]),
         ("keybay_error_method_id", _s, [_p]),
+        ("keybay_error_reason", _s, [_p]),
+        ("keybay_error_tries_left", ctypes.c_int, [_p]),
         ("keybay_error_took_effect", ctypes.c_int, [_p]),
         ("keybay_error_free", None, [_p]),
         ("keybay_code_name", _s, [ctypes.c_int]),

@@ -20,13 +20,15 @@ class Error(Exception):
     """A failed call: `code` is the stable name ("wrong-secret"), `number` the KEYBAY_ERR_* value.
 
     Each subclass carries its own `number` and `code`, so a host raises `keybay.Cancelled()`.
+    `reason` is the stable token naming which cause of several it is ("pin-blocked"), or None;
+    `tries_left` the PIN attempts the device says are left, or None when unknown.
     """
 
     number = None
     code = None
 
     def __init__(self, message="", *, number=None, code=None, path=None, plugin_id=None, method_id=None,
-                 took_effect=False):
+                 reason=None, tries_left=None, took_effect=False):
         if number is not None:
             self.number = number
         if code is not None:
@@ -36,6 +38,8 @@ class Error(Exception):
         self.path = path
         self.plugin_id = plugin_id
         self.method_id = method_id
+        self.reason = reason
+        self.tries_left = tries_left
         self.took_effect = took_effect
 
 
@@ -87,9 +91,15 @@ def take(pointer, number):
             path=text(lib.keybay_error_path(pointer)),
             plugin_id=text(lib.keybay_error_plugin_id(pointer)),
             method_id=text(lib.keybay_error_method_id(pointer)),
+            reason=text(lib.keybay_error_reason(pointer)),
+            tries_left=_known(lib.keybay_error_tries_left(pointer)),
             took_effect=lib.keybay_error_took_effect(pointer) == 1)
     finally:
         lib.keybay_error_free(pointer)
+
+
+def _known(count):
+    return count if count >= 0 else None
 
 
 def error_slot():

@@ -25,6 +25,7 @@ atexit.register(shutil.rmtree, HOME, ignore_errors=True)
 for variable, sub in [("HOME", ""), ("XDG_DATA_HOME", "data"), ("XDG_STATE_HOME", "state")]:
     os.environ[variable] = os.path.join(HOME, sub)
 os.environ.pop("KEYBAY_ROOT", None)  # file-root, in the temporary home
+os.environ.pop("XDG_RUNTIME_DIR", None)  # never the user's keybay agent
 sys.path.insert(0, str(PACKAGE))
 
 import keybay  # noqa: E402

@@ -29,6 +29,7 @@ def test_wrong_passphrase_is_wrong_secret(app_id):
         keybay.open(app_id, method=method, interaction=Asker("not it"))
     assert raised.value.code == "wrong-secret" and raised.value.number == 20
     assert raised.value.method_id == method
+    assert raised.value.reason is None and raised.value.tries_left is None
 
 
 def test_no_interaction_is_interaction_required(app_id):
@@ -79,8 +80,12 @@ def test_recovery_key_is_shown_and_opens(app_id):
     assert key and label
     with keybay.open(app_id, method=method, interaction=Asker(key)) as store:
         assert store.get("note") == b"kept"
-    with pytest.raises(keybay.WrongSecret):
+    with pytest.raises(keybay.WrongSecret) as typo:
         keybay.open(app_id, method=method, interaction=Asker(key[:-1] + ("0" if key[-1] != "0" else "1")))
+    assert typo.value.reason == "typo-checksum" and typo.value.tries_left is None
+    with pytest.raises(keybay.WrongSecret) as short:
+        keybay.open(app_id, method=method, interaction=Asker("0000"))
+    assert short.value.reason == "typo-length"
 
 
 def test_recovery_without_show_secret_stores_nothing(app_id):

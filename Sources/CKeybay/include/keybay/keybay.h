@@ -14,7 +14,8 @@
  * and, where there is one, the file; it never holds a secret or a value.
  *
  * Memory: everything handed out is freed by its own function: a value by keybay_free_value
- * (which wipes it first; values are handed out in guarded memory), a string by
+ * (which wipes it first; values are handed out in guarded memory: locked, wiped, small ones
+ * sharing a guarded arena; docs/c-api.md), a string by
  * keybay_free_string, a list of keys by keybay_free_strings, an error by keybay_error_free.
  * Strings are UTF-8 and NUL-terminated; what the library is given is copied, never kept, save
  * the interaction given to keybay_open (below).
@@ -105,6 +106,12 @@ KEYBAY_API const char *keybay_error_message(const keybay_error *error);
 KEYBAY_API const char *keybay_error_path(const keybay_error *error);
 KEYBAY_API const char *keybay_error_plugin_id(const keybay_error *error);
 KEYBAY_API const char *keybay_error_method_id(const keybay_error *error);
+/* Which cause of several under one code it is, as a stable token of [a-z0-9-] ("pin-blocked",
+ * "not-owner"; each plugin's documentation lists its own), or NULL when none was named. Valid
+ * until keybay_error_free. */
+KEYBAY_API const char *keybay_error_reason(const keybay_error *error);
+/* The PIN or retry attempts the device says are left; -1 when unknown (and for NULL). */
+KEYBAY_API int keybay_error_tries_left(const keybay_error *error);
 /* 1 when the failed call's change was made all the same (written, not confirmed durable). */
 KEYBAY_API int keybay_error_took_effect(const keybay_error *error);
 KEYBAY_API void keybay_error_free(keybay_error *error);

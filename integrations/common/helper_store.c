@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "helper_store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "strict_json.h"
+
+const keybay_interaction *helper_interaction(void) {
+    /* Never asks: a locked store gives the hint. The terminal or pinentry interaction of the
+     * C API is the one to return here once the library offers it. */
+    return NULL;
+}
+
+int helper_code_is_locked(int code) {
+    return code == KEYBAY_ERR_INTERACTION_REQUIRED || code == KEYBAY_ERR_AUTHENTICATION_REQUIRED
+        || code == KEYBAY_ERR_PIN_REQUIRED || code == KEYBAY_ERR_CANCELLED;
+}
+
+void helper_describe_error(const char *program, keybay_error *err, char *message, size_t capacity) {
+    snprintf(message, capacity, "%s: %s [%s]", program, err ? keybay_error_message(err) : "failed",
+             err ? keybay_error_name(err) : "unknown");
+    /* One line, whatever the library's message holds. */
+    for (char *c = message; *c; c++) if (*c == '\n' || *c == '\r') *c = ' ';
+}
+
+static void describe_locked(const char *program, const char *app_id, keybay_error *err, char *message, size_t capacity) {
+    snprintf(message, capacity, "%s: the keybay store \"%s\" is locked [%s]; unlock it with: keybay-methods --app %s unlock",
+             program, app_id, keybay_error_name(err), app_id);
+}
+
+static helper_open_result failed(const char *program, const char *app_id, keybay_error *err, char *message, size_t capacity) {
+    int code = keybay_error_code(err);
+    if (helper_code_is_locked(code)) describe_locked(program, app_id, err, message, capacity);
+    else helper_describe_error(program, err, message, capacity);
+    keybay_error_free(err);
+    return helper_code_is_locked(code) ? HELPER_LOCKED : HELPER_FAILED;
+}
+
+/* 1 when the store file is where docs/c-api.md says it lives ($XDG_DATA_HOME, when absolute,
+ * else ~/.local/share, then keybay/<app>/keybay.v2.store). Only a shortcut: when it is not
+ * found there, keybay_status_json decides, so the answer never rests on this alone; it saves a
+ * second look at the root (on secret-service, a round trip to the keyring) before the open. */
+static int store_file_exists(const char *app_id) {
+    const char *data = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    char path[4096];
+    int n;
+    if (data && data[0] == '/') n = snprintf(path, sizeof path, "%s/keybay/%s/keybay.v2.store", data, app_id);
+    else if (home && home[0] == '/') n = snprintf(path, sizeof path, "%s/.local/share/keybay/%s/keybay.v2.store", home, app_id);
+    else return 0;
+    struct stat st;
+    return n > 0 && (size_t)n < sizeof path && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* 1 when keybay_status_json says "absent", 0 when something is there, -1 on failure (err set). */
+static int store_is_absent(keybay_open_options *options, keybay_error **err) {
+    char *json = NULL;
+    if (keybay_status_json(options, &json, err) != 0) return -1;
+    size_t length = strlen(json);
+    uint8_t scratch[4096];
+    json_member state = {"state", 0, NULL, 0};
+    int absent = 0;
+    /* The status object is small; a longer one is read as "something is there", which opens. */
+    if (length <= sizeof scratch && json_read_object((const uint8_t *)json, length, &state, 1, scratch, sizeof scratch) == 0)
+        absent = state.present && state.length == 6 && memcmp(state.value, "absent", 6) == 0;
+    keybay_free_string(json);
+    return absent;
+}
+
+helper_open_result helper_open_store(const char *program, const char *app_id, int create, keybay_store **store,
+                                     char *message, size_t capacity) {
+    keybay_open_options options = {sizeof options, app_id, NULL, NULL, NULL, 0};
+    keybay_error *err = NULL;
+    *store = NULL;
+    message[0] = 0;
+    if (!create && !store_file_exists(app_id)) {
+        int absent = store_is_absent(&options, &err);
+        if (absent < 0) return failed(program, app_id, err, message, capacity);
+        if (absent) return HELPER_NO_STORE;
+    }
+    *store = keybay_open(&options, helper_interaction(), &err);
+    if (!*store) return failed(program, app_id, err, message, capacity);
+    return HELPER_OPENED;
+}
