@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Runs a command (argv[2:]) with no controlling terminal (a new session, standard input from
 /dev/null) and GPG_TTY naming a pseudo-terminal made here, so that a text-mode pinentry the
-command starts asks on it. The next
-answer of argv[1] (a JSON list) is typed, then Enter: once per prompt the pinentry writes, when
-the terminal's echo is off (it reads). Prints one JSON object: the command's
-`status`, `stdout`, `stderr`, the `terminal` transcript and how many answers were `typed`."""
+command starts asks on it. The next answer of argv[1] (a JSON list) is typed, then Enter, once
+per prompt the pinentry writes, when the terminal's echo is off (it reads). Prints one JSON
+object: the command's `status`, `stdout`, `stderr`, the `terminal` transcript and how many
+answers were `typed`."""
 import json, os, select, subprocess, sys, termios, time
 
 answers = json.loads(sys.argv[1])
