@@ -3,9 +3,9 @@
 #
 # Completes commands, global options, each command's options, plugin ids for `enroll`
 # (from `keybay-methods plugins --json`), method ids for `remove`, `verify` and `--method`
-# (from `keybay-methods list --json`), record keys for `get`, `set` and `rm` (from
-# `keybay-methods keys --json --no-input`, so a protected store gives none unless it is
-# unlocked in the agent), durations for `unlock --for`, `--opt NAME=`
+# (from `keybay-methods list --json`), record keys for `get` (each of its KEY... arguments),
+# `set` and `rm` (from `keybay-methods keys --json --no-input`, so a protected store gives none
+# unless it is unlocked in the agent), durations for `unlock --for`, `--opt NAME=`
 # for `enroll` and `benchmark`, application ids for `--app`, and directories for
 # `--plugin-dir`. Needs bash 4; no jq, no bash-completion helpers.
 #
@@ -190,13 +190,17 @@ _keybay_methods() {
         esac
         return 0
     fi
+    if [[ "$command" == get ]]; then
+        COMPREPLY=($(compgen -W "$(_keybay_methods_keys)" -- "$cur"))
+        return 0
+    fi
     (( ${#positionals[@]} == 0 )) || return 0
     case "$command" in
         enroll|benchmark)
             COMPREPLY=($(compgen -W "$(_keybay_methods_plugin_ids)" -- "$cur")) ;;
         remove|verify|change)
             COMPREPLY=($(compgen -W "$(_keybay_methods_method_ids)" -- "$cur")) ;;
-        get|set|rm)
+        set|rm)
             COMPREPLY=($(compgen -W "$(_keybay_methods_keys)" -- "$cur")) ;;
         plugin-check)
             compopt -o filenames 2>/dev/null

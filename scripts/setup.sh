@@ -14,6 +14,7 @@ packages=(libsodium-dev libargon2-dev libfido2-dev libssl-dev pkg-config python3
           gnome-keyring dbus libsecret-1-dev libsecret-tools  # the secret-service root and its tests (a private bus + keyring)
           argon2        # the reference CLI Tests/plugin-harness/passphrase_check.c and MutationGuardTests compare with
           softhsm2 opensc libp11-kit-dev p11-kit  # the pkcs11 method (p11-kit's headers; opens libp11-kit0) and its tests (SoftHSM2 tokens, pkcs11-tool)
+          pinentry-tty  # PinentryTests: Debian's pinentry-tty asks on a pseudo-terminal the test makes
           dpkg-dev     # PackagingTests: debian/rules' install-flags (dpkg's architecture.mk); readelf (binutils) for InstallTests
           strace       # MutationGuardTests (the order of fsync and rename), FaultInjectionTests (strace -e inject)
           xdg-desktop-portal bubblewrap  # the portal root's tests: the Secret portal on a private bus, bwrap sandboxes

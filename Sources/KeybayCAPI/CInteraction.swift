@@ -83,5 +83,11 @@ final class CInteraction: KeybayInteraction, @unchecked Sendable {
         }
     }
 
+    /// Whether this is `keybay_default_interaction()`'s struct (or a copy of it).
+    var isDefault: Bool { callbacks.context == UnsafeMutableRawPointer(defaultInteraction) }
+
+    /// Who asks: the library's default interaction for its struct, else these callbacks.
+    var asker: any KeybayInteraction { isDefault ? KeybayDefaultInteraction() : self }
+
     var isCancelled: Bool { callbacks.is_cancelled.map { $0(callbacks.context) != 0 } ?? false }
 }

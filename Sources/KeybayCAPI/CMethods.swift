@@ -24,7 +24,7 @@ public func keybay_enroll(_ store: OpaquePointer?, _ plugin: UnsafePointer<CChar
             }
         }
         let asker = try CInteraction.from(host)
-        let prepared = try session.auth.prepare(plugin: plugin, options: pairs, label: label, interaction: asker ?? NonInteractive())
+        let prepared = try session.auth.prepare(plugin: plugin, options: pairs, label: label, interaction: asker?.asker ?? NonInteractive())
         // A secret shown once opens only the new store: without a host to show it, store nothing;
         // one that cannot reach the host whole (a NUL in it) is refused before anything is stored.
         if let shown = prepared.shownSecret {

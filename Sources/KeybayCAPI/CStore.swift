@@ -21,7 +21,7 @@ final class CStore {
 /// The interaction a call may use: none with `no_input` or NULL.
 func interaction(_ pointer: UnsafePointer<keybay_interaction>?, noInput: Bool = false) throws -> any KeybayInteraction {
     guard !noInput, let bridged = try CInteraction.from(pointer) else { return NonInteractive() }
-    return bridged
+    return bridged.asker
 }
 
 func text(_ c: UnsafePointer<CChar>?, _ what: String) throws -> String {

@@ -181,7 +181,9 @@ commands:
                       --opt goes to the root ($KEYBAY_ROOT), e.g. tpm2's pcrs=7; the store's
                       and the root's directories are marked as excluded from backups
                       (.deja-dup-ignore, user.xdg.robots.backup, nodump) unless --keep-in-backups
-  get KEY             print the value of KEY (exit 3 if there is none)
+  get KEY...          print the value of each KEY, all from one unlock (exit 3, printing
+                      nothing, if any has none; --json: {"KEY": "value" | {"valueHex": ...}, ...}
+                      for two or more keys, {"key", "value"} for one)
   set KEY VALUE       store VALUE under KEY (creates the store if there is nothing yet)
   set KEY --stdin     store standard input, byte for byte, under KEY
   rm KEY              remove KEY (exit 3 if there is none)
@@ -233,6 +235,8 @@ global options (before or after the command):
   --new-passphrase-fd N, --new-pin-fd N
                       the new secret for change (and enroll) from descriptor N
   --no-input          never prompt (a needed secret gives exit 4)
+                      (without a terminal, or with KEYBAY_PINENTRY=PROGRAM, secrets are asked
+                      through a pinentry program: PROGRAM, else pinentry on PATH)
   --plugin-dir DIR    look for plugins in DIR first (repeatable)
   --root ID|auto      the platform root of a new store (default: $KEYBAY_ROOT, else file-root;
                       auto: inside a Flatpak or snap sandbox portal, else secret-service when a
@@ -241,6 +245,7 @@ global options (before or after the command):
                       refused (exit 2)
   --version           print the version and the plugin ABI, and do nothing else
 
+with --json an error is also printed on standard output: {"error": {"code", "message"}}
 exit codes: 0 success; 1 authentication, integrity, state or I/O failure;
             2 usage or invalid input; 3 record not found; 4 interaction needed but not allowed
 """

@@ -11,7 +11,7 @@ enum Command {
     /// retry finds them at EOF.
     static func run(_ a: Arguments) throws -> Int32 {
         try a.secretFDs.checkOpen()
-        let interaction = TerminalInteraction(descriptors: a.secretFDs, noInput: a.noInput)
+        let interaction = CommandInteraction(descriptors: a.secretFDs, noInput: a.noInput)
         // `change` asks for the old secret and a new one: they never come from the same input.
         interaction.newFromUnlockDescriptors = a.command != "change"
         let standardInput = a.command == "set" && a.flags.contains("--stdin") ? try readStandardInput(limit: KeybayRecordKey.maxValueBytes) : nil
@@ -38,11 +38,11 @@ enum Command {
     /// One command, given the secrets read beforehand.
     struct Context {
         let a: Arguments
-        let interaction: TerminalInteraction
+        let interaction: CommandInteraction
         let standardInput: [UInt8]?
     }
 
-    static func runOnce(_ a: Arguments, interaction: TerminalInteraction, standardInput: [UInt8]?) throws -> Int32 {
+    static func runOnce(_ a: Arguments, interaction: CommandInteraction, standardInput: [UInt8]?) throws -> Int32 {
         if a.help, a.command == "enroll", let plugin = a.positionals.first { return try enrollHelp(a, plugin: plugin) }
         if a.version && !a.help {
             a.json ? Output.line(JSON.render(.object([("version", .string(KeybayVersion.release)), ("pluginABI", .number(KeybayVersion.pluginABI))])))
@@ -116,8 +116,8 @@ enum Command {
         return Exit.success
     }
 
-    /// `get KEY` / `rm KEY`: the key, checked before the store is opened, and the open store
-    /// (never created) for `body`.
+    /// `rm KEY`: the key, checked before the store is opened, and the open store (never created)
+    /// for `body`.
     static func withExistingRecord(_ c: Context, _ body: (String, KeybaySession) throws -> Int32) throws -> Int32 {
         try c.a.expect(["KEY"])
         let key = c.a.positionals[0]
@@ -125,21 +125,6 @@ enum Command {
         let session = try unlock(c.a, c.interaction, createIfAbsent: false)
         defer { session.close() }
         return try body(key, session)
-    }
-
-    static func get(_ c: Context) throws -> Int32 {
-        try withExistingRecord(c) { key, session in
-            guard let value = try session.get(key) else { return notFound(key, session) }
-            if c.a.json {
-                let field: (String, JSON.Value) = String(validating: value, as: UTF8.self).map { ("value", .string($0)) }
-                    ?? ("valueHex", .string(value.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()))
-                Output.line(JSON.render(.object([("key", .string(key)), field])))
-            } else {
-                Output.write(1, value)
-                if isatty(1) == 1, value.last != 0x0a { Output.out("\n") }
-            }
-            return Exit.success
-        }
     }
 
     static func set(_ c: Context) throws -> Int32 {
@@ -163,7 +148,7 @@ enum Command {
         try withExistingRecord(c) { key, session in
             var found = false
             let unconfirmed = try tookEffect { found = try session.delete(key) }
-            guard found || unconfirmed != nil else { return notFound(key, session) }
+            guard found || unconfirmed != nil else { return notFound([key], session, json: c.a.json) }
             if c.a.json { Output.line(JSON.render(.object([("key", .string(key)), ("removed", .bool(true))]))) }
             return try succeeded(unless: unconfirmed)
         }
@@ -324,7 +309,7 @@ enum Command {
         let a = c.a
         try a.expect(["PLUGIN"], optional: 1)
         let plugin = a.positionals.first ?? "passphrase"
-        let interaction = TerminalInteraction(descriptors: SecretDescriptors(), noInput: true)
+        let interaction = CommandInteraction(descriptors: SecretDescriptors(), noInput: true)
         let result = try KeybayPlugins.benchmark(plugin: plugin, options: a.options, search: search(a), interaction: interaction)
         let ms = Int(result.unlockSeconds * 1000)
         a.json ? Output.line(JSON.render(.object([("plugin", .string(plugin)), ("parameters", .string(result.parameters)),
@@ -419,21 +404,42 @@ enum Command {
     }
 
     /// Opens the store, unlocking a protected one with `--method`, its only method, or one the
-    /// user picks; never tries credentials in turn. The store is read once either way.
-    static func unlock(_ a: Arguments, _ interaction: TerminalInteraction, createIfAbsent: Bool,
+    /// user picks; never tries credentials in turn. The store is read once either way. A wrong
+    /// secret typed into a pinentry is asked for again, with the error shown, up to three tries
+    /// in all (gpg-agent's way); one from a descriptor or the terminal fails at once.
+    static func unlock(_ a: Arguments, _ interaction: CommandInteraction, createIfAbsent: Bool,
                        requireMethod: Bool = false, throughAgent: Bool? = nil) throws -> KeybaySession {
         let config = try configuration(a, throughAgent: throughAgent)
-        if let method = a.method {
+        var chosen = a.method
+        var tries = 1
+        while true {
+            interaction.answeredByPinentry = nil
+            do {
+                let session = try open(config, method: chosen, interaction, createIfAbsent: createIfAbsent) { chosen = $0 }
+                if requireMethod && !session.isProtected {
+                    session.close()
+                    throw KeybayError(.protectionMismatch, "\(config.storePath) has no unlock methods to verify")
+                }
+                return session
+            } catch let e as KeybayError where e.code == .wrongSecret && tries < 3 {
+                guard let kind = interaction.answeredByPinentry else { throw e }
+                tries += 1
+                interaction.pinentryError = "Wrong \(kind.displayName) (try \(tries) of 3)"
+            }
+        }
+    }
+
+    /// One open: with `method`, or choosing one (which `chose` is told, so a retry asks no more).
+    private static func open(_ config: KeybayConfiguration, method: String?, _ interaction: CommandInteraction, createIfAbsent: Bool,
+                             chose: @escaping (String) -> Void) throws -> KeybaySession {
+        if let method {
             return try KeybayStore.open(config, method: method, createIfAbsent: createIfAbsent, interaction: interaction)
         }
-        let session = try KeybayStore.open(config, choosingMethod: { methods in
-            methods.count == 1 ? methods[0].id : try interaction.choose(methods).id
+        return try KeybayStore.open(config, choosingMethod: { methods in
+            let id = methods.count == 1 ? methods[0].id : try interaction.choose(methods).id
+            chose(id)
+            return id
         }, createIfAbsent: createIfAbsent, interaction: interaction)
-        if requireMethod && !session.isProtected {
-            session.close()
-            throw KeybayError(.protectionMismatch, "\(config.storePath) has no unlock methods to verify")
-        }
-        return session
     }
 
     static func methodJSON(_ m: KeybayMethod) -> JSON.Value { m.jsonValue }
@@ -467,8 +473,12 @@ enum Command {
         }
     }
 
-    static func notFound(_ key: String, _ session: KeybaySession) -> Int32 {
-        Output.error("no record '\(key)' in \(session.storePath) [not-found]")
+    /// Exit 3 for `keys` that have no record, named on standard error (and, with `--json`, in
+    /// the error object on standard output, with `missing` listing them).
+    static func notFound(_ keys: [String], _ session: KeybaySession, json: Bool) -> Int32 {
+        let message = "no record\(keys.count > 1 ? "s" : "") \(keys.map { "'\($0)'" }.joined(separator: ", ")) in \(session.storePath)"
+        Output.error(message + " [not-found]")
+        if json { Output.jsonError(code: "not-found", message: message, fields: [("missing", .array(keys.map { .string($0) }))]) }
         return Exit.notFound
     }
 

@@ -51,23 +51,16 @@ enum Output {
     static func line(_ text: String) { out(text + "\n") }
     static func error(_ text: String) { write(2, Array(displayable("keybay-methods: " + text + "\n").utf8)) }
 
-    /// Text as it may reach a terminal: control characters other than newline and tab (C0, DEL,
-    /// C1), the bidirectional marks, overrides and isolates and the line and paragraph
-    /// separators are shown as `\u{XX}`, so no stored text (a label, a plugin's message) can move
-    /// the cursor, recolour the screen, reorder or break the line it is on, whatever version of
-    /// Keybay wrote it.
-    static func displayable(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isUnsafeOnTerminal) else { return text }
-        var out = ""
-        for u in text.unicodeScalars {
-            if isUnsafeOnTerminal(u) { out += "\\u{" + String(u.value, radix: 16) + "}" } else { out.unicodeScalars.append(u) }
-        }
-        return out
+    /// With `--json`, an error as one line on standard output: `{"error": {"code", "message", …}}`
+    /// (`fields` after those two); standard error says it too, as for every error.
+    static func jsonError(code: String, message: String, fields: [(String, JSON.Value)] = []) {
+        line(JSON.render(.object([("error", .object([("code", .string(code)), ("message", .string(message))] + fields))])))
     }
 
-    static func isUnsafeOnTerminal(_ u: Unicode.Scalar) -> Bool {
-        u != "\n" && u != "\t" && KeybayMethod.misleadsWhenShown(u)
-    }
+    /// Text as it may reach a terminal (the library's rule: `KeybayTerminalInteraction.displayable`).
+    static func displayable(_ text: String) -> String { KeybayTerminalInteraction.displayable(text) }
+
+    static func isUnsafeOnTerminal(_ u: Unicode.Scalar) -> Bool { KeybayTerminalInteraction.isUnsafeOnTerminal(u) }
 }
 
 /// The CLI's `--json` output is the library's JSON writer (also the C API's `keybay_status_json`).

@@ -40,22 +40,30 @@ enum Exit {
 }
 
 var status: Int32
+// Arguments as the bytes they are: a value is stored byte for byte, anything else must be UTF-8.
+let argv = (1..<Int(CommandLine.argc)).map { i in
+    Array(UnsafeBufferPointer(start: UnsafeRawPointer(CommandLine.unsafeArgv[i]!).assumingMemoryBound(to: UInt8.self),
+                              count: strlen(CommandLine.unsafeArgv[i]!)))
+}
+var parsed: Arguments?
+/// With `--json` an error is also one object on standard output; when the arguments could not be
+/// parsed, `--json` anywhere before `--` counts.
+var jsonErrors: Bool { parsed?.json ?? argv.prefix { $0 != Array("--".utf8) }.contains(Array("--json".utf8)) }
 do {
-    // Arguments as the bytes they are: a value is stored byte for byte, anything else must be UTF-8.
-    let argv = (1..<Int(CommandLine.argc)).map { i in
-        Array(UnsafeBufferPointer(start: UnsafeRawPointer(CommandLine.unsafeArgv[i]!).assumingMemoryBound(to: UInt8.self),
-                                  count: strlen(CommandLine.unsafeArgv[i]!)))
-    }
     let arguments = try Arguments(bytes: argv)
+    parsed = arguments
     status = try Command.run(arguments)
 } catch let e as Arguments.UsageError {
     Output.error(e.message + " (see 'keybay-methods --help')")
+    if jsonErrors { Output.jsonError(code: "usage", message: e.message) }
     status = Exit.usage
 } catch let e as KeybayError {
     Output.error(e.description)
+    if jsonErrors { Output.jsonError(code: e.code.rawValue, message: e.message) }
     status = Exit.code(for: e)
 } catch {
     Output.error("\(error)")
+    if jsonErrors { Output.jsonError(code: "internal", message: "\(error)") }
     status = Exit.failure
 }
 Output.closeStandardOutput()

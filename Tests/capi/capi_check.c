@@ -2,7 +2,9 @@
 // capi_check: a C host of libkeybay, written from docs/c-api.md, built with
 // `cc capi_check.c $(pkg-config --cflags --libs keybay)` against an installed prefix. It uses
 // the store of KEYBAY_APP_ID in the XDG directories of its environment and exits 1 on a
-// failed check. CAPITests runs it.
+// failed check. CAPITests runs it. `capi_check default-interaction null` checks that
+// keybay_default_interaction() is NULL; `... default-interaction set` that it is not, and
+// enrolls a passphrase and opens the store through it (a pinentry answering "pw" five times).
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -104,7 +106,46 @@ static void *work(void *arg) {
     return NULL;
 }
 
-int main(void) {
+/* keybay_default_interaction: NULL, or a static struct that asks (through the pinentry the
+ * environment names): enroll, open, open with a copy of it, and one direct ask_secret. */
+static int check_default_interaction(const char *expect) {
+    const keybay_interaction *asker = keybay_default_interaction();
+    if (strcmp(expect, "null") == 0) {
+        CHECK(asker == NULL, "keybay_default_interaction() is not NULL");
+    } else {
+        CHECK(asker && asker == keybay_default_interaction() && asker->abi_version == KEYBAY_INTERACTION_ABI_VERSION
+              && asker->struct_size == sizeof *asker && asker->ask_secret && !asker->show_secret, "the default interaction");
+        if (!asker) return 1;
+        keybay_error *err = NULL;
+        keybay_open_options o = options(NULL);
+        keybay_store *store = keybay_open(&o, asker, &err);
+        CHECK(store && keybay_set(store, "k", (const uint8_t *)"v", 1, NULL) == 0, "open and set");
+        const char *fast[] = {"memory-kib=8192", "iterations=1", "lanes=1", NULL};
+        char *method = NULL;
+        CHECK(keybay_enroll(store, "passphrase", "main", fast, asker, &method, &err) == 0, "enroll through it: %s", err ? keybay_error_message(err) : "");
+        keybay_close(store);
+        keybay_free_string(method);
+        keybay_interaction copy = *asker;
+        for (int i = 0; i < 2; i++) {
+            store = keybay_open(&o, i == 0 ? asker : &copy, &err);
+            uint8_t *value = NULL;
+            size_t length = 0;
+            CHECK(store && keybay_get(store, "k", &value, &length, NULL) == 0 && length == 1 && value[0] == 'v',
+                  "open %d through it: %s", i, err ? keybay_error_message(err) : "");
+            keybay_free_value(value, length);
+            keybay_close(store);
+        }
+        char buf[16];
+        size_t len = 0;
+        CHECK(asker->ask_secret(asker->context, "Passphrase", 0, buf, sizeof buf, &len) == 0 && len == 2 && memcmp(buf, "pw", 2) == 0, "ask_secret called directly");
+        CHECK(keybay_reset(&o, NULL) == 0, "reset");
+    }
+    printf("capi_check: %d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "default-interaction") == 0) return check_default_interaction(argv[2]);
     keybay_error *err = NULL;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         const char *name = keybay_code_name(names[i].code);

@@ -56,6 +56,7 @@ class Home:
             "GIT_CONFIG_NOSYSTEM": "1",
             "GIT_ASKPASS": str(askpass),
             "LC_ALL": "C",
+            "KEYBAY_PINENTRY": "none",  # no pinentry of this machine's answers for keybay-methods here
         }
 
     def run(self, argv, stdin=b"", env=None, timeout=60):

@@ -198,6 +198,14 @@ public struct NonInteractive: KeybayInteraction {
     }
 }
 
+extension KeybaySecretRequest {
+    /// A request made outside a plugin call: the C API's default interaction asked directly by
+    /// its host (package access: no public API makes requests).
+    package init(kind: Kind, prompt: String, isConfirmation: Bool) {
+        self.init(kind: kind, prompt: prompt, retriesLeft: nil, isNew: isConfirmation, isConfirmation: isConfirmation, application: nil, label: nil)
+    }
+}
+
 extension KeybaySecretRequest.Kind {
     /// How messages name the kind: "passphrase", "PIN", "recovery key".
     public var displayName: String { self == .pin ? "PIN" : rawValue }

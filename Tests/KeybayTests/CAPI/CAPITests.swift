@@ -19,8 +19,8 @@ import Testing
     }
 
     /// capi_check built against the installed prefix.
-    static func built(_ prefix: String) throws -> String {
-        let program = prefix + "/capi_check"
+    static func built(_ prefix: String, as name: String = "capi_check") throws -> String {
+        let program = prefix + "/" + name
         let flags = try run("/usr/bin/pkg-config", ["--cflags", "--libs", "keybay"],
                             environment: ["PATH": "/usr/bin:/bin", "PKG_CONFIG_PATH": prefix + "/lib/pkgconfig"])
         guard flags.status == 0 else { throw KeybayTestFailure("pkg-config: \(flags.stderr)") }
@@ -45,6 +45,35 @@ import Testing
         #expect(ldd.status == 0 && ldd.out.contains(prefix + "/lib/libkeybay.so.1") && !ldd.out.contains("swift"), "\(ldd.out)")
         let libraryLdd = try run("/usr/bin/ldd", [prefix + "/lib/libkeybay.so.1"], environment: ["PATH": "/usr/bin:/bin"])
         #expect(!libraryLdd.out.contains("swift") && !libraryLdd.out.contains("libstdc++"), "\(libraryLdd.out)")
+    }
+
+    /// keybay_default_interaction(): NULL with no terminal (a new session) and no pinentry
+    /// (KEYBAY_PINENTRY=none, or none on PATH); with KEYBAY_PINENTRY naming one, a struct through
+    /// which a passphrase is enrolled and the store opened, each question with the method's label
+    /// (the library's own asker, also for a copy of the struct), and a direct ask_secret.
+    @Test func theDefaultInteractionAsksThroughPinentryAndIsNullWithNowhereToAsk() throws {
+        let prefix = try Self.installed.get()
+        // A program of its own: another test runs capi_check meanwhile.
+        let program = try Self.built(prefix, as: "capi_check_default")
+        let box = Sandbox(app: "com.example.c-default")
+        var environment = box.environment
+        environment["KEYBAY_PLUGIN_PATH"] = nil
+        let off = try run("/usr/bin/setsid", ["-w", program, "default-interaction", "null"], environment: environment)
+        #expect(off.status == 0, "KEYBAY_PINENTRY=none: \(off.out)")
+        var nothing = environment
+        nothing["KEYBAY_PINENTRY"] = nil
+        nothing["PATH"] = box.root
+        let none = try run("/usr/bin/setsid", ["-w", program, "default-interaction", "null"], environment: nothing)
+        #expect(none.status == 0, "no pinentry on PATH: \(none.out)")
+        let pinentry = try ScriptedPinentry(box, answers: Array(repeating: "pw", count: 5))
+        var named = pinentry.environment(box)
+        named["KEYBAY_PLUGIN_PATH"] = nil
+        let asked = try run("/usr/bin/setsid", ["-w", program, "default-interaction", "set"], environment: named)
+        #expect(asked.status == 0 && asked.out.contains(" checks, 0 failures"), "\(asked.out) \(asked.stderr)")
+        let descriptions = pinentry.runs.map { ScriptedPinentry.argument("SETDESC", in: $0.lines) ?? "" }
+        #expect(descriptions.count == 5, "\(descriptions)")
+        #expect(descriptions.prefix(4).allSatisfy { $0.contains("“main”") && $0.contains(box.app) }, "\(descriptions)")
+        #expect(descriptions.last.map { !$0.contains("“main”") } == true, "\(descriptions)")
     }
 
     /// The library exports exactly the header's functions, at version KEYBAY_1.0, under its soname.

@@ -48,7 +48,7 @@ import Testing
 
     @Test func usageErrorsExitTwoAndTouchNothing() throws {
         let box = Sandbox()
-        for args in [["frobnicate"], ["get"], ["set", "k"], ["get", "k", "extra"], ["status", "--bogus"],
+        for args in [["frobnicate"], ["get"], ["set", "k"], ["rm", "k", "extra"], ["status", "--bogus"],
                      ["get", "k", "--yes"], ["reset"], ["set", "bad key", "v"], ["set", "/k", "v"], ["--app"],
                      ["--app", "bad/app", "status"], []] {
             let r = try run(cliPath, args, environment: box.environment)

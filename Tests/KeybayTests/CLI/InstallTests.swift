@@ -7,7 +7,7 @@ import Testing
 /// `make install` into a temporary prefix, then the installed CLI finds its installed plugins, the
 /// installed library finds the same ones, the installed Python package runs, and every installed
 /// ELF file (the CLI, the credential helpers, the library, the plugins) is stripped (STRIP= keeps the debug info); the man page renders; the completion
-/// completes commands and plugin ids.
+/// completes commands, plugin ids and record keys.
 @Suite struct InstallTests {
     /// `make install BIN=<this build> PREFIX=<box>/prefix` (with `extra` make variables): the prefix.
     static func install(into box: Sandbox, _ extra: [String] = []) throws -> String {
@@ -281,5 +281,9 @@ import Testing
         #expect(try Set(complete(["keybay-methods", "unlock", "--for", ""])).isSuperset(of: ["15m", "0"]))
         #expect(try complete(["keybay-methods", "lock", "--a"]).sorted() == ["--all", "--app"])
         #expect(try Set(complete(["keybay-methods", "enroll", ""])).isSuperset(of: ["passphrase"]))
+        // Record keys: every argument of get (KEY...), the first of rm only.
+        for key in ["alpha", "beta"] { #expect(try box.cli("set", key, "v").status == 0) }
+        #expect(try complete(["keybay-methods", "get", "alpha", ""]).sorted() == ["alpha", "beta"])
+        #expect(try complete(["keybay-methods", "rm", "alpha", ""]).isEmpty)
     }
 }

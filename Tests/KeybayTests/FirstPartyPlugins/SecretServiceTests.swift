@@ -163,7 +163,7 @@ import Testing
         #expect(try f.cli("set", "k", "w", "--no-input").status == 4)
         // status says the keyring is locked: exit 4, interaction-required, and no state at all.
         let status = try f.cli("status", "--json", "--no-input")
-        #expect(status.status == 4 && status.stderr.contains("[interaction-required]") && status.stdout.isEmpty, "\(status.stderr)")
+        #expect(status.status == 4 && status.stderr.contains("[interaction-required]") && jsonErrorCode(status) == "interaction-required", "\(status.out) \(status.stderr)")
         // reset cannot delete a locked item: it removes nothing.
         let reset = try f.cli("reset", "--yes", "--no-input")
         #expect(reset.status == 4, "\(reset.stderr)")
@@ -184,7 +184,9 @@ import Testing
         #expect(try f.cli("set", "k", "w", "--no-input").status == 4, "\(`where`)")
         for arguments in [["status", "--json"], ["status"]] {
             let status = try run(cliPath, arguments, environment: f.env)
-            #expect(status.status == 4 && status.stderr.contains("[interaction-required]") && status.stdout.isEmpty,
+            // With --json only the error object is printed, never a state.
+            let stateless = arguments.contains("--json") ? jsonErrorCode(status) == "interaction-required" : status.stdout.isEmpty
+            #expect(status.status == 4 && status.stderr.contains("[interaction-required]") && stateless,
                     "\(`where`): status must say the keyring is locked, not a state: \(status.out) \(status.stderr)")
         }
         let reset = try f.cli("reset", "--yes", "--no-input")

@@ -262,9 +262,11 @@ import Testing
     }
 
     /// The JSON object on the first line of standard output, if there is one.
+    /// The command's result object: its first line of JSON that is not the `{"error": …}`
+    /// object --json also prints for a failure.
     static func printedObject(_ r: RunResult) -> [String: Any]? {
-        guard let line = r.stdout.split(separator: 0x0a).first else { return nil }
-        return (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any]
+        r.stdout.split(separator: 0x0a).lazy.compactMap { (try? JSONSerialization.jsonObject(with: Data($0))) as? [String: Any] }
+            .first { $0.count != 1 || $0["error"] == nil }
     }
 }
 

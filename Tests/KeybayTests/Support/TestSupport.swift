@@ -49,7 +49,9 @@ final class Sandbox: Sendable {
         // backtracer (found next to a dynamically linked runtime, e.g. in sanitizer builds)
         // would outlive them holding their output pipes.
         var env = ["XDG_DATA_HOME": dataHome, "XDG_STATE_HOME": stateHome, "KEYBAY_APP_ID": app,
-                   "PATH": "/usr/bin:/bin", "HOME": root, "SWIFT_BACKTRACE": "enable=no"]
+                   "PATH": "/usr/bin:/bin", "HOME": root, "SWIFT_BACKTRACE": "enable=no",
+                   // No pinentry of this machine's answers for a test that did not start one.
+                   "KEYBAY_PINENTRY": "none"]
         env["KEYBAY_PLUGIN_PATH"] = [sanitizerPluginDirectory, testPluginDirectory].compactMap { $0 }.joined(separator: ":")
         // Under scripts/sanitizers.sh the children's reports go to the files the script checks
         // (log_path), with the same suppressions: their stderr is captured or discarded.
@@ -234,6 +236,15 @@ extension Sandbox {
         let fd = option.map { [$0, "3"] } ?? []
         return try run("/bin/sh", ["-c", "exec \"$0\" \"$@\" 3<\"\(file)\"", cliPath] + arguments + fd, environment: environment)
     }
+}
+
+/// The code of the `{"error": {"code", …}}` object a `--json` run printed as its whole standard
+/// output, or nil when it printed anything else.
+func jsonErrorCode(_ r: RunResult) -> String? {
+    guard r.stdout.last == 0x0a, r.stdout.dropLast().firstIndex(of: 0x0a) == nil,
+          let object = try? JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any], object.count == 1,
+          let error = object["error"] as? [String: Any] else { return nil }
+    return error["code"] as? String
 }
 
 /// Passphrase parameters that keep tests fast (8 MiB, one pass, one lane), as enroll options

@@ -130,6 +130,17 @@ typedef struct keybay_interaction {          /* abi_version and struct_size firs
     int  (*is_cancelled)(void *context);                       /* may be NULL */
 } keybay_interaction;
 
+/* An interaction that asks the user where the user is: through the pinentry program that
+ * KEYBAY_PINENTRY names (a name on PATH or an absolute path), else on the controlling terminal,
+ * else through `pinentry` on PATH (unless KEYBAY_PINENTRY=none); each question is sent where
+ * that says at the time it is asked. NULL when the process has neither a terminal nor a
+ * pinentry (or KEYBAY_PINENTRY names no program). Static: never free it; every call returns the
+ * same struct. Pass it to keybay_open and keybay_enroll, which then use the library's own asker
+ * with the whole request (the method's label, the application); its callbacks may also be
+ * called directly. It has no show_secret (a recovery key cannot be enrolled through it) and no
+ * is_cancelled; messages go to standard error. A cancel in the pinentry is KEYBAY_ERR_CANCELLED. */
+KEYBAY_API const keybay_interaction *keybay_default_interaction(void);
+
 typedef struct keybay_open_options {
     uint32_t struct_size;             /* sizeof(keybay_open_options); the library reads only what it covers */
     const char *app_id;               /* required: [A-Za-z0-9][A-Za-z0-9._-]{0,119} */

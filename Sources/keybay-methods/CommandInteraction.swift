@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+import CSodium
+import Glibc
+import Keybay
+
+/// Secrets for the CLI: from the secret descriptors (read once, to EOF, one trailing newline
+/// removed), else where `KeybayAsker` says (a pinentry named by KEYBAY_PINENTRY, the controlling
+/// terminal, `pinentry` on PATH); never from an argument. `--no-input`, or nowhere to ask, turns
+/// every question into `.interactionRequired` (exit 4). A secret a plugin shows (a recovery key)
+/// never comes here: the command prepares the enrollment, and prints the prepared enrollment's
+/// `shownSecret` once it is stored (`StoredEnrollment`).
+final class CommandInteraction: KeybayInteraction, @unchecked Sendable {
+    let descriptors: SecretDescriptors
+    let noInput: Bool
+    /// Whether a new secret may come from the unlock descriptor of its kind (`enroll`: yes).
+    var newFromUnlockDescriptors = true
+    private var fromDescriptor: [Int32: SecureBytes] = [:]
+    /// The kind of the last secret a pinentry answered (`Command.unlock` retries those).
+    var answeredByPinentry: KeybaySecretRequest.Kind?
+    /// Shown by the next pinentry question (`SETERROR`): why it is asked again.
+    var pinentryError: String?
+
+    init(descriptors: SecretDescriptors, noInput: Bool) {
+        self.descriptors = descriptors
+        self.noInput = noInput
+    }
+
+    func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let what = (request.isNew ? "new " : "") + request.kind.displayName
+        if let fd = descriptors.descriptor(for: request, newFromUnlock: newFromUnlockDescriptors) {
+            let secret = try descriptorSecret(fd, what: what)
+            guard secret.count <= buffer.count else {
+                throw KeybayError(.invalidArgument, "the \(what) read from descriptor \(fd) is longer than \(buffer.count) bytes")
+            }
+            secret.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            return secret.count
+        }
+        let option = SecretDescriptors.option(for: request)
+        guard !noInput else { throw KeybayError(.interactionRequired, "a \(what) is needed but --no-input was given (\(option) N gives it from a descriptor)") }
+        switch try KeybayAsker.current() {
+        case .terminal(let terminal)?:
+            return try terminal.askSecret(request, into: buffer)
+        case .pinentry(let pinentry)?:
+            if let error = pinentryError { pinentry.showError(error) }
+            pinentryError = nil
+            let n = try pinentry.askSecret(request, into: buffer)
+            answeredByPinentry = request.kind
+            return n
+        case nil:
+            throw KeybayError(.interactionRequired, "a \(what) is needed but there is no terminal and no pinentry program (use \(option))")
+        }
+    }
+
+    /// Plugins' diagnostic lines: errors by default; `KEYBAY_LOG=debug|info|error` sets the least
+    /// level shown (read when a plugin first logs, not at start-up).
+    var logLevel: KeybayLogLevel {
+        switch getenv("KEYBAY_LOG").map({ String(cString: $0) }) {
+        case "debug": .debug
+        case "info": .info
+        default: .error
+        }
+    }
+
+    func log(_ text: String, level: KeybayLogLevel) {
+        Output.error("\(level == .error ? "error" : level == .info ? "info" : "debug"): \(text)")
+    }
+
+    func message(_ text: String, level: KeybayMessageLevel) {
+        KeybayTerminalInteraction().message(text, level: level)
+    }
+
+    func confirm(_ question: String) throws -> Bool {
+        // The question names what needs the user (a locked keyring): say it in the error too.
+        guard !noInput else { throw KeybayError(.interactionRequired, "a confirmation is needed (\(question)) but --no-input was given") }
+        guard let asker = try KeybayAsker.current() else {
+            throw KeybayError(.interactionRequired, "a confirmation is needed (\(question)) but there is no terminal and no pinentry program")
+        }
+        return try asker.interaction.confirm(question)
+    }
+
+    /// Asks the user to pick one of several methods on the terminal (a pinentry offers no list).
+    func choose(_ methods: [KeybayMethod]) throws -> KeybayMethod {
+        guard !noInput, KeybayTerminalInteraction.isAvailable else {
+            let which = noInput ? " (\(methods.map { "\($0.id) \($0.plugin) \($0.label)" }.joined(separator: "; ")))" : ""
+            throw KeybayError(.interactionRequired, "the store has several methods\(noInput ? "" : " and there is no terminal"); choose one with --method\(which)")
+        }
+        return try KeybayTerminalInteraction().choose(methods)
+    }
+
+    /// The secret on descriptor `fd` (read once, to EOF, one trailing newline removed).
+    func descriptorSecret(_ fd: Int32, what: String) throws -> SecureBytes {
+        if let cached = fromDescriptor[fd] { return cached }
+        let capacity = 64 * 1024
+        // plugin-check reads --pin-fd before anything else has started libsodium.
+        guard sodium_init() >= 0, let raw = sodium_malloc(capacity) else { throw KeybayError(.io, "out of memory") }
+        defer { sodium_free(raw) }
+        var n = 0
+        while n < capacity {
+            let r = read(fd, raw + n, capacity - n)
+            if r < 0 { if errno == EINTR { continue }; throw KeybayError(.invalidArgument, "cannot read the \(what) from descriptor \(fd): \(String(cString: strerror(errno)))") }
+            if r == 0 { break }
+            n += r
+        }
+        let bytes = raw.assumingMemoryBound(to: UInt8.self)
+        if n > 0 && bytes[n - 1] == 0x0a { n -= 1 }
+        guard n > 0 else { throw KeybayError(.invalidArgument, "descriptor \(fd) gave an empty \(what)") }
+        let secret = SecureBytes(copying: UnsafeRawBufferPointer(start: raw, count: n))
+        fromDescriptor[fd] = secret
+        return secret
+    }
+}
