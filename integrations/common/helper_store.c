@@ -8,10 +8,15 @@
 
 #include "strict_json.h"
 
+static int asking_forbidden;
+
+void helper_forbid_asking(void) { asking_forbidden = 1; }
+
 const keybay_interaction *helper_interaction(void) {
-    /* Never asks: a locked store gives the hint. The terminal or pinentry interaction of the
-     * C API is the one to return here once the library offers it. */
-    return NULL;
+    if (asking_forbidden) return NULL;
+    /* The library's asker: KEYBAY_PINENTRY's pinentry, else the terminal, else `pinentry` on
+     * PATH; NULL when there is none, and a locked store then gives the hint instead. */
+    return keybay_default_interaction();
 }
 
 int helper_code_is_locked(int code) {

@@ -16,8 +16,13 @@ typedef enum {
     HELPER_FAILED,     /* any other failure */
 } helper_open_result;
 
-/* Who the helpers may ask for a store's unlock secret: chosen here alone. NULL never asks. */
+/* Who the helpers may ask for a store's unlock secret: chosen here alone. The library's
+ * terminal-or-pinentry asker (keybay_default_interaction), NULL when there is nowhere to ask or
+ * after helper_forbid_asking; NULL never asks. */
 const keybay_interaction *helper_interaction(void);
+
+/* From now on helper_interaction is NULL (git's GIT_TERMINAL_PROMPT=0: nothing may wait for a person). */
+void helper_forbid_asking(void);
 
 /* Opens the store of `app_id`. With `create` 0 a store that does not exist is HELPER_NO_STORE
  * (its file looked for, then keybay_status_json asked: nothing is created). On HELPER_LOCKED and HELPER_FAILED, `message` holds

@@ -225,6 +225,9 @@ int main(int argc, char **argv) {
     int is_get = strcmp(operation, "get") == 0, is_store = strcmp(operation, "store") == 0, is_erase = strcmp(operation, "erase") == 0;
     if (!is_get && !is_store && !is_erase) return 0; /* gitcredentials(7): ignore other operations */
     if (sodium_init() < 0) { say(PROGRAM ": libsodium did not initialise"); return 1; }
+    /* git(1): GIT_TERMINAL_PROMPT=0 means nothing may wait for a person; a locked store then gives the hint. */
+    const char *prompt = getenv("GIT_TERMINAL_PROMPT");
+    if (prompt && strcmp(prompt, "0") == 0) helper_forbid_asking();
 
     guarded_buffer input = {0};
     int read = guarded_read_all(STDIN_FILENO, INPUT_LIMIT, &input);

@@ -9,7 +9,7 @@ docs/python.md in the repository describes the API, the errors and the interacti
 from . import errors as _errors
 from ._library import lib as _lib
 from .errors import CODE_NAMES, Error
-from .interaction import MESSAGE_INFO, MESSAGE_WARNING
+from .interaction import MESSAGE_INFO, MESSAGE_WARNING, default_interaction
 from .store import Store, open, reset, status
 
 for _name in _errors.CLASS_NAMES:
@@ -22,4 +22,4 @@ def library_version():
 
 
 __all__ = ["open", "status", "reset", "Store", "Error", "CODE_NAMES", "MESSAGE_INFO",
-           "MESSAGE_WARNING", "library_version", *_errors.CLASS_NAMES]
+           "MESSAGE_WARNING", "default_interaction", "library_version", *_errors.CLASS_NAMES]

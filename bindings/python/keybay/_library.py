@@ -87,7 +87,8 @@ for name, result, arguments in [
         ("keybay_status_json", ctypes.c_int, [ctypes.POINTER(OpenOptions), ctypes.POINTER(ctypes.c_void_p), _err]),
         ("keybay_reset", ctypes.c_int, [ctypes.POINTER(OpenOptions), _err]),
         ("keybay_free_string", None, [_p]),
-        ("keybay_version", _s, [])]:
+        ("keybay_version", _s, []),
+        ("keybay_default_interaction", ctypes.POINTER(Interaction), [])]:
     function = getattr(lib, name)
     function.restype = result
     function.argtypes = arguments

@@ -16,6 +16,27 @@ def _wipe(buffer):
     ctypes.memset((ctypes.c_char * len(buffer)).from_buffer(buffer), 0, len(buffer))
 
 
+class DefaultInteraction:
+    """The library's own interaction (keybay_default_interaction): it asks through the pinentry
+    KEYBAY_PINENTRY names, else on the controlling terminal, else through `pinentry` on PATH.
+    Made by `default_interaction()`; pass it as `interaction=`."""
+
+    __slots__ = ("_pointer",)
+
+    def __init__(self, pointer):
+        self._pointer = pointer
+
+    def __repr__(self):
+        return "keybay.default_interaction()"
+
+
+def default_interaction():
+    """The library's terminal-or-pinentry interaction, or None when this process has neither a
+    terminal nor a pinentry to ask through (decide then whether to fail or to ask another way)."""
+    pointer = c.lib.keybay_default_interaction()
+    return DefaultInteraction(pointer) if pointer else None
+
+
 class Bridge:
     """Holds the keybay_interaction and its callbacks for the length of one call.
 
@@ -28,8 +49,13 @@ class Bridge:
         self.failure = None
         self.show_secret_failed = False
         self._callbacks = []  # referenced here so ctypes does not free them while C holds them
+        self._default = None
         if interaction is None:
             self.struct = None
+            return
+        if isinstance(interaction, DefaultInteraction):
+            # The library's static struct, passed as it is: the library then asks with the whole request.
+            self.struct, self._default = None, interaction._pointer
             return
         self.struct = c.Interaction()
         self.struct.abi_version = c.INTERACTION_ABI_VERSION
@@ -48,6 +74,8 @@ class Bridge:
             setattr(self.struct, name, callback)
 
     def pointer(self):
+        if self._default is not None:
+            return self._default
         return None if self.struct is None else ctypes.byref(self.struct)
 
     def _remember(self, error):

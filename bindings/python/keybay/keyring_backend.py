@@ -83,9 +83,11 @@ def _store_file_exists(app_id):
 
 
 def _interaction():
-    """Who a store's unlock method may ask: chosen here alone. None never asks (a locked store
-    raises KeyringLocked saying what to do)."""
-    return None
+    """Who a store's unlock method may ask: chosen here alone. The library's own asker (the
+    pinentry KEYBAY_PINENTRY names, the terminal, or `pinentry` on PATH); None where there is none,
+    and then a locked store raises KeyringLocked saying what to do."""
+    import keybay
+    return keybay.default_interaction()
 
 
 class KeybayKeyring(KeyringBackend):

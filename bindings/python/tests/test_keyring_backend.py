@@ -78,7 +78,25 @@ def test_get_credential_without_a_username_finds_the_services_user(private_home)
     assert backend.get_credential("svc.a", None).username == "alice"
 
 
-def test_a_locked_store_raises_keyring_locked(private_home):
+CANCELLING_PINENTRY = """#!/bin/sh
+echo "OK Pleased to meet you"
+while read -r line; do
+  case "$line" in
+    GETPIN*) echo "ERR 83886179 Operation cancelled <Pinentry>" ;;
+    BYE*) echo "OK closing connection"; exit 0 ;;
+    *) echo OK ;;
+  esac
+done
+"""
+
+
+def test_a_locked_store_raises_keyring_locked(private_home, monkeypatch):
+    # The backend asks through the library's asker: here a pinentry that cancels (KEYBAY_PINENTRY
+    # is used even where this process has a terminal, so nothing is asked on it).
+    pinentry = private_home / "pinentry"
+    pinentry.write_text(CANCELLING_PINENTRY)
+    pinentry.chmod(0o755)
+    monkeypatch.setenv("KEYBAY_PINENTRY", str(pinentry))
     backend = KeybayKeyring()
     backend.set_password("svc", "user", "locked-password")
     asker = Asker("a passphrase for the test")

@@ -115,3 +115,37 @@ def test_a_recovery_key_show_secret_could_not_show_is_taken_back(app_id):
         assert isinstance(raised.value.__cause__, OSError)
         assert len(raised.value.method_id) == 32
     assert keybay.status(app_id)["state"] == "platform-only"
+
+
+ANSWERING_PINENTRY = """#!/bin/sh
+# Answers every GETPIN with $ANSWER and counts them in $0.count.
+echo "OK Pleased to meet you"
+while read -r line; do
+  case "$line" in
+    GETPIN*) echo x >> "$0.count"; printf 'D %s\\nOK\\n' "$ANSWER" ;;
+    BYE*) echo "OK closing connection"; exit 0 ;;
+    *) echo OK ;;
+  esac
+done
+"""
+
+
+def test_the_default_interaction_asks_through_the_named_pinentry(app_id, home, monkeypatch):
+    method, _ = enroll_passphrase(app_id)
+    pinentry = home / f"pinentry-{app_id}"
+    pinentry.write_text(ANSWERING_PINENTRY)
+    pinentry.chmod(0o755)
+    monkeypatch.setenv("KEYBAY_PINENTRY", str(pinentry))
+    monkeypatch.setenv("ANSWER", "correct horse battery")
+    asker = keybay.default_interaction()
+    assert asker is not None
+    with keybay.open(app_id, interaction=asker) as store:
+        assert store.get("api/token") == b"s3cr3t"
+    assert pinentry.with_name(pinentry.name + ".count").read_text() == "x\n"
+    monkeypatch.setenv("ANSWER", "not it")
+    with pytest.raises(keybay.WrongSecret) as raised:
+        keybay.open(app_id, interaction=keybay.default_interaction())
+    assert raised.value.method_id == method
+    # A pinentry that names no program: nowhere to ask.
+    monkeypatch.setenv("KEYBAY_PINENTRY", str(home / "no-such-pinentry"))
+    assert keybay.default_interaction() is None
