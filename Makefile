@@ -97,7 +97,7 @@ install: $(if $(BIN),,build) install-dev install-integrations
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@RPATH@|$(rpath)|g' "$(TOP)/keybay.pc.in" > "$(DESTDIR)$(pkgconfigdir)/keybay.pc"
 	chmod 0644 "$(DESTDIR)$(pkgconfigdir)/keybay.pc"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(PREFIX)/share/man/man1" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions"
-	$(INSTALL) -m 0644 "$(TOP)/docs/keybay-methods.1" "$(DESTDIR)$(PREFIX)/share/man/man1/keybay-methods.1"
+	for page in $(MANPAGES); do $(INSTALL) -m 0644 "$(TOP)/docs/$$page" "$(DESTDIR)$(PREFIX)/share/man/man1/$$page" || exit 1; done
 	$(INSTALL) -m 0644 "$(TOP)/completions/keybay-methods.bash" "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods"
 	@test -n "$(pythondir)" || { echo "make install: $(PYTHON) did not say where its packages go under $(PREFIX); give pythondir=DIR" >&2; exit 1; }
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(pythondir)/keybay"
@@ -113,6 +113,8 @@ install: $(if $(BIN),,build) install-dev install-integrations
 # linked to a file of its own and renamed into place, so an install running at the same time
 # (the tests run several) never copies a half-written program.
 INTEGRATIONS = git-credential-keybay docker-credential-keybay
+# The CLI's manual page and the credential helpers' (docs/).
+MANPAGES = keybay-methods.1 $(foreach h,$(INTEGRATIONS),$(h).1)
 INTEGRATION_CFLAGS ?= -std=c11 -O2 -g -Wall -Wextra -D_DEFAULT_SOURCE -D_FORTIFY_SOURCE=2 -fstack-protector-strong
 INTEGRATION_BIN = $(if $(BIN),$(BIN),$$(cd "$(TOP)" && $(SWIFT) build -c $(CONFIG) --show-bin-path))
 
@@ -143,7 +145,8 @@ uninstall:
 	rm -f "$(DESTDIR)$(bindir)/keybay-methods" "$(DESTDIR)$(includedir)/keybay_plugin.h" \
 		"$(DESTDIR)$(pkgconfigdir)/keybay-plugin.pc" "$(DESTDIR)$(includedir)/keybay.h" "$(DESTDIR)$(pkgconfigdir)/keybay.pc" \
 		"$(DESTDIR)$(libdir)/libkeybay.so.1" "$(DESTDIR)$(libdir)/libkeybay.so"
-	rm -f "$(DESTDIR)$(PREFIX)/share/man/man1/keybay-methods.1" \
+	for page in $(MANPAGES); do rm -f "$(DESTDIR)$(PREFIX)/share/man/man1/$$page"; done
+	rm -f \
 		"$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods" \
 		"$(DESTDIR)$(userunitdir)/keybay-agent.socket" "$(DESTDIR)$(userunitdir)/keybay-agent.service"
 	for p in $(PLUGINS); do rm -f "$(DESTDIR)$(plugindir)/$$p"; done

@@ -57,6 +57,18 @@ enum Output {
         line(JSON.render(.object([("error", .object([("code", .string(code)), ("message", .string(message))] + fields))])))
     }
 
+    /// The error's fields for a program, after `code` and `message`, each only when set:
+    /// `reason`, `triesLeft`, `path`, `pluginId`, `methodId`.
+    static func errorFields(_ e: KeybayError) -> [(String, JSON.Value)] {
+        var fields: [(String, JSON.Value)] = []
+        if let reason = e.reason { fields.append(("reason", .string(reason))) }
+        if let triesLeft = e.triesLeft { fields.append(("triesLeft", .number(triesLeft))) }
+        if let path = e.path { fields.append(("path", .string(path))) }
+        if let plugin = e.pluginID { fields.append(("pluginId", .string(plugin))) }
+        if let method = e.methodID { fields.append(("methodId", .string(method))) }
+        return fields
+    }
+
     /// Text as it may reach a terminal (the library's rule: `KeybayTerminalInteraction.displayable`).
     static func displayable(_ text: String) -> String { KeybayTerminalInteraction.displayable(text) }
 

@@ -59,7 +59,7 @@ do {
     status = Exit.usage
 } catch let e as KeybayError {
     Output.error(e.description)
-    if jsonErrors { Output.jsonError(code: e.code.rawValue, message: e.message) }
+    if jsonErrors { Output.jsonError(code: e.code.rawValue, message: e.message, fields: Output.errorFields(e)) }
     status = Exit.code(for: e)
 } catch {
     Output.error("\(error)")

@@ -19,6 +19,12 @@ const keybay_interaction *helper_interaction(void) {
     return keybay_default_interaction();
 }
 
+int helper_app_argument(int argc, char **argv, int *i, const char **app) {
+    if (strcmp(argv[*i], "--app") == 0 && *i + 1 < argc) { *app = argv[++*i]; return 1; }
+    if (strncmp(argv[*i], "--app=", 6) == 0) { *app = argv[*i] + 6; return 1; }
+    return 0;
+}
+
 int helper_code_is_locked(int code) {
     return code == KEYBAY_ERR_INTERACTION_REQUIRED || code == KEYBAY_ERR_AUTHENTICATION_REQUIRED
         || code == KEYBAY_ERR_PIN_REQUIRED || code == KEYBAY_ERR_CANCELLED;

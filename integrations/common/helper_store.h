@@ -21,6 +21,10 @@ typedef enum {
  * after helper_forbid_asking; NULL never asks. */
 const keybay_interaction *helper_interaction(void);
 
+/* If argv[*i] is `--app ID` (taking argv[*i + 1] and advancing *i) or `--app=ID`, sets *app and
+ * returns 1; else returns 0. Both helpers choose their store this way. */
+int helper_app_argument(int argc, char **argv, int *i, const char **app);
+
 /* From now on helper_interaction is NULL (git's GIT_TERMINAL_PROMPT=0: nothing may wait for a person). */
 void helper_forbid_asking(void);
 

@@ -248,9 +248,8 @@ int main(int argc, char **argv) {
     limit_core_dumps();
     const char *app = DEFAULT_APP, *action = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--app") == 0 && i + 1 < argc) app = argv[++i];
-        else if (strncmp(argv[i], "--app=", 6) == 0) app = argv[i] + 6;
-        else if (action) action = "";
+        if (helper_app_argument(argc, argv, &i, &app)) continue;
+        if (action) action = "";
         else action = argv[i];
     }
     if (!action || !*action) return fail("Usage: " PROGRAM " [--app ID] <store|get|erase|list|version>");

@@ -215,9 +215,8 @@ int main(int argc, char **argv) {
     limit_core_dumps();
     const char *app = DEFAULT_APP, *operation = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--app") == 0 && i + 1 < argc) app = argv[++i];
-        else if (strncmp(argv[i], "--app=", 6) == 0) app = argv[i] + 6;
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return usage(0);
+        if (helper_app_argument(argc, argv, &i, &app)) continue;
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return usage(0);
         else if (argv[i][0] == '-' || operation) return usage(2);
         else operation = argv[i];
     }

@@ -10,6 +10,9 @@ struct AgentRecords: Sendable {
     let client: AgentClient
     let store: AgentStoreRef
 
+    /// The reason of that `.io`: a program reads the record again rather than assume either outcome.
+    static let unconfirmedReason = "agent-unconfirmed"
+
     func get(_ key: String) throws -> [UInt8]? {
         guard case .value(let value) = try ask(.get(store, key: key)) else { throw unexpected() }
         return value
@@ -53,7 +56,7 @@ struct AgentRecords: Sendable {
         case .unanswered(let why):
             guard request.writes else { throw ended(why) }
             throw KeybayError(.io, "the keybay agent did not confirm the write to \(store.storePath) (\(why)): whether it took effect is unknown; read the record again")
-                .with(path: store.storePath)
+                .with(path: store.storePath, reason: Self.unconfirmedReason)
         }
     }
 

@@ -124,6 +124,7 @@ import Testing
         #expect(make.status == 0, "\(make.stderr)")
         for file in ["bin/keybay-methods", "lib/keybay/plugins/libkeybay-file-root.so", "lib/keybay/plugins/libkeybay-passphrase.so",
                      "include/keybay/keybay_plugin.h", "lib/pkgconfig/keybay-plugin.pc", "share/man/man1/keybay-methods.1",
+                     "share/man/man1/git-credential-keybay.1", "share/man/man1/docker-credential-keybay.1",
                      "share/bash-completion/completions/keybay-methods", "share/doc/keybay/plugins.md",
                      "share/doc/keybay/examples/c-plugin/pin.c", "bin/git-credential-keybay", "bin/docker-credential-keybay",
                      "lib/systemd/user/keybay-agent.socket", "lib/systemd/user/keybay-agent.service"] {
@@ -254,9 +255,10 @@ import Testing
         #expect(named.out.contains("test-counting") && named.out.contains("test-fido2"), "\(named.out)")
     }
 
-    @Test func theManPageRendersWithoutWarnings() throws {
-        let r = try run("/usr/bin/groff", ["-man", "-Tutf8", "-ww", packageDirectory + "/docs/keybay-methods.1"], environment: ["PATH": "/usr/bin:/bin"])
-        #expect(r.status == 0 && r.stderr.isEmpty && r.out.contains("keybay-methods"), "\(r.stderr)")
+    @Test(arguments: ["keybay-methods", "git-credential-keybay", "docker-credential-keybay"])
+    func theManPageRendersWithoutWarnings(program: String) throws {
+        let r = try run("/usr/bin/groff", ["-man", "-Tutf8", "-ww", packageDirectory + "/docs/\(program).1"], environment: ["PATH": "/usr/bin:/bin"])
+        #expect(r.status == 0 && r.stderr.isEmpty && r.out.contains(program), "\(r.stderr)")
     }
 
     @Test func theCompletionCompletesCommandsAndPluginIds() throws {
