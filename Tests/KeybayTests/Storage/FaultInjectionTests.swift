@@ -237,8 +237,13 @@ import Testing
         #expect(r.status == 0, "undisturbed run: \(r.stderr)")
         // What the copy made outside its homes (a TPM's counter) goes with it.
         _ = try run(cliPath, ["reset", "--yes"], environment: box.environment.merging(environment) { $1 })
+        return parseTrace(readBytes(trace) ?? [])
+    }
+
+    /// What `strace -y` wrote: for each system call, what its first argument named, in order.
+    static func parseTrace(_ trace: [UInt8]) -> [String: [String]] {
         var made: [String: [String]] = [:]
-        for line in String(decoding: readBytes(trace) ?? [], as: UTF8.self).split(separator: "\n") {
+        for line in String(decoding: trace, as: UTF8.self).split(separator: "\n") {
             // "PID name(first, ...) = result"
             guard let call = line.split(separator: " ", maxSplits: 1).last, let open = call.firstIndex(of: "(") else { continue }
             let first = call[call.index(after: open)...].prefix { $0 != "," && $0 != ")" }

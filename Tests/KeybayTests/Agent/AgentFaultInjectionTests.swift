@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+import Testing
+
+/// Record writes through the agent with one system call failing in the agent at each of its
+/// calls in turn (`strace -e inject` on `keybay-methods agent`): fsync, fdatasync, the renames,
+/// linkat, pread64 and write, and sendto (its replies), with EIO and (where a call can run out of
+/// space) ENOSPC. The agent
+/// is started under strace, `unlock` hands it a passphrase store, and the CLI then writes with
+/// `--no-input` (so it can only write through the agent). After each run, read without the agent
+/// with the passphrase: the store opens, the record written before is there, and the change is
+/// on disk exactly when the CLI printed its result; an error that says the agent did not confirm
+/// the write (reason `agent-unconfirmed`) is the one case where either may be true.
+@Suite struct AgentFaultInjectionTests {
+    struct Scenario: Sendable {
+        let name: String
+        let command: [String]
+        /// Whether the change is on disk, read back with the passphrase (nil: the store did not open).
+        let applied: @Sendable (AgentSandbox) throws -> Bool?
+    }
+
+    /// The store's calls, and the agent's replies (a lost reply is a write nobody confirmed).
+    static let calls = FaultInjectionTests.calls + ["sendto"]
+
+    static let scenarios = [
+        Scenario(name: "set through the agent", command: ["set", "c", "3", "--json", "--no-input"]) { agent in
+            guard try recordWithPassphrase(agent, "a") == "1" else { return nil }
+            return try recordWithPassphrase(agent, "c") == "3"
+        },
+        Scenario(name: "rm through the agent", command: ["rm", "a", "--json", "--no-input"]) { agent in
+            guard try recordWithPassphrase(agent, "b") == "2" else { return nil }
+            return try recordWithPassphrase(agent, "a") == nil
+        },
+    ]
+
+    @Test(arguments: scenarios.indices)
+    func everyFailingCallInTheAgentLeavesWhatTheCommandSaid(_ index: Int) throws {
+        let scenario = Self.scenarios[index]
+        let template = AgentSandbox()
+        try template.makeProtectedStore([("a", "1"), ("b", "2")])
+        // The agent's calls when nothing fails: from its start, through the hand-off and the write.
+        let made = try Self.tracedRun(template, scenario.command, strace: ["-y", "-e", "trace=" + Self.calls.joined(separator: ",")],
+                                      trace: true)
+        #expect(made.outcome.status == 0, "\(scenario.name), undisturbed: \(made.outcome.stderr)")
+        #expect(made.calls["fsync", default: []].count > 0 && made.calls["renameat", default: []].count > 0
+                && made.calls["sendto", default: []].count >= 2, "strace saw \(made.calls)")
+        var runs = 0
+        var unconfirmed = 0
+        for call in Self.calls {
+            for errno in FaultInjectionTests.noSpaceCalls.contains(call) ? ["EIO", "ENOSPC"] : ["EIO"] {
+                for (n, target) in zip(1..., made.calls[call, default: []]) where !FaultInjectionTests.isSharedLibrary(target) {
+                    let run = try Self.tracedRun(template, scenario.command,
+                                                 strace: ["-e", "trace=\(call)", "-e", "inject=\(call):error=\(errno):when=\(n)"])
+                    let r = run.outcome
+                    let what = "\(scenario.name), agent's \(call) #\(n) on \(target) failing with \(errno): exit \(r.status), \(r.stderr)"
+                    #expect(!r.signalled && [0, 1, 4].contains(r.status), "\(what)")
+                    let printed = FaultInjectionTests.printedObject(r) != nil
+                    if r.status == 0 { #expect(printed, "\(what)") }
+                    let applied = try scenario.applied(run.box)
+                    #expect(applied != nil, "\(what): the store does not open with the passphrase, or lost a record")
+                    if errorReason(r) == "agent-unconfirmed" {
+                        #expect(r.status == 1 && jsonErrorCode(r) == "io", "\(what)")
+                        unconfirmed += 1
+                    } else if let applied {
+                        #expect(applied == printed, "\(what): printed \(printed), on disk \(applied)")
+                    }
+                    runs += 1
+                }
+            }
+        }
+        #expect(runs >= 10, "only \(runs) runs")
+        // The write's own reply lost: the CLI cannot know, and says so.
+        #expect(unconfirmed >= 1, "no run lost the write's reply")
+        print("\(scenario.name): \(runs) runs")
+    }
+
+    struct TracedRun {
+        let box: AgentSandbox
+        let outcome: RunResult
+        let calls: [String: [String]]
+    }
+
+    /// On a copy of `template`: an agent started under `strace` with `strace` arguments, `unlock`
+    /// (its outcome not required: a failure there leaves the write nobody to go through), the
+    /// command, then the agent stopped. With `trace`, the calls strace saw.
+    static func tracedRun(_ template: AgentSandbox, _ command: [String], strace: [String], trace: Bool = false) throws -> TracedRun {
+        let agent = AgentSandbox(app: template.box.app)
+        for (from, to) in [(template.box.dataHome, agent.box.dataHome), (template.box.stateHome, agent.box.stateHome)] {
+            #expect(try run("/bin/cp", ["-a", from, to], environment: agent.box.environment).status == 0)
+        }
+        let traceFile = agent.box.root + "/trace"
+        let tracer = spawnChild("/usr/bin/strace", ["-f", "-qq", "-o", trace ? traceFile : "/dev/null"] + strace + [cliPath, "agent"],
+                                environment: withoutLeakChecks(agent.environment), stdinPath: "/dev/null")
+        defer { agent.stop(); kill(tracer, SIGKILL); _ = waitChild(tracer) }
+        #expect(waitForFile(agent.socketPath), "the agent under strace bound no socket")
+        _ = try agent.unlock("1h")
+        let outcome = try run(cliPath, command, environment: agent.environment)
+        agent.stop()
+        _ = waitChild(tracer)
+        let calls = trace ? FaultInjectionTests.parseTrace(readBytes(traceFile) ?? []) : [:]
+        return TracedRun(box: agent, outcome: outcome, calls: calls)
+    }
+}
+
+/// The reason of the `{"error": …}` object a `--json` run printed, if any.
+private func errorReason(_ r: RunResult) -> String? {
+    for line in r.stdout.split(separator: 0x0a) {
+        if let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any],
+           let error = object["error"] as? [String: Any] { return error["reason"] as? String }
+    }
+    return nil
+}
+
+/// The value of `key`, read without the agent (no runtime directory) with the passphrase; nil
+/// when the store does not open or has no such record.
+private func recordWithPassphrase(_ agent: AgentSandbox, _ key: String) throws -> String? {
+    let r = try agent.box.cli(["get", key], secret: AgentSandbox.passphrase, option: "--passphrase-fd",
+                              environment: agent.box.environment)
+    return r.status == 0 ? r.out : nil
+}
