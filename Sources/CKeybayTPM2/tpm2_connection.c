@@ -466,7 +466,7 @@ keybay_status keybay_tpm2_begin(const keybay_host *host, keybay_tpm2 *t, const c
     if (t->deadline.tv_nsec >= 1000000000) { t->deadline.tv_sec++; t->deadline.tv_nsec -= 1000000000; }
     const char *unloaded = keybay_tpm2_load_tss();
     if (unloaded)
-        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s cannot load tpm2-tss (%s); the %s needs libtss2-esys0, "
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s cannot load tpm2-tss (%s); the %s needs the packages libtss2-esys-3.0.2-0, "
                     "libtss2-sys1, libtss2-tctildr0, libtss2-mu0, libtss2-rc0 and libssl3 (libcrypto)", plugin, unloaded, user);
     return KEYBAY_OK;
 }
