@@ -178,12 +178,13 @@ import Testing
         #expect(try box.cli("set", "k", "v").status == 0)
         mkdir(box.stagingPath, 0o700)
         #expect(try box.cli("get", "k").out == "v")
-        let set = try box.cli("set", "k", "w")
-        #expect(set.status == 1 && set.stderr.contains(box.stagingPath), "a writer names the stage entry: \(set.stderr)")
+        let set = try box.cli("set", "k", "w", "--json")
+        #expect(set.status == 1 && set.error?.path == box.stagingPath, "a writer names the stage entry: \(set.out)")
         // One that is not empty stops reset before anything is removed.
         writeBytes(box.stagingPath + "/x", [1])
-        let stopped = try box.cli("reset", "--yes")
-        #expect(stopped.status == 1 && stopped.stderr.contains("remove it by hand"), "\(stopped.stderr)")
+        let stopped = try box.cli("reset", "--yes", "--json")
+        #expect(stopped.status == 1 && stopped.error?.code == "io" && stopped.error?.reason == "stage-not-empty" && stopped.error?.path == box.stagingPath,
+                "\(stopped.out)")
         #expect(try exists(box.storePath) && exists(box.rootPath) && box.cli("get", "k").out == "v", "reset removed something first")
         unlink(box.stagingPath + "/x")
         #expect(try box.cli("reset", "--yes").status == 0 && !exists(box.stagingPath))
@@ -191,10 +192,10 @@ import Testing
         let rootStage = box.stateHome + "/keybay/" + box.app + "/file-root.key.stage"
         mkdir(rootStage, 0o700)
         writeBytes(rootStage + "/something", [1])
-        let initialize = try box.cli("init")
-        #expect(initialize.status == 1 && initialize.stderr.contains(rootStage) && initialize.stderr.contains("remove it by hand"), "\(initialize.stderr)")
-        let reset = try box.cli("reset", "--yes")
-        #expect(reset.status == 1 && reset.stderr.contains(rootStage) && reset.stderr.contains("remove it by hand"), "\(reset.stderr)")
+        for arguments in [["init", "--json"], ["reset", "--yes", "--json"]] {
+            let r = try run(cliPath, arguments, environment: box.environment)
+            #expect(r.status == 1 && r.error?.code == "io" && r.error?.reason == "stage-not-empty" && r.error?.path == rootStage, "\(arguments): \(r.out)")
+        }
         unlink(rootStage + "/something")
         #expect(try box.cli("reset", "--yes").status == 0 && !exists(rootStage), "an empty one is Keybay's to remove")
         #expect(try box.cli("init").status == 0)
