@@ -116,8 +116,9 @@ import Testing
             chmod(stateDir, 0o755)
         }
         let before = readBytes(box.storePath)
-        let reset = try box.cli("reset", "--yes")
-        #expect(reset.status == 1 && reset.stderr.contains(stateDir) && reset.stderr.contains("[insecure-permissions]"), "\(reset.stderr)")
+        let reset = try box.cli("reset", "--yes", "--json")
+        #expect(reset.status == 1 && reset.error?.code == "insecure-permissions" && reset.error?.reason == (change == "link" ? "symbolic-link" : "mode")
+                && reset.error?.path == stateDir, "\(reset.out)")
         let kept = readBytes(box.storePath) == before && before != nil
         #expect(kept, "the store was deleted although the root's side was refused")
     }
@@ -207,8 +208,8 @@ import Testing
     @Test func labelsNeverPrintAControlCharacter() throws {
         let box = Sandbox()
         // U+009B (C1 CSI) and U+202E (right-to-left override): refused at enrollment today...
-        let refused = try Self.shell(box, "printf '1234\\n' > \"$HOME/pin\"; exec \"$0\" enroll test-counting --label \"$(printf 'a\\302\\233b\\342\\200\\256c')\" --pin-fd 3 3<\"$HOME/pin\"")
-        #expect(refused.status == 2 && refused.stderr.contains("invalid label"), "\(refused.stderr)")
+        let refused = try Self.shell(box, "printf '1234\\n' > \"$HOME/pin\"; exec \"$0\" enroll test-counting --json --label \"$(printf 'a\\302\\233b\\342\\200\\256c')\" --pin-fd 3 3<\"$HOME/pin\"")
+        #expect(refused.status == 2 && refused.error?.code == "invalid-argument" && refused.error?.reason == "invalid-label", "\(refused.out)")
         // ...so the old store is made below the enrollment rule, as an older version wrote it.
         let session = try KeybayStore.open(box.configuration())
         let enrollment = try KeybayAuth.enroll(try session.loadMethodPlugin("test-counting"), options: [], label: "a\u{9b}b\u{202e}c\u{2028}d",

@@ -386,8 +386,9 @@ import Testing
             #expect(got.out == value, "\(got.stderr)")
         }
         // Moving to the root it is on is refused; back to file-root removes the keyring item.
-        let again = try f.box.cli(["root", "move", "secret-service"], secret: "correct horse", option: "--passphrase-fd", environment: env)
-        #expect(again.status == 2 && again.stderr.contains("already on the root secret-service"), "\(again.stderr)")
+        let again = try f.box.cli(["root", "move", "secret-service", "--json"], secret: "correct horse", option: "--passphrase-fd", environment: env)
+        #expect(again.status == 2 && again.error?.code == "invalid-argument" && again.error?.reason == "same-root" && again.error?.pluginID == "secret-service",
+                "\(again.out)")
         let back = try f.box.cli(["root", "move", "file-root"], secret: "correct horse", option: "--passphrase-fd", environment: env)
         #expect(back.status == 0, "\(back.stderr)")
         #expect(exists(f.box.rootPath))
