@@ -629,15 +629,19 @@ keybay_status keybay_tpm2_parse_pcrs(const keybay_host *host, const char *plugin
                                      uint32_t *mask) {
     *mask = 0;
     for (size_t i = 0; i < count; i++) {
-        if (strcmp(options[i].name, "pcrs") != 0)
+        if (strcmp(options[i].name, "pcrs") != 0) {
+            keybay_host_error_reason(host, "unknown-option");
             return fail(host, KEYBAY_ERR_INVALID_OPTION, "%s has no option '%s' (it takes pcrs=N[,N...])", plugin, options[i].name);
+        }
         const char *p = options[i].value;
         do {
             char *end;
             errno = 0;
             long pcr = strtol(p, &end, 10);
-            if (end == p || errno || pcr < 0 || pcr > 23 || (*end && *end != ','))
+            if (end == p || errno || pcr < 0 || pcr > 23 || (*end && *end != ',')) {
+                keybay_host_error_reason(host, "invalid-pcrs");
                 return fail(host, KEYBAY_ERR_INVALID_OPTION, "%s pcrs=%s: give PCR numbers 0-23 separated by commas", plugin, options[i].value);
+            }
             *mask |= 1u << pcr;
             p = *end ? end + 1 : end;
         } while (*p);

@@ -73,6 +73,7 @@ struct PluginRoot: RootProvider {
         let taken = plugin.options.map(\.name)
         if let unknown = options.first(where: { !taken.contains($0.0) })?.0 {
             throw KeybayError(.invalidArgument, "the root \(id) has no option '\(unknown)' (it takes \(taken.joined(separator: ", ")))")
+                .with(pluginID: id, reason: "unknown-option")
         }
     }
 

@@ -347,8 +347,9 @@ import Testing
         #expect(reset.status == 1 && reset.error?.code == "root-unavailable" && reset.error?.reason == "no-service", "\(reset.out)")
         #expect(exists(f.box.storePath))
         #expect(try f.service.rootItems(app: f.box.app).count == 1)
-        let forced = try f.cli("get", "k", "--root", "file-root")
-        #expect(forced.status == 2 && forced.stderr.contains("secret-service"), "\(forced.stderr)")
+        let forced = try f.cli("get", "k", "--root", "file-root", "--json")
+        #expect(forced.status == 2 && forced.error?.code == "invalid-argument" && forced.error?.reason == "other-root"
+                && forced.error?.pluginID == "secret-service" && forced.error?.path == f.box.storePath, "\(forced.out)")
         // A new store: init fails naming the Secret Service and creates nothing.
         let fresh = "com.example.fresh"
         let made = try f.cli("init", "--root", "secret-service", "--json", app: fresh, extra: noBus)

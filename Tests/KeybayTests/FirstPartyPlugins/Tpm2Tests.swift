@@ -101,8 +101,10 @@ extension RootUnderTest {
         let unbound = Sandbox(app: "com.example.unbound")
         #expect(try root.cli(unbound, ["set", "k", "v"]).status == 0 && root.cli(unbound, ["get", "k"]).out == "v",
                 "a root without PCRs is not affected")
-        let bad = try root.cli(Sandbox(), ["init", "--opt", "pcrs=24"])
-        #expect(bad.status == 2 && bad.stderr.contains("pcrs=24"), "\(bad.stderr)")
+        let bad = try root.cli(Sandbox(), ["init", "--opt", "pcrs=24", "--json"])
+        #expect(bad.status == 2 && bad.error?.code == "invalid-argument" && bad.error?.reason == "invalid-pcrs", "\(bad.out)")
+        let unknown = try root.cli(Sandbox(), ["init", "--opt", "pcr=7", "--json"])
+        #expect(unknown.status == 2 && unknown.error?.code == "invalid-argument" && unknown.error?.reason == "unknown-option", "\(unknown.out)")
     }
 
     /// The NV counter rises with each rotation (the floor is the new epoch) and never with records.
