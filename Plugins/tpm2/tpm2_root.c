@@ -214,6 +214,7 @@ static keybay_status unseal_root(const keybay_host *host, tpm *t, const root_fil
     if (s != KEYBAY_OK && rc != TSS2_RC_SUCCESS) {
         /* A foreign or damaged object is a format-one error on its parameters (integrity, size,
            key); a warning (memory, retry, lockout) is not the root's fault. */
+        if (rc_layer_is_tpm(rc) && (rc & TPM2_RC_FMT1)) keybay_host_error_detail(host, "foreign-object", -1, path);
         s = rc_layer_is_tpm(rc) && (rc & TPM2_RC_FMT1) ? fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s cannot load the sealed root key %s "
                                        "(another machine's TPM, or its storage hierarchy was cleared): %s", t->where, path, T(Tss2_RC_Decode)(rc))
                                 : tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot load the sealed root key");
@@ -225,6 +226,7 @@ static keybay_status unseal_root(const keybay_host *host, tpm *t, const root_fil
         rc = T(Esys_Unseal)(t->esys, object, f->pcrs ? session : ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &out);
         if (rc != TSS2_RC_SUCCESS) {
             out = NULL;
+            if (rc_layer_is_tpm(rc) && rc_base(rc) == TPM2_RC_POLICY_FAIL) keybay_host_error_reason(host, "pcr-mismatch");
             s = rc_layer_is_tpm(rc) && rc_base(rc) == TPM2_RC_POLICY_FAIL
                 ? fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the PCRs the root is bound to (mask 0x%06x, SHA-256) no longer "
                        "hold the values it was sealed to (a firmware, boot loader or Secure Boot change)", (unsigned)f->pcrs)
@@ -248,6 +250,7 @@ static keybay_status open_counter(const keybay_host *host, tpm *t, const root_fi
     if (rc != TSS2_RC_SUCCESS) {
         *nv = ESYS_TR_NONE;
         if (!rc_layer_is_tpm(rc) || !(rc & TPM2_RC_FMT1)) return tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot find the rollback counter");
+        keybay_host_error_reason(host, "counter-missing");
         return fail(host, KEYBAY_ERR_ROOT_MISSING, "platform key invalidated: the rollback counter NV 0x%08x is gone from %s (%s)",
                     (unsigned)f->nv_index, t->where, T(Tss2_RC_Decode)(rc));
     }
@@ -258,6 +261,7 @@ static keybay_status open_counter(const keybay_host *host, tpm *t, const root_fi
     if (!same) {
         T(Esys_TR_Close)(t->esys, nv);
         *nv = ESYS_TR_NONE;
+        keybay_host_error_reason(host, "counter-redefined");
         return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: NV 0x%08x on %s is no longer the rollback counter this root "
                     "defined (it was redefined)", (unsigned)f->nv_index, t->where);
     }

@@ -206,8 +206,10 @@ static keybay_status write_all_and_sync(int fd, const uint8_t *bytes, size_t len
 static keybay_status remove_staging(const keybay_host *host, int dir, const char *stage_name, const char *staging) {
     if (unlinkat(dir, stage_name, 0) == 0 || errno == ENOENT) return KEYBAY_OK;
     if (errno == EISDIR && unlinkat(dir, stage_name, AT_REMOVEDIR) == 0) return KEYBAY_OK;
-    if (errno == ENOTEMPTY || errno == EEXIST)
+    if (errno == ENOTEMPTY || errno == EEXIST) {
+        keybay_host_error_detail(host, "stage-not-empty", -1, staging);
         return fail(host, KEYBAY_ERR_IO, "%s is a directory that is not empty (Keybay never makes one there); remove it by hand", staging);
+    }
     return fail_errno(host, "cannot remove", staging);
 }
 

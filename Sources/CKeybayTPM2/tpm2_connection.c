@@ -139,6 +139,7 @@ static keybay_status choose_tcti(const keybay_host *host, keybay_tpm2 *t) {
     if (!name || strlen(value) >= TCTI_MAX_BYTES) {
         char shown[TCTI_MAX_BYTES + 1];
         printable(shown, sizeof shown, value);
+        keybay_host_error_reason(host, "tcti-refused");
         return fail(host, KEYBAY_ERR_INVALID_OPTION, "KEYBAY_TPM2_TCTI=%s is not a TCTI the %s uses: give device, swtpm, mssim or "
                     "tabrmd and its configuration (e.g. device:/dev/tpmrm0, swtpm:host=127.0.0.1,port=2321), never a library path%s",
                     shown, t->user, strlen(value) >= TCTI_MAX_BYTES ? " (and at most 255 bytes)" : "");
@@ -159,6 +160,7 @@ static keybay_status choose_timeout(const keybay_host *host, keybay_tpm2 *t) {
     if (ms < 1) {
         char shown[32];
         printable(shown, sizeof shown, value);
+        keybay_host_error_reason(host, "timeout-refused");
         return fail(host, KEYBAY_ERR_INVALID_OPTION, "KEYBAY_TPM2_TIMEOUT_MS=%s: give the %s's bound in milliseconds, 1 to 30000", shown, t->user);
     }
     t->timeout_ms = ms < TIMEOUT_MAX_MS ? ms : TIMEOUT_MAX_MS;
@@ -209,6 +211,7 @@ keybay_status keybay_tpm2_lock(const keybay_host *host, keybay_tpm2 *t, int keyb
         long left = remaining_ms(t);
         if (left <= 0) {
             close(fd);
+            keybay_host_error_reason(host, "tpm-busy");
             return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s is busy: another process of this user held it for more than %ld ms (%s)",
                         t->where, t->timeout_ms, path);
         }
@@ -408,17 +411,21 @@ static void bounded_close(bounded *b) {
 /* ---------------------------------------------------------------- the TPM connection */
 
 /* Why the TPM cannot be used: it did not answer in time; its device is missing, or not this
-   user's to use (/dev/tpmrm0 is usually root:tss 0660); or what tss2 said. */
+   user's to use (/dev/tpmrm0 is usually root:tss 0660); or what tss2 said. Each with its reason
+   (docs/tpm2-pin.md, "Errors"; the tpm2 root's are the same). */
 keybay_status keybay_tpm2_unreachable(const keybay_host *host, const keybay_tpm2 *t, TSS2_RC rc) {
-    if (t->tcti && t->tcti->abandoned)
+    if (t->tcti && t->tcti->abandoned) {
+        keybay_host_error_reason(host, "tpm-timeout");
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "%s did not answer within %ld ms (a TPM or simulator that is stopped or hung; "
                     "KEYBAY_TPM2_TIMEOUT_MS sets this bound, at most 30000)", t->where, t->timeout_ms);
+    }
     const char *reason = rc ? T(Tss2_RC_Decode)(rc) : "no TCTI";
     const char *device = t->device;
     const char *conf = getenv("KEYBAY_TPM2_TCTI");
     if (device) {
         struct stat st;
         if (stat(device, &st) != 0) {
+            keybay_host_error_detail(host, "no-tpm", -1, device);
             if (!conf || !*conf)
                 return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "no TPM: neither " DEFAULT_DEVICE " nor " FALLBACK_DEVICE " exists (no TPM 2.0 "
                             "here, or its driver is not loaded); a simulator or another TPM is used only when KEYBAY_TPM2_TCTI names it (%s)", reason);
@@ -428,6 +435,7 @@ keybay_status keybay_tpm2_unreachable(const keybay_host *host, const keybay_tpm2
         if (access(device, R_OK | W_OK) != 0) {
             struct group *g = getgrgid(st.st_gid);
             const char *name = g ? g->gr_name : "?";
+            keybay_host_error_detail(host, "device-permission", -1, device);
             /* Joining the device's group helps only where that group may read and write it, and
                never for root's group. */
             if (st.st_gid != 0 && (st.st_mode & 060) == 060)
@@ -439,8 +447,11 @@ keybay_status keybay_tpm2_unreachable(const keybay_host *host, const keybay_tpm2
                         device, (unsigned)(st.st_mode & 07777), name);
         }
     }
-    if (rc == TSS2_TCTI_RC_NOT_SUPPORTED)
+    if (rc == TSS2_TCTI_RC_NOT_SUPPORTED) {
+        keybay_host_error_reason(host, "tcti-unsupported");
         return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot reach %s: tpm2-tss cannot load %s here (%s)", t->where, t->library, reason);
+    }
+    keybay_host_error_reason(host, "tpm-unreachable");
     return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot reach %s: %s", t->where, reason);
 }
 
@@ -618,15 +629,19 @@ keybay_status keybay_tpm2_parse_pcrs(const keybay_host *host, const char *plugin
                                      uint32_t *mask) {
     *mask = 0;
     for (size_t i = 0; i < count; i++) {
-        if (strcmp(options[i].name, "pcrs") != 0)
+        if (strcmp(options[i].name, "pcrs") != 0) {
+            keybay_host_error_reason(host, "unknown-option");
             return fail(host, KEYBAY_ERR_INVALID_OPTION, "%s has no option '%s' (it takes pcrs=N[,N...])", plugin, options[i].name);
+        }
         const char *p = options[i].value;
         do {
             char *end;
             errno = 0;
             long pcr = strtol(p, &end, 10);
-            if (end == p || errno || pcr < 0 || pcr > 23 || (*end && *end != ','))
+            if (end == p || errno || pcr < 0 || pcr > 23 || (*end && *end != ',')) {
+                keybay_host_error_reason(host, "invalid-pcrs");
                 return fail(host, KEYBAY_ERR_INVALID_OPTION, "%s pcrs=%s: give PCR numbers 0-23 separated by commas", plugin, options[i].value);
+            }
             *mask |= 1u << pcr;
             p = *end ? end + 1 : end;
         } while (*p);

@@ -168,7 +168,7 @@ extension KeybayError {
     /// effect, but `cause` kept it from being confirmed durable.
     static func unconfirmed(_ what: String, cause: KeybayError) -> KeybayError {
         KeybayError(.io, "\(what) took effect but could not be confirmed durable (\(cause.message)): the new store is in place and opens, but a crash before the disk has it may still undo the change", tookEffect: true)
-            .with(path: cause.path, underlying: cause.underlying)
+            .with(path: cause.path, underlying: cause.underlying, reason: cause.reason)
     }
 
     /// The failure `errno` describes, for `what` was done to `path`: refused access is

@@ -9,7 +9,7 @@ here from the RFC; only X25519, ChaCha20-Poly1305, XChaCha20-Poly1305 (libsodium
 Argon2id (libargon2) come from C libraries, through ctypes.
 
     keybay_read.py --app APP (--root ROOTFILE | --root-secret FILE | --portal-secret FILE --portal-floor FILE)
-                   --store STOREFILE [--key KEY] [--passphrase-file FILE] [--method METHOD-ID]
+                   --store STOREFILE [--key KEY] [--passphrase-file FILE] [--method METHOD-ID] [--json]
 
 --root is a file-root root file (§3); --root-secret holds the secret of a secret-service
 keyring item (§4.2: 32 or 40 bytes); --portal-secret holds the Secret portal's secret for APP
@@ -18,7 +18,10 @@ root it needs (§4.1).
     keybay_read.py --self-test
 
 Exit codes: 0 ok, 1 spec violation / I/O failure / wrong passphrase / store is protected,
-2 usage error, 3 --key not in the store.
+2 usage error, 3 --key not in the store. With --json a failure of exit 1 is also one line on
+standard output, {"error": {"code": CODE, "message": MESSAGE}}, CODE one of "wrong-secret",
+"authentication-required" (protected, no secret given), "rolled-back" (§6.1), "format" (any other
+violation of the spec) and "io", so that tests tell the causes apart without reading the message.
 """
 import argparse, ctypes, ctypes.util, hashlib, hmac, json, os, re, struct, sys
 
@@ -62,6 +65,10 @@ class WrongSecret(Exception):
 
 class Protected(Exception):
     """A suite-2 store and no method secret was given."""
+
+
+class RolledBack(FormatError):
+    """§6.1: the key package is older than the root's floor."""
 
 
 # ---------------------------------------------------------------- primitives (§1)
@@ -693,7 +700,7 @@ def open_store_bytes(app: str, root_data: bytes, data: bytes, passphrase=None, m
         store_id, epoch, envelopes = decode_methods_package(pkg_pt)
     # §6.1: a package older than the root's floor is an older copy put back.
     if epoch < floor:
-        raise FormatError(f"rolled back: the key package is epoch {epoch}, the root file's floor is {floor}")
+        raise RolledBack(f"rolled back: the key package is epoch {epoch}, the root file's floor is {floor}")
     if suite == 2:
         info["methods"] = [{"id": e.method_id.hex(), "plugin": e.plugin_id.decode("ascii"),
                             "label": e.label.decode("utf-8")} for e in envelopes]
@@ -928,7 +935,15 @@ def main(argv=None) -> int:
     ap.add_argument("--key"); ap.add_argument("--self-test", action="store_true")
     ap.add_argument("--passphrase-file", metavar="FILE")
     ap.add_argument("--method", metavar="METHOD-ID", help="32 hex digits")
+    ap.add_argument("--json", action="store_true", help="a failure is also {\"error\": {\"code\", \"message\"}} on stdout")
     args = ap.parse_args(argv)  # exits 2 on usage errors
+
+    def failed(code: str, message: str) -> int:
+        print(f"keybay_read: {message}", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"error": {"code": code, "message": message}}))
+        return 1
+
     try:
         if args.self_test:
             self_test()
@@ -965,14 +980,15 @@ def main(argv=None) -> int:
         print(json.dumps(out))
         return 0
     except WrongSecret:
-        print("keybay_read: wrong passphrase", file=sys.stderr)
-        return 1
+        return failed("wrong-secret", "wrong passphrase")
     except Protected as e:
-        print(f"keybay_read: {e}", file=sys.stderr)
-        return 1
-    except (FormatError, OSError) as e:
-        print(f"keybay_read: {e}", file=sys.stderr)
-        return 1
+        return failed("authentication-required", str(e))
+    except RolledBack as e:
+        return failed("rolled-back", str(e))
+    except FormatError as e:
+        return failed("format", str(e))
+    except OSError as e:
+        return failed("io", str(e))
 
 
 if __name__ == "__main__":

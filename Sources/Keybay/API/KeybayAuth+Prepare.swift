@@ -25,7 +25,7 @@ extension KeybayAuth {
         // A plugin may declare that a store holds at most one of its methods (a passphrase: one to remember).
         if plugin.isOnePerStore, let old = current.methods.first(where: { $0.pluginId == pluginID }) {
             throw KeybayError(.invalidArgument, "the store already has a \(pluginID) method and \(pluginID) allows one per store; to change its secret, use change \(hexString(old.methodId))")
-                .with(pluginID: pluginID, methodID: hexString(old.methodId))
+                .with(pluginID: pluginID, methodID: hexString(old.methodId), reason: "one-per-store")
         }
         let capture = ShownSecretCapture(interaction ?? session.interaction)
         let enrollment = try Self.enroll(plugin, options: options, label: label ?? pluginID, configuration: session.configuration,

@@ -26,6 +26,7 @@ public struct KeybayMethod: Sendable, Equatable {
     public static func validateLabel(_ label: String) throws {
         guard isValidLabel(label) else {
             throw KeybayError(.invalidArgument, "invalid label: use 1–64 bytes of text without control characters or bidirectional overrides")
+                .with(reason: "invalid-label")
         }
     }
 

@@ -102,6 +102,7 @@ public enum KeybayPlugins {
         let plugin = try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: search)
         guard plugin.calibrates else {
             throw KeybayError(.unsupported, "\(id) does not calibrate a cost to this machine; benchmark runs only plugins that do")
+                .with(pluginID: id, reason: "no-calibration")
         }
         let throwaway = ThrowawaySecret(forwardingTo: interaction)
         let (params, _) = try plugin.enroll(options: options, interaction: throwaway)

@@ -28,7 +28,7 @@ extension StoreEngine {
     private func verifyWritten(_ encoded: EncodedStore, in file: StoreFile, domain: [UInt8]? = nil,
                                keys: (StoreLayout) throws -> Keyring.Opened) throws -> Generation {
         guard let identity = try file.readBack(equals: encoded.file) else {
-            throw KeybayError(.io, "\(storePath) does not read back as written")
+            throw KeybayError(.io, "\(storePath) does not read back as written").with(path: storePath, reason: "read-back-mismatch")
         }
         // The encoded bytes are now known to be what the disk holds.
         let layout = try StoreLayout.decode(encoded.file, context: storePath)

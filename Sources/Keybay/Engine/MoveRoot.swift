@@ -25,6 +25,7 @@ extension StoreEngine {
         let targetID = try RootSelection.resolve(target, settings)
         guard targetID != root.id else {
             throw KeybayError(.invalidArgument, "the store at \(storePath) is already on the root \(root.id)")
+                .with(path: storePath, pluginID: root.id, reason: "same-root")
         }
         let destination = try RootSelection.keyring(root: targetID, settings, interaction: interaction)
         let newRoot = destination.root

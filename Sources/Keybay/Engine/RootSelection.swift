@@ -24,6 +24,7 @@ enum RootSelection {
         let asked = settings.rootPlugin
         if settings.requireRootPlugin && asked != StoreSettings.automaticRoot && asked != root {
             throw KeybayError(.invalidArgument, "the store at \(settings.storePath) is on the root \(root), not \(asked): a store always opens with the root it was created with (root move \(asked) moves it)")
+                .with(path: settings.storePath, pluginID: root, reason: "other-root")
         }
         return root
     }

@@ -15,7 +15,7 @@ struct StoreLayout {
 
     static func decode(_ file: [UInt8], context: String) throws -> StoreLayout {
         guard file.count <= maxTotalBytes else {
-            throw KeybayError(.malformed, "\(context): file is \(file.count) bytes, limit \(maxTotalBytes)")
+            throw KeybayError(.malformed, "\(context): file is \(file.count) bytes, limit \(maxTotalBytes)").with(reason: "file-too-large")
         }
         var r = ByteReader(file, context: context)
         let bootstrap = try Bootstrap.decode(&r)
@@ -24,6 +24,7 @@ struct StoreLayout {
         let framesStart = r.offset
         guard file.count - bootstrap.sealedPackageLength <= Suite1.maxFileBytes else {
             throw r.malformed("file is \(file.count) bytes, more than 16 MiB besides its \(bootstrap.sealedPackageLength)-byte sealed package")
+                .with(reason: "content-too-large")
         }
         guard r.remaining >= 4 else { throw r.malformed("truncated: no sealed manifest length") }
         let manifestLength = file[(file.count - 4)...].reduce(0) { $0 << 8 | Int($1) }

@@ -73,7 +73,7 @@ struct StoreSnapshot: Sendable {
     /// Checks every frame against its manifest digest now (the vector tests; a store never needs it).
     func checkAllFrameDigests(context: String) throws {
         for i in entries.indices where !Sodium.constantTimeEqual(SHA256.hash(frame(at: i)), entries[i].digest) {
-            throw KeybayError(.integrity, "\(context): record frame \(i) does not match its manifest digest")
+            throw KeybayError(.integrity, "\(context): record frame \(i) does not match its manifest digest").with(reason: "frame-digest")
         }
     }
 
@@ -122,10 +122,10 @@ struct StoreSnapshot: Sendable {
         }
         return try indices.indices.map { k in
             guard digestMatches[k] else {
-                throw KeybayError(.integrity, "\(context): record frame \(indices[k]) does not match its manifest digest")
+                throw KeybayError(.integrity, "\(context): record frame \(indices[k]) does not match its manifest digest").with(reason: "frame-digest")
             }
             guard let value = opened[k] else {
-                throw KeybayError(.integrity, "\(context): record frame \(indices[k]) failed authentication")
+                throw KeybayError(.integrity, "\(context): record frame \(indices[k]) failed authentication").with(reason: "frame-authentication")
             }
             return value
         }

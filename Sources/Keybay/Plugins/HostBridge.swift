@@ -60,6 +60,9 @@ final class HostBridge {
     func status(for error: Error) -> keybay_status {
         let e = error as? KeybayError ?? KeybayError(.cancelled, "\(error)")
         failure = e
+        // Only a detail the plugin gives after this refusal is about it (why it had to ask).
+        errorDetail = nil
+        pendingDetail = nil
         switch e.code {
         case .interactionRequired: return KEYBAY_ERR_INTERACTION_UNAVAILABLE
         default: return KEYBAY_ERR_CANCELLED

@@ -116,7 +116,10 @@ final class LoadedPlugin: @unchecked Sendable {
         let status = callLock.withLock { _ in bridge.withHost { body(descriptor, $0) } }
         guard status != KEYBAY_OK else { return }
         if let failure = bridge.failure, status == KEYBAY_ERR_INTERACTION_UNAVAILABLE || status == KEYBAY_ERR_CANCELLED {
+            // The host's refusal, with the reason the plugin gave for asking (secret-service's
+            // keyring-locked), if it gave one.
             throw failure.with(pluginID: id, underlying: .pluginStatus(Int32(bitPattern: status.rawValue)))
+                .with(detail: bridge.pendingDetail ?? bridge.errorDetail)
         }
         throw Self.error(for: status, plugin: id, root: isRoot, what: what, detail: bridge.errorText)
             .with(detail: bridge.pendingDetail ?? bridge.errorDetail)

@@ -42,13 +42,16 @@ public struct KeybayPluginSearch: Sendable, Equatable {
         var result: [String] = []
         if allowExternal {
             for d in directories {
-                guard d.hasPrefix("/") else { throw KeybayError(.invalidArgument, "plugin directory \(d) is not an absolute path") }
+                guard d.hasPrefix("/") else {
+                    throw KeybayError(.invalidArgument, "plugin directory \(d) is not an absolute path").with(reason: "relative-plugin-path")
+                }
                 result.append(d)
             }
             if let env = environmentPath, !env.isEmpty {
                 for entry in env.split(separator: ":", omittingEmptySubsequences: true) {
                     guard entry.hasPrefix("/") else {
                         throw KeybayError(.invalidArgument, "KEYBAY_PLUGIN_PATH entry '\(entry)' is not an absolute path; refusing to search it")
+                            .with(reason: "relative-plugin-path")
                     }
                     result.append(String(entry))
                 }
@@ -104,7 +107,7 @@ public struct KeybayPluginSearch: Sendable, Equatable {
     /// Refuses an invalid plugin id as invalid input (exit 2 in the CLI), before it is used.
     public static func validatePluginID(_ id: String) throws {
         guard isValidPluginID(id) else {
-            throw KeybayError(.invalidArgument, "invalid plugin id '\(id.prefix(80))': use [a-z0-9][a-z0-9._-]{0,63}")
+            throw KeybayError(.invalidArgument, "invalid plugin id '\(id.prefix(80))': use [a-z0-9][a-z0-9._-]{0,63}").with(reason: "invalid-plugin-id")
         }
     }
 

@@ -68,10 +68,12 @@ struct PluginRoot: RootProvider {
         guard !options.isEmpty else { return }
         guard plugin.descriptor.pointee.root_create_with_options != nil else {
             throw KeybayError(.invalidArgument, "the root \(id) takes no options (given: \(options.map(\.0).joined(separator: ", ")))")
+                .with(pluginID: id, reason: "no-root-options")
         }
         let taken = plugin.options.map(\.name)
         if let unknown = options.first(where: { !taken.contains($0.0) })?.0 {
             throw KeybayError(.invalidArgument, "the root \(id) has no option '\(unknown)' (it takes \(taken.joined(separator: ", ")))")
+                .with(pluginID: id, reason: "unknown-option")
         }
     }
 

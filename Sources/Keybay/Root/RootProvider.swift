@@ -47,6 +47,6 @@ extension RootProvider {
 func refuseRepeatedOptionNames(_ options: [(String, String)]) throws {
     var names = Set<String>()
     for (name, _) in options where !names.insert(name).inserted {
-        throw KeybayError(.invalidArgument, "option \(name) given twice")
+        throw KeybayError(.invalidArgument, "option \(name) given twice").with(reason: "repeated-option")
     }
 }

@@ -273,7 +273,7 @@ final class PrivateDirectory: @unchecked Sendable {
     func removeIfEmptyDirectory(_ name: String) throws {
         if unlinkat(fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT || errno == ENOTDIR { return }
         guard errno == ENOTEMPTY || errno == EEXIST else { throw Self.posixError("cannot remove", pathOf(name)) }
-        throw KeybayError(.io, "\(pathOf(name)) is a directory that is not empty (Keybay never makes one there); remove it by hand").with(path: pathOf(name))
+        throw KeybayError(.io, "\(pathOf(name)) is a directory that is not empty (Keybay never makes one there); remove it by hand").with(path: pathOf(name), reason: "stage-not-empty")
     }
 
     /// fsync of the directory makes renames, links and unlinks in it durable.

@@ -320,8 +320,8 @@ import Testing
     @Test func invalidPluginIdsAreUsageErrors() throws {
         let box = Sandbox()
         for id in ["../x", "UPPER CASE", "a/b", ""] {
-            let r = try box.cli("enroll", id)
-            #expect(r.status == 2 && r.stderr.contains("invalid plugin id"), "\(id): \(r.status) \(r.stderr)")
+            let r = try box.cli("enroll", id, "--json")
+            #expect(r.status == 2 && r.error?.code == "invalid-argument" && r.error?.reason == "invalid-plugin-id", "\(id): \(r.status) \(r.out)")
             #expect(!exists(box.dataHome) && !exists(box.stateHome))
         }
         #expect(try box.cli("set", "k", "v").status == 0)
@@ -331,8 +331,8 @@ import Testing
         #expect(unchanged, "the store is byte-identical")
         var environment = box.environment
         environment["KEYBAY_PLUGIN_PATH"] = "relative/plugins"
-        let relative = try run(cliPath, ["plugins"], environment: environment)
-        #expect(relative.status == 2 && relative.stderr.contains("KEYBAY_PLUGIN_PATH"), "\(relative.stderr)")
+        let relative = try run(cliPath, ["plugins", "--json"], environment: environment)
+        #expect(relative.status == 2 && relative.error?.code == "invalid-argument" && relative.error?.reason == "relative-plugin-path", "\(relative.out)")
     }
 
     /// C0 and C1 controls and the bidirectional overrides and isolates are refused at enrollment
@@ -343,8 +343,8 @@ import Testing
         let box = Sandbox()
         #expect(try box.cli("set", "k", "v").status == 0)
         let bytes = readBytes(box.storePath)
-        let r = try Self.cli(box, ["enroll", "test-counting", "--label", label], secrets: ["--pin-fd": "1"])
-        #expect(r.status == 2 && r.stderr.contains("invalid label"), "\(r.stderr)")
+        let r = try Self.cli(box, ["enroll", "test-counting", "--label", label, "--json"], secrets: ["--pin-fd": "1"])
+        #expect(r.status == 2 && r.error?.code == "invalid-argument" && r.error?.reason == "invalid-label", "\(r.out)")
         let unchanged = readBytes(box.storePath) == bytes
         #expect(unchanged, "the store is byte-identical")
         #expect(!KeybayMethod.isValidLabel(label) && MethodNames.isValidNewLabel("Work laptop ✓ (ä)"))

@@ -118,7 +118,8 @@ func countingCalls(in directory: String = testPluginDirectory) -> [Int32] {
 
         // Wrong secret: typed error, file byte-identical.
         let before = readBytes(box.storePath)
-        #expect(await keybayCode { _ = try await KeybayStore.open(config, method: method.id, interaction: ScriptedInteraction(["9999"])) } == .wrongSecret)
+        let wrong = await keybayError { _ = try await KeybayStore.open(config, method: method.id, interaction: ScriptedInteraction(["9999"])) }
+        #expect(wrong?.code == .wrongSecret && wrong?.methodID == method.id && wrong?.pluginID == "test-counting", "\(String(describing: wrong))")
         #expect(readBytes(box.storePath) == before)
         // Nobody to ask: interaction required.
         #expect(await keybayCode { _ = try await KeybayStore.open(config, method: method.id) } == .interactionRequired)
@@ -200,7 +201,8 @@ func countingCalls(in directory: String = testPluginDirectory) -> [Int32] {
         #expect(try s.auth.list() == [second])
         let reopened = try await KeybayStore.open(config, method: second.id, interaction: ScriptedInteraction(["b"]))
         #expect(try reopened.getString("k") == "v")
-        #expect(await keybayCode { _ = try await KeybayStore.open(config, method: first.id, interaction: ScriptedInteraction(["a"])) } == .methodNotFound)
+        let gone = await keybayError { _ = try await KeybayStore.open(config, method: first.id, interaction: ScriptedInteraction(["a"])) }
+        #expect(gone?.code == .methodNotFound && gone?.methodID == first.id, "\(String(describing: gone))")
     }
 
     @Test func verifyChecksTheSecretAndChangesNothing() async throws {

@@ -214,8 +214,9 @@ import Testing
         #expect(entry?["kind"] as? String == "refused" && entry?["path"] as? String == a + "/libkeybay-\(id).so", "\(listing.out)")
         #expect(!listing.out.contains("from-b"), "the later twin was used: \(listing.out)")
         // A load of that id fails naming the refused file; the later one is not tried.
-        let enroll = try box.cli("enroll", id, "--plugin-dir", a, "--plugin-dir", b)
-        #expect(enroll.status == 1 && enroll.stderr.contains("[plugin-refused]") && enroll.stderr.contains(a + "/libkeybay-\(id).so"), "\(enroll.stderr)")
+        let enroll = try box.cli("enroll", id, "--plugin-dir", a, "--plugin-dir", b, "--json")
+        #expect(enroll.status == 1 && enroll.error?.code == "plugin-refused" && enroll.error?.reason == "mode" && enroll.error?.path == a + "/libkeybay-\(id).so",
+                "\(enroll.out)")
     }
 
     /// Needs root to give a directory to another user; elsewhere it is recorded as skipped.
@@ -225,8 +226,8 @@ import Testing
         let (a, _) = try Self.twins(box)
         let id = "com.example.twin"
         #expect(chown(a, 65534, 65534) == 0) // nobody
-        let enroll = try box.cli("enroll", id, "--plugin-dir", a)
-        #expect(enroll.status == 1 && enroll.stderr.contains("[plugin-refused]") && enroll.stderr.contains("plugin directory \(a)"), "\(enroll.stderr)")
+        let enroll = try box.cli("enroll", id, "--plugin-dir", a, "--json")
+        #expect(enroll.status == 1 && enroll.error?.code == "plugin-refused" && enroll.error?.reason == "not-owner" && enroll.error?.path == a, "\(enroll.out)")
         var st = stat()
         #expect(stat(a, &st) == 0 && st.st_uid == 65534 && st.st_mode & 0o7777 == 0o755, "the directory was changed")
         let listing = try box.cli("plugins", "--json", "--plugin-dir", a)

@@ -73,10 +73,9 @@ import Testing
         #expect(try box.cli("set", "k", "v").status == 0)
         let before = readBytes(box.storePath)
         unlink(box.rootPath)
-        let r = try box.cli("get", "k")
-        #expect(r.status == 1)
-        #expect(r.stderr.contains("platform key invalidated") && r.stderr.contains(box.rootPath))
-        #expect(r.stdout.isEmpty)
+        let r = try box.cli("get", "k", "--json")
+        #expect(r.status == 1 && r.error?.code == "platform-key-invalidated" && r.error?.reason == "root-missing" && r.error?.path == box.rootPath,
+                "\(r.out)")
         #expect(try box.cli("set", "k", "w").status == 1)
         #expect(readBytes(box.storePath) == before)
         #expect(try box.cli("status", "--json").out.contains("\"state\":\"store-only\""))
@@ -87,8 +86,8 @@ import Testing
         #expect(try box.cli("init").status == 0)
         unlink(box.storePath)
         #expect(try box.cli("status", "--json").out.contains("\"state\":\"root-only\""))
-        let refused = try box.cli("init")
-        #expect(refused.status == 1 && refused.stderr.contains("state conflict"))
+        let refused = try box.cli("init", "--json")
+        #expect(refused.status == 1 && refused.error?.code == "state-conflict", "\(refused.out)")
         #expect(try box.cli("set", "k", "v").status == 1)
         #expect(try box.cli("reset", "--yes").status == 0)
         #expect(try box.cli("reset", "--yes").status == 0)
@@ -102,8 +101,9 @@ import Testing
     @Test func rootOptionsRefusedCreateNothing() throws {
         let box = Sandbox()
         for opt in ["pcrs=7", "nonsense=1"] {
-            let r = try box.cli("init", "--opt", opt)
-            #expect(r.status == 2 && r.stderr.contains("file-root takes no options"), "\(opt): \(r.stderr)")
+            let r = try box.cli("init", "--opt", opt, "--json")
+            #expect(r.status == 2 && r.error?.code == "invalid-argument" && r.error?.reason == "no-root-options" && r.error?.pluginID == "file-root",
+                    "\(opt): \(r.out)")
         }
         #expect(!exists(box.dataHome + "/keybay") && !exists(box.stateHome + "/keybay"), "a refused init left directories")
         #expect(try box.cli("init").status == 0)
@@ -112,8 +112,8 @@ import Testing
     @Test func readCommandsOnNothingCreateNothing() throws {
         let box = Sandbox()
         for args in [["get", "k"], ["keys"], ["rm", "k"]] {
-            let r = try run(cliPath, args, environment: box.environment)
-            #expect(r.status == 1 && r.stderr.contains("no store"), "\(args): \(r.status) \(r.stderr)")
+            let r = try run(cliPath, args + ["--json"], environment: box.environment)
+            #expect(r.status == 1 && r.error?.code == "store-not-found" && r.error?.path == box.storePath, "\(args): \(r.status) \(r.out)")
         }
         #expect(!exists(box.rootPath))
     }

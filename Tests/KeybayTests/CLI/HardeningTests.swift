@@ -116,8 +116,9 @@ import Testing
             chmod(stateDir, 0o755)
         }
         let before = readBytes(box.storePath)
-        let reset = try box.cli("reset", "--yes")
-        #expect(reset.status == 1 && reset.stderr.contains(stateDir) && reset.stderr.contains("[insecure-permissions]"), "\(reset.stderr)")
+        let reset = try box.cli("reset", "--yes", "--json")
+        #expect(reset.status == 1 && reset.error?.code == "insecure-permissions" && reset.error?.reason == (change == "link" ? "symbolic-link" : "mode")
+                && reset.error?.path == stateDir, "\(reset.out)")
         let kept = readBytes(box.storePath) == before && before != nil
         #expect(kept, "the store was deleted although the root's side was refused")
     }
@@ -178,12 +179,13 @@ import Testing
         #expect(try box.cli("set", "k", "v").status == 0)
         mkdir(box.stagingPath, 0o700)
         #expect(try box.cli("get", "k").out == "v")
-        let set = try box.cli("set", "k", "w")
-        #expect(set.status == 1 && set.stderr.contains(box.stagingPath), "a writer names the stage entry: \(set.stderr)")
+        let set = try box.cli("set", "k", "w", "--json")
+        #expect(set.status == 1 && set.error?.path == box.stagingPath, "a writer names the stage entry: \(set.out)")
         // One that is not empty stops reset before anything is removed.
         writeBytes(box.stagingPath + "/x", [1])
-        let stopped = try box.cli("reset", "--yes")
-        #expect(stopped.status == 1 && stopped.stderr.contains("remove it by hand"), "\(stopped.stderr)")
+        let stopped = try box.cli("reset", "--yes", "--json")
+        #expect(stopped.status == 1 && stopped.error?.code == "io" && stopped.error?.reason == "stage-not-empty" && stopped.error?.path == box.stagingPath,
+                "\(stopped.out)")
         #expect(try exists(box.storePath) && exists(box.rootPath) && box.cli("get", "k").out == "v", "reset removed something first")
         unlink(box.stagingPath + "/x")
         #expect(try box.cli("reset", "--yes").status == 0 && !exists(box.stagingPath))
@@ -191,10 +193,10 @@ import Testing
         let rootStage = box.stateHome + "/keybay/" + box.app + "/file-root.key.stage"
         mkdir(rootStage, 0o700)
         writeBytes(rootStage + "/something", [1])
-        let initialize = try box.cli("init")
-        #expect(initialize.status == 1 && initialize.stderr.contains(rootStage) && initialize.stderr.contains("remove it by hand"), "\(initialize.stderr)")
-        let reset = try box.cli("reset", "--yes")
-        #expect(reset.status == 1 && reset.stderr.contains(rootStage) && reset.stderr.contains("remove it by hand"), "\(reset.stderr)")
+        for arguments in [["init", "--json"], ["reset", "--yes", "--json"]] {
+            let r = try run(cliPath, arguments, environment: box.environment)
+            #expect(r.status == 1 && r.error?.code == "io" && r.error?.reason == "stage-not-empty" && r.error?.path == rootStage, "\(arguments): \(r.out)")
+        }
         unlink(rootStage + "/something")
         #expect(try box.cli("reset", "--yes").status == 0 && !exists(rootStage), "an empty one is Keybay's to remove")
         #expect(try box.cli("init").status == 0)
@@ -206,8 +208,8 @@ import Testing
     @Test func labelsNeverPrintAControlCharacter() throws {
         let box = Sandbox()
         // U+009B (C1 CSI) and U+202E (right-to-left override): refused at enrollment today...
-        let refused = try Self.shell(box, "printf '1234\\n' > \"$HOME/pin\"; exec \"$0\" enroll test-counting --label \"$(printf 'a\\302\\233b\\342\\200\\256c')\" --pin-fd 3 3<\"$HOME/pin\"")
-        #expect(refused.status == 2 && refused.stderr.contains("invalid label"), "\(refused.stderr)")
+        let refused = try Self.shell(box, "printf '1234\\n' > \"$HOME/pin\"; exec \"$0\" enroll test-counting --json --label \"$(printf 'a\\302\\233b\\342\\200\\256c')\" --pin-fd 3 3<\"$HOME/pin\"")
+        #expect(refused.status == 2 && refused.error?.code == "invalid-argument" && refused.error?.reason == "invalid-label", "\(refused.out)")
         // ...so the old store is made below the enrollment rule, as an older version wrote it.
         let session = try KeybayStore.open(box.configuration())
         let enrollment = try KeybayAuth.enroll(try session.loadMethodPlugin("test-counting"), options: [], label: "a\u{9b}b\u{202e}c\u{2028}d",

@@ -81,6 +81,33 @@ import Testing
         #expect(plain.stdout.isEmpty, "\(arguments) without --json: \(plain.out)")
     }
 
+    /// The error object carries the error's fields (docs/cli.md, "JSON output"), each only when
+    /// set: `reason` and `path` for an insecure directory, `methodId` for a wrong passphrase,
+    /// `path` and no `reason` for a store that is not there.
+    @Test func errorObjectsCarryTheErrorsFields() throws {
+        let box = Sandbox()
+        let missing = try box.cli("get", "k", "--json")
+        let none = try #require(missing.error, "\(missing.out)")
+        #expect(missing.status == 1 && none.code == "store-not-found" && none.path == box.storePath, "\(none)")
+        #expect(none.members == ["code", "message", "path"], "a field that is not set is absent: \(none)")
+
+        let enrolled = try box.cli(["enroll", "passphrase"] + PassphraseTests.fast, secret: "right", option: "--passphrase-fd")
+        #expect(enrolled.status == 0, "\(enrolled.stderr)")
+        let id = try #require(try methodIDs(box).first)
+        let wrong = try box.cli(["get", "k", "--json"], secret: "wrong", option: "--passphrase-fd")
+        let refused = try #require(wrong.error, "\(wrong.out)")
+        #expect(wrong.status == 1 && refused.code == "wrong-secret" && refused.methodID == id && refused.reason == nil && refused.triesLeft == nil,
+                "\(refused)")
+
+        chmod(box.storeDirectory, 0o777)
+        defer { chmod(box.storeDirectory, 0o700) }
+        let open = try box.cli(["get", "k", "--json"], secret: "right", option: "--passphrase-fd")
+        let insecure = try #require(open.error, "\(open.out)")
+        #expect(open.status == 1 && insecure.code == "insecure-permissions" && insecure.reason == "mode" && insecure.path == box.storeDirectory,
+                "\(insecure)")
+        #expect(insecure.methodID == nil && insecure.triesLeft == nil, "\(insecure)")
+    }
+
     @Test func interactionRequiredWithJSONIsAnObjectToo() throws {
         let box = Sandbox()
         try PinentryTests.protectedStore(box)

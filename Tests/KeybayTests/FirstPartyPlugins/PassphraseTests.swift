@@ -38,8 +38,10 @@ import Testing
         #expect(try Self.cli(box, ["verify"], passphrase: "nope").status == 1)
 
         // A second passphrase is refused.
-        let second = try Self.cli(box, ["enroll", "passphrase"] + Self.fast, passphrase: "hunter2 is long")
-        #expect(second.status == 2 && second.stderr.contains("already has a passphrase"))
+        let first = try #require(try methodIDs(box).first, "list shows no method")
+        let second = try Self.cli(box, ["enroll", "passphrase", "--json"] + Self.fast, passphrase: "hunter2 is long")
+        #expect(second.status == 2 && second.error?.code == "invalid-argument" && second.error?.reason == "one-per-store"
+                && second.error?.methodID == first && second.error?.pluginID == "passphrase", "\(second.out)")
 
         let copyBefore = readBytes(box.storePath)!
         let id = try #require(try methodIDs(box).first, "list shows no method")

@@ -26,8 +26,14 @@ import Testing
         return (id, key, r)
     }
 
-    static func get(_ box: Sandbox, key: String) throws -> RunResult {
-        try cli(box, ["get", "k", "--no-input"], key: key)
+    /// `get k` with `key`; with `json`, `--json` too, for the error object's fields (`RunResult.error`).
+    static func get(_ box: Sandbox, key: String, json: Bool = false) throws -> RunResult {
+        try cli(box, ["get", "k", "--no-input"] + (json ? ["--json"] : []), key: key)
+    }
+
+    /// A `get` the recovery plugin refused as a wrong secret, with `reason`.
+    static func isRefused(_ r: RunResult, reason: String) -> Bool {
+        r.status == 1 && r.error?.code == "wrong-secret" && r.error?.reason == reason && r.error?.pluginID == "recovery"
     }
 
     /// 56 characters of Crockford's base32 in 7 dash-joined groups of 8.
@@ -62,27 +68,28 @@ import Testing
         var chars = Array(key)
         let i = chars.firstIndex { $0 != "-" }!
         chars[i] = chars[i] == "7" ? "8" : "7"
-        let typo = try Self.get(box, key: String(chars))
-        #expect(typo.status == 1 && typo.stderr.contains("[wrong-secret]") && typo.stderr.contains("has a typo"), "\(typo.stderr)")
-        #expect(!typo.stderr.contains("not this store's"))
+        let typo = try Self.get(box, key: String(chars), json: true)
+        #expect(Self.isRefused(typo, reason: "typo-checksum"), "\(typo.out)")
         chars = Array(key)
         chars[i] = "U"
-        let outside = try Self.get(box, key: String(chars))
-        #expect(outside.status == 1 && outside.stderr.contains("has a typo") && outside.stderr.contains("character 1 "), "\(outside.stderr)")
-        let short = try Self.get(box, key: String(key.dropLast()))
-        #expect(short.status == 1 && short.stderr.contains("has a typo") && short.stderr.contains("55 characters"), "\(short.stderr)")
+        let outside = try Self.get(box, key: String(chars), json: true)
+        #expect(Self.isRefused(outside, reason: "typo-character"), "\(outside.out)")
+        let short = try Self.get(box, key: String(key.dropLast()), json: true)
+        #expect(Self.isRefused(short, reason: "typo-length"), "\(short.out)")
+        let extra = try Self.get(box, key: key + "0", json: true)
+        #expect(Self.isRefused(extra, reason: "typo-length"), "\(extra.out)")
         // The plugin takes 256 bytes, separators included; one more is refused as too long, and
         // more than its buffer holds is the CLI's usage error.
         let padded = { (count: Int) in key + String(repeating: " ", count: count - key.utf8.count) }
         #expect(try Self.get(box, key: padded(256)).out == "v")
-        let long = try Self.get(box, key: padded(257))
-        #expect(long.status == 1 && long.stderr.contains("longer than 256 bytes"), "\(long.stderr)")
+        let long = try Self.get(box, key: padded(257), json: true)
+        #expect(Self.isRefused(long, reason: "too-long"), "\(long.out)")
         #expect(try Self.get(box, key: padded(258)).status == 2)
 
         let other = Sandbox()
         let (_, foreign, _) = try Self.enroll(other)
-        let r = try Self.get(box, key: foreign)
-        #expect(r.status == 1 && r.stderr.contains("[wrong-secret]") && r.stderr.contains("a valid recovery key, but not this store's"), "\(r.stderr)")
+        let r = try Self.get(box, key: foreign, json: true)
+        #expect(Self.isRefused(r, reason: "other-store"), "\(r.out)")
     }
 
     /// With every other method removed (unlocked by the recovery key itself), the recovery key
@@ -112,8 +119,8 @@ import Testing
         let object = try #require(try JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any], "\(r.out)")
         let new = try #require(object["recoveryKey"] as? String)
         #expect(Self.isWellFormed(new) && new != old && object["changed"] as? String == id && object["methodId"] as? String != id)
-        let stale = try Self.get(box, key: old)
-        #expect(stale.status == 1 && stale.stderr.contains("not this store's"), "\(stale.stderr)")
+        let stale = try Self.get(box, key: old, json: true)
+        #expect(Self.isRefused(stale, reason: "other-store"), "\(stale.out)")
         let fresh = try Self.get(box, key: new)
         #expect(fresh.status == 0 && fresh.out == "v", "\(fresh.stderr)")
     }
@@ -187,11 +194,11 @@ import Testing
         typo[0] = typo[0] == "7" ? "8" : "7"
         let runs = [try box.cli("status"), try box.cli("status", "--json"), try box.cli("list"), try box.cli("list", "--json"),
                     try box.cli("plugins"), try Self.cli(box, ["verify", id], key: key), try Self.cli(box, ["verify", id, "--json"], key: key),
-                    try Self.get(box, key: key), try Self.get(box, key: String(typo)), try Self.cli(box, ["keys"], key: key)]
+                    try Self.get(box, key: key), try Self.get(box, key: String(typo), json: true), try Self.cli(box, ["keys"], key: key)]
         // Every run did what it was asked (an empty output would hide nothing), the typo's get fails.
         let expected: [Int32] = [0, 0, 0, 0, 0, 0, 0, 0, 1, 0]
         #expect(runs.map(\.status) == expected, "\(runs.map(\.stderr))")
-        #expect(runs[7].out == "v" && runs[8].stderr.contains("typo"))
+        #expect(runs[7].out == "v" && runs[8].error?.reason.map { $0.hasPrefix("typo-") } == true, "\(runs[8].out)")
         for r in runs {
             for needle in [key, bare, String(bare.prefix(8)) + String(bare.dropFirst(8).prefix(8)), String(key.split(separator: "-")[1])] {
                 #expect(!r.out.contains(needle) && !r.stderr.contains(needle), "\(r.out)\(r.stderr)")

@@ -154,16 +154,15 @@ import Testing
         #expect(try f.cli("set", "k", "v").status == 0)
         let before = try #require(readBytes(f.box.storePath))
         try f.service.lock()
-        let noInput = try f.cli("get", "k", "--no-input")
-        #expect(noInput.status == 4 && noInput.stderr.contains("interaction-required") && noInput.stderr.contains("is locked"), "\(noInput.stderr)")
-        #expect(noInput.out.isEmpty)
+        let noInput = try f.cli("get", "k", "--no-input", "--json")
+        #expect(noInput.status == 4 && noInput.error?.code == "interaction-required" && noInput.error?.reason == "keyring-locked", "\(noInput.out)")
         // Without --no-input and without a terminal the prompt cannot be confirmed either.
         let plain = try f.cli("get", "k")
         #expect(plain.status != 0 && plain.out.isEmpty, "\(plain.stderr)")
         #expect(try f.cli("set", "k", "w", "--no-input").status == 4)
         // status says the keyring is locked: exit 4, interaction-required, and no state at all.
         let status = try f.cli("status", "--json", "--no-input")
-        #expect(status.status == 4 && status.stderr.contains("[interaction-required]") && jsonErrorCode(status) == "interaction-required", "\(status.out) \(status.stderr)")
+        #expect(status.status == 4 && status.error?.code == "interaction-required" && status.error?.reason == "keyring-locked", "\(status.out)")
         // reset cannot delete a locked item: it removes nothing.
         let reset = try f.cli("reset", "--yes", "--no-input")
         #expect(reset.status == 4, "\(reset.stderr)")
@@ -315,10 +314,10 @@ import Testing
         let domain = try #require(try f.service.attribute("keybay-storage-domain", of: item))
         try f.service.delete(item)
         #expect(try f.status()["state"] as? String == "store-only")
-        let got = try f.cli("get", "k")
-        #expect(got.status == 1 && got.stderr.contains("platform-key-invalidated"), "\(got.stderr)")
-        let set = try f.cli("set", "k", "w")
-        #expect(set.status == 1 && set.stderr.contains("platform-key-invalidated"), "\(set.stderr)")
+        let got = try f.cli("get", "k", "--json")
+        #expect(got.status == 1 && got.error?.code == "platform-key-invalidated" && got.error?.reason == "item-missing", "\(got.out)")
+        let set = try f.cli("set", "k", "w", "--json")
+        #expect(set.status == 1 && set.error?.code == "platform-key-invalidated" && set.error?.reason == "item-missing", "\(set.out)")
         #expect(try f.service.rootItems(app: f.box.app).isEmpty, "no item is created over one that disappeared")
         #expect(!exists(f.box.rootPath), "and no other root is used instead")
         #expect(readBytes(f.box.storePath) == before)
@@ -329,8 +328,8 @@ import Testing
                                                stdin: [UInt8](repeating: 0x41, count: 32))
         #expect(planted.status == 0, "\(planted.stderr)")
         #expect(try f.service.rootItems(app: f.box.app).count == 1)
-        let mismatch = try f.cli("get", "k")
-        #expect(mismatch.status == 1 && mismatch.stderr.contains("does not hold this store's platform key"), "\(mismatch.stderr)")
+        let mismatch = try f.cli("get", "k", "--json")
+        #expect(mismatch.status == 1 && mismatch.error?.code == "platform-key-invalidated" && mismatch.error?.reason == "item-mismatch", "\(mismatch.out)")
         #expect(try f.cli("init", "--root", "secret-service").status == 1, "nothing is initialised over the store")
         #expect(readBytes(f.box.storePath) == before)
     }
@@ -340,20 +339,21 @@ import Testing
         #expect(try f.cli("set", "k", "v", "--root", "secret-service").status == 0)
         let noBus = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=\(f.box.root)/no-such-bus", "XDG_RUNTIME_DIR": f.box.root + "/no-runtime"]
         // An existing store on the keyring: root-unavailable, never opened through file-root.
-        let got = try f.cli("get", "k", extra: noBus)
-        #expect(got.status == 1 && got.stderr.contains("root-unavailable") && got.stderr.contains("Secret Service"), "\(got.stderr)")
+        let got = try f.cli("get", "k", "--json", extra: noBus)
+        #expect(got.status == 1 && got.error?.code == "root-unavailable" && got.error?.reason == "no-service", "\(got.out)")
         #expect(!exists(f.box.rootPath))
         // reset checks both sides before removing anything: without the keyring it removes nothing.
-        let reset = try f.cli("reset", "--yes", extra: noBus)
-        #expect(reset.status == 1 && reset.stderr.contains("root-unavailable"), "\(reset.stderr)")
+        let reset = try f.cli("reset", "--yes", "--json", extra: noBus)
+        #expect(reset.status == 1 && reset.error?.code == "root-unavailable" && reset.error?.reason == "no-service", "\(reset.out)")
         #expect(exists(f.box.storePath))
         #expect(try f.service.rootItems(app: f.box.app).count == 1)
-        let forced = try f.cli("get", "k", "--root", "file-root")
-        #expect(forced.status == 2 && forced.stderr.contains("secret-service"), "\(forced.stderr)")
+        let forced = try f.cli("get", "k", "--root", "file-root", "--json")
+        #expect(forced.status == 2 && forced.error?.code == "invalid-argument" && forced.error?.reason == "other-root"
+                && forced.error?.pluginID == "secret-service" && forced.error?.path == f.box.storePath, "\(forced.out)")
         // A new store: init fails naming the Secret Service and creates nothing.
         let fresh = "com.example.fresh"
-        let made = try f.cli("init", "--root", "secret-service", app: fresh, extra: noBus)
-        #expect(made.status == 1 && made.stderr.contains("root-unavailable") && made.stderr.contains("Secret Service"), "\(made.stderr)")
+        let made = try f.cli("init", "--root", "secret-service", "--json", app: fresh, extra: noBus)
+        #expect(made.status == 1 && made.error?.code == "root-unavailable" && made.error?.reason == "no-service", "\(made.out)")
         #expect(!exists(f.box.dataHome + "/keybay/\(fresh)"), "not even the store's directory or its lock")
         #expect(!exists(f.box.stateHome + "/keybay/\(fresh)"))
         // auto decides once, at creation: file-root when no Secret Service answers ...
@@ -387,8 +387,9 @@ import Testing
             #expect(got.out == value, "\(got.stderr)")
         }
         // Moving to the root it is on is refused; back to file-root removes the keyring item.
-        let again = try f.box.cli(["root", "move", "secret-service"], secret: "correct horse", option: "--passphrase-fd", environment: env)
-        #expect(again.status == 2 && again.stderr.contains("already on the root secret-service"), "\(again.stderr)")
+        let again = try f.box.cli(["root", "move", "secret-service", "--json"], secret: "correct horse", option: "--passphrase-fd", environment: env)
+        #expect(again.status == 2 && again.error?.code == "invalid-argument" && again.error?.reason == "same-root" && again.error?.pluginID == "secret-service",
+                "\(again.out)")
         let back = try f.box.cli(["root", "move", "file-root"], secret: "correct horse", option: "--passphrase-fd", environment: env)
         #expect(back.status == 0, "\(back.stderr)")
         #expect(exists(f.box.rootPath))

@@ -54,8 +54,8 @@ import Testing
             let tpm = try SoftwareTPM(port: 2321), box = Sandbox()
             var env = box.environment
             #expect(env["KEYBAY_TPM2_TCTI"] == nil)
-            let r = try Self.runWithin(60, cliPath, ["init", "--root", "tpm2"], environment: env).result
-            #expect(r.status == 1 && r.stderr.contains("[root-unavailable]") && r.stderr.contains("/dev/tpmrm0"), "\(r.status): \(r.stderr)")
+            let r = try Self.runWithin(60, cliPath, ["init", "--root", "tpm2", "--json"], environment: env).result
+            #expect(r.status == 1 && r.error?.code == "root-unavailable" && r.error?.reason == "no-tpm" && r.error?.path == "/dev/tpmrm0", "\(r.status): \(r.out)")
             #expect(try tpm.handles("handles-nv-index").isEmpty && tpm.handles("handles-transient").isEmpty, "the simulator on 2321 saw nothing")
             #expect(!exists(box.storePath) && !exists(Tpm2Tests.rootPath(box)))
             env["KEYBAY_TPM2_TCTI"] = "swtpm:host=127.0.0.1,port=2321"
@@ -94,9 +94,9 @@ import Testing
             let planted = ["KEYBAY_TPM2_TCTI": value, "LD_LIBRARY_PATH": open]
             for (args, env) in [(["get", "k"], root.environment(box).merging(planted) { $1 }),
                                 (["init", "--root", "tpm2"], fresh.environment.merging(planted) { $1 })] {
-                let r = try run(cliPath, args, environment: env)
-                #expect(r.status == 2 && r.stderr.contains("[invalid-argument]") && r.stderr.contains("KEYBAY_TPM2_TCTI"),
-                        "\(value) \(args[0]): \(r.status) \(r.stderr)")
+                let r = try run(cliPath, args + ["--json"], environment: env)
+                #expect(r.status == 2 && r.error?.code == "invalid-argument" && r.error?.reason == "tcti-refused",
+                        "\(value) \(args[0]): \(r.status) \(r.out)")
                 #expect(!exists(marker), "\(value) \(args[0]): the library was loaded")
                 unlink(marker)
             }
@@ -119,9 +119,9 @@ import Testing
         let fresh = Sandbox()
         tpm.stop()
         for (args, environment) in [(["get", "k"], env), (["init"], root.environment(fresh).merging(["KEYBAY_TPM2_TIMEOUT_MS": "1000"]) { $1 })] {
-            let (r, seconds) = try Self.runWithin(20, cliPath, args, environment: environment)
-            #expect(!r.signalled && r.status == 1 && r.stderr.contains("[root-unavailable]") && r.stderr.contains("KEYBAY_TPM2_TCTI=" + tpm.tcti)
-                    && r.stderr.contains("1000 ms"), "\(args[0]): \(r.signalled ? "killed after \(seconds) s" : "\(r.status)"): \(r.stderr)")
+            let (r, seconds) = try Self.runWithin(20, cliPath, args + ["--json"], environment: environment)
+            #expect(!r.signalled && r.status == 1 && r.error?.code == "root-unavailable" && r.error?.reason == "tpm-timeout",
+                    "\(args[0]): \(r.signalled ? "killed after \(seconds) s" : "\(r.status)"): \(r.out)")
             #expect(seconds >= 0.95 && seconds < 10, "\(args[0]) took \(seconds) s")
         }
         #expect(!exists(fresh.storePath) && !exists(Tpm2Tests.rootPath(fresh)))
@@ -130,8 +130,8 @@ import Testing
         #expect(again.status == 0 && again.out == "v", "\(again.stderr)")
         for value in ["0", "-1", "abc", "1.5", " 100", "100ms", "0x10"] {
             env["KEYBAY_TPM2_TIMEOUT_MS"] = value
-            let r = try run(cliPath, ["get", "k"], environment: env)
-            #expect(r.status == 2 && r.stderr.contains("[invalid-argument]") && r.stderr.contains("KEYBAY_TPM2_TIMEOUT_MS"), "\(value): \(r.stderr)")
+            let r = try run(cliPath, ["get", "k", "--json"], environment: env)
+            #expect(r.status == 2 && r.error?.code == "invalid-argument" && r.error?.reason == "timeout-refused", "\(value): \(r.out)")
         }
         env["KEYBAY_TPM2_TIMEOUT_MS"] = "99999999999999999999999"
         #expect(try run(cliPath, ["get", "k"], environment: env).out == "v", "a larger bound is 30 s, not refused")
@@ -145,9 +145,9 @@ import Testing
         var env = box.environment
         env["KEYBAY_TPM2_TCTI"] = "swtpm:host=127.0.0.1,port=\(silent.port)"
         env["KEYBAY_TPM2_TIMEOUT_MS"] = "1000"
-        let (r, seconds) = try Self.runWithin(20, cliPath, ["init", "--root", "tpm2"], environment: env)
-        #expect(!r.signalled && r.status == 1 && r.stderr.contains("[root-unavailable]") && r.stderr.contains("port=\(silent.port)")
-                && r.stderr.contains("1000 ms"), "\(r.signalled ? "killed after \(seconds) s" : "\(r.status)"): \(r.stderr)")
+        let (r, seconds) = try Self.runWithin(20, cliPath, ["init", "--root", "tpm2", "--json"], environment: env)
+        #expect(!r.signalled && r.status == 1 && r.error?.code == "root-unavailable" && r.error?.reason == "tpm-timeout",
+                "\(r.signalled ? "killed after \(seconds) s" : "\(r.status)"): \(r.out)")
         #expect(seconds >= 0.95 && seconds < 10, "init took \(seconds) s")
         #expect(silent.commandsReceived() > 0, "a command was sent: the wait was for its answer")
     }
@@ -166,10 +166,10 @@ import Testing
         try #require(fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
         var env = root.environment(box)
         env["KEYBAY_TPM2_TIMEOUT_MS"] = "1000"
-        let (r, seconds) = try Self.runWithin(20, cliPath, ["get", "k"], environment: env)
+        let (r, seconds) = try Self.runWithin(20, cliPath, ["get", "k", "--json"], environment: env)
         close(fd)
-        #expect(!r.signalled && r.status == 1 && r.stderr.contains("[root-unavailable]") && r.stderr.contains(tpm.tcti)
-                && r.stderr.contains("1000 ms"), "\(r.signalled ? "killed after \(seconds) s" : "\(r.status)"): \(r.stderr)")
+        #expect(!r.signalled && r.status == 1 && r.error?.code == "root-unavailable" && r.error?.reason == "tpm-busy",
+                "\(r.signalled ? "killed after \(seconds) s" : "\(r.status)"): \(r.out)")
         #expect(seconds >= 0.95 && seconds < 10, "get took \(seconds) s")
         #expect(try run(cliPath, ["get", "k"], environment: env).out == "v")
     }

@@ -17,8 +17,8 @@ import Testing
         #expect(got.status == 0 && got.out == "v", "\(got.stderr)")
         #expect(try tpm.handles("handles-loaded-session").isEmpty, "the session ended with the unseal")
         #expect(try tpm.handles("handles-transient").isEmpty)
-        let wrong = try Tpm2PinTests.get(box, tpm, pin: Tpm2PinTests.otherPin)
-        #expect(wrong.status == 1 && Tpm2PinTests.code(wrong) == "wrong-secret", "\(wrong.stderr)")
+        let wrong = try Tpm2PinTests.get(box, tpm, pin: Tpm2PinTests.otherPin, json: true)
+        #expect(wrong.status == 1 && wrong.error?.code == "wrong-secret" && wrong.error?.reason == "wrong-pin", "\(wrong.out)")
         #expect(try tpm.handles("handles-loaded-session").isEmpty, "the refused unseal's session was flushed")
         #expect(try tpm.handles("handles-transient").isEmpty)
     }
@@ -64,9 +64,9 @@ import Testing
         #expect(faithful.unsealsRelayed() == 1)
 
         let altering = try TPMRelay(to: tpm, alteringUnseal: true)
-        let altered = try Tpm2PinTests.get(box, tpm, pin: Tpm2PinTests.pin, ["KEYBAY_TPM2_TCTI": altering.tcti])
+        let altered = try Tpm2PinTests.get(box, tpm, pin: Tpm2PinTests.pin, json: true, ["KEYBAY_TPM2_TCTI": altering.tcti])
         #expect(altering.unsealsRelayed() == 1, "the unseal went through the relay and was altered")
-        #expect(altered.status == 1 && Tpm2PinTests.code(altered) == "plugin-failed" && altered.out.isEmpty, "\(altered.status) \(altered.stderr)")
+        #expect(altered.status == 1 && altered.error?.code == "plugin-failed", "\(altered.status) \(altered.out)")
         #expect(try Tpm2PinTests.lockoutCounter(tpm) == 0, "the TPM accepted the PIN; nothing was counted")
         #expect(try tpm.handles("handles-loaded-session").isEmpty && tpm.handles("handles-transient").isEmpty)
         #expect(try Tpm2PinTests.get(box, tpm, pin: Tpm2PinTests.pin).out == "v", "directly, the store still opens")

@@ -28,15 +28,13 @@ import Testing
         return try methodIDs(box, environment: environment(box, tpm)).first ?? ""
     }
 
-    static func get(_ box: Sandbox, _ tpm: SoftwareTPM, pin: String?, _ extra: [String: String] = [:]) throws -> RunResult {
-        try cli(box, tpm, ["get", "k"], pin: pin, extra)
+    /// `get k`; with `json`, `--json` too, for the error object's fields (`RunResult.error`).
+    static func get(_ box: Sandbox, _ tpm: SoftwareTPM, pin: String?, json: Bool = false, _ extra: [String: String] = [:]) throws -> RunResult {
+        try cli(box, tpm, ["get", "k"] + (json ? ["--json"] : []), pin: pin, extra)
     }
 
-    /// The error code the CLI printed last on standard error ("... [wrong-secret]").
-    static func code(_ r: RunResult) -> String? {
-        guard let open = r.stderr.lastIndex(of: "["), let close = r.stderr.lastIndex(of: "]"), open < close else { return nil }
-        return String(r.stderr[r.stderr.index(after: open)..<close])
-    }
+    /// What `get k --json` prints for the value v.
+    static let jsonValue = "{\"key\":\"k\",\"value\":\"v\"}\n"
 
     /// TPM_PT_LOCKOUT_COUNTER as tpm2_getcap reads it.
     static func lockoutCounter(_ tpm: SoftwareTPM) throws -> Int {
@@ -46,12 +44,6 @@ import Testing
             throw KeybayTestFailure("tpm2_getcap properties-variable: \(r.stderr)")
         }
         return value
-    }
-
-    /// The number in the plugin's "N tries left" / "N try left".
-    static func triesLeft(_ r: RunResult) -> Int? {
-        guard let range = r.stderr.range(of: #"[0-9]+ tr(y|ies) left"#, options: .regularExpression) else { return nil }
-        return Int(r.stderr[range].prefix { $0.isNumber })
     }
 
     /// Enroll, unlock with the PIN (M the TPM unseals opens the store), a wrong PIN (wrong-secret,
@@ -65,16 +57,17 @@ import Testing
         let status = try KeybayStore.status(box.configuration())
         #expect(status.methods.map(\.id) == [id] && status.methods.first?.plugin == "tpm2-pin")
 
-        let wrong = try Self.get(box, tpm, pin: Self.otherPin)
-        #expect(wrong.status == 1 && Self.code(wrong) == "wrong-secret" && wrong.out.isEmpty, "\(wrong.stderr)")
+        let wrong = try Self.get(box, tpm, pin: Self.otherPin, json: true)
+        #expect(wrong.status == 1 && wrong.error?.code == "wrong-secret" && wrong.error?.reason == "wrong-pin" && wrong.error?.methodID == id,
+                "\(wrong.out)")
         #expect(try Self.lockoutCounter(tpm) == 1, "the TPM counted the wrong PIN")
-        #expect(Self.triesLeft(wrong) != nil, "the tries left are given: \(wrong.stderr)")
-        let none = try Self.get(box, tpm, pin: nil)
-        #expect(none.status == 4 && Self.code(none) == "interaction-required", "\(none.stderr)")
-        let second = try Self.cli(box, tpm, ["enroll", "tpm2-pin"], pin: Self.pin)
-        #expect(second.status == 2 && Self.code(second) == "invalid-argument", "one tpm2-pin method per store: \(second.stderr)")
-        let short = try Self.cli(Sandbox(), tpm, ["enroll", "tpm2-pin"], pin: "123")
-        #expect(short.status == 2 && Self.code(short) == "invalid-argument", "a 3-byte PIN is refused: \(short.stderr)")
+        #expect(wrong.error?.triesLeft != nil, "the tries left are given: \(wrong.out)")
+        let none = try Self.get(box, tpm, pin: nil, json: true)
+        #expect(none.status == 4 && none.error?.code == "interaction-required", "\(none.out)")
+        let second = try Self.cli(box, tpm, ["enroll", "tpm2-pin", "--json"], pin: Self.pin)
+        #expect(second.status == 2 && second.error?.code == "invalid-argument", "one tpm2-pin method per store: \(second.out)")
+        let short = try Self.cli(Sandbox(), tpm, ["enroll", "tpm2-pin", "--json"], pin: "123")
+        #expect(short.status == 2 && short.error?.code == "invalid-argument", "a 3-byte PIN is refused: \(short.out)")
         // tss2 is opened on first use: listing the methods needs none.
         var env = Self.environment(box, tpm)
         env["LD_DEBUG"] = "files"
@@ -89,20 +82,22 @@ import Testing
         #expect(try tpm.tools("tpm2_dictionarylockout", "-s", "-n", "3", "-t", "2", "-l", "2").status == 0)
         _ = try Self.pinStore(box, tpm)
         for left in [2, 1, 0] {
-            let wrong = try Self.get(box, tpm, pin: Self.otherPin)
-            #expect(wrong.status == 1 && Self.code(wrong) == "wrong-secret" && Self.triesLeft(wrong) == left, "\(left): \(wrong.stderr)")
+            let wrong = try Self.get(box, tpm, pin: Self.otherPin, json: true)
+            #expect(wrong.status == 1 && wrong.error?.code == "wrong-secret" && wrong.error?.reason == "wrong-pin" && wrong.error?.triesLeft == left,
+                    "\(left): \(wrong.out)")
         }
         #expect(try Self.lockoutCounter(tpm) == 3)
-        let locked = try Self.get(box, tpm, pin: Self.pin)
-        #expect(locked.status == 1 && Self.code(locked) == "locked" && locked.stderr.contains("2 s"), "\(locked.stderr)")
+        let locked = try Self.get(box, tpm, pin: Self.pin, json: true)
+        #expect(locked.status == 1 && locked.error?.code == "locked" && locked.error?.reason == "lockout" && locked.error?.triesLeft == 0,
+                "\(locked.out)")
         #expect(try Self.lockoutCounter(tpm) == 3, "a locked try sends no PIN to the TPM")
         var opened: RunResult?
         for _ in 0..<20 where opened?.status != 0 {
             usleep(500_000)
-            opened = try Self.get(box, tpm, pin: Self.pin)
-            #expect(opened?.status == 0 || opened.map(Self.code) == "locked", "\(opened?.stderr ?? "")")
+            opened = try Self.get(box, tpm, pin: Self.pin, json: true)
+            #expect(opened?.status == 0 || opened?.error?.reason == "lockout", "\(opened?.out ?? "")")
         }
-        #expect(opened?.status == 0 && opened?.out == "v", "the right PIN works after the interval: \(opened?.stderr ?? "")")
+        #expect(opened?.status == 0 && opened?.out == Self.jsonValue, "the right PIN works after the interval: \(opened?.out ?? "")")
     }
 
     /// `change` replaces the PIN in one step: the new one opens, the old one is a wrong secret.
@@ -113,8 +108,8 @@ import Testing
                                                    environment: Self.environment(box, tpm))
         #expect(changed.status == 0, "\(changed.stderr)")
         #expect(try Self.get(box, tpm, pin: "86420").out == "v")
-        let old = try Self.get(box, tpm, pin: Self.pin)
-        #expect(old.status == 1 && Self.code(old) == "wrong-secret", "\(old.stderr)")
+        let old = try Self.get(box, tpm, pin: Self.pin, json: true)
+        #expect(old.status == 1 && old.error?.code == "wrong-secret" && old.error?.reason == "wrong-pin", "\(old.out)")
         #expect(try methodIDs(box).count == 1 && methodIDs(box) != [id])
     }
 
@@ -125,14 +120,14 @@ import Testing
         _ = try Self.pinStore(box, tpm)
         let store = readBytes(box.storePath)
         let other = try SoftwareTPM()
-        let elsewhere = try Self.get(box, other, pin: Self.pin)
-        #expect(elsewhere.status == 1 && Self.code(elsewhere) == "method-unavailable" && elsewhere.stderr.contains("another machine's TPM"),
-                "\(elsewhere.stderr)")
+        let elsewhere = try Self.get(box, other, pin: Self.pin, json: true)
+        #expect(elsewhere.status == 1 && elsewhere.error?.code == "method-unavailable" && elsewhere.error?.reason == "foreign-object",
+                "\(elsewhere.out)")
         #expect(try Self.lockoutCounter(other) == 0, "no PIN was tried on a TPM that cannot load the object")
         #expect(readBytes(box.storePath) == store)
         #expect(try tpm.tools("tpm2_clear", "-c", "p").status == 0)
-        let cleared = try Self.get(box, tpm, pin: Self.pin)
-        #expect(cleared.status == 1 && Self.code(cleared) == "method-unavailable" && cleared.stderr.contains("cleared"), "\(cleared.stderr)")
+        let cleared = try Self.get(box, tpm, pin: Self.pin, json: true)
+        #expect(cleared.status == 1 && cleared.error?.code == "method-unavailable" && cleared.error?.reason == "foreign-object", "\(cleared.out)")
     }
 
     /// `--opt pcrs=7`: extending PCR 7 makes the method unavailable; a bad value is refused.
@@ -141,10 +136,10 @@ import Testing
         _ = try Self.pinStore(box, tpm, options: ["--opt", "pcrs=7"])
         #expect(try Self.get(box, tpm, pin: Self.pin).out == "v")
         #expect(try tpm.tools("tpm2_pcrextend", "7:sha256=" + String(repeating: "ab", count: 32)).status == 0)
-        let r = try Self.get(box, tpm, pin: Self.pin)
-        #expect(r.status == 1 && Self.code(r) == "method-unavailable", "\(r.stderr)")
-        let bad = try Self.cli(Sandbox(), tpm, ["enroll", "tpm2-pin", "--opt", "pcrs=24"], pin: Self.pin)
-        #expect(bad.status == 2 && Self.code(bad) == "invalid-argument", "\(bad.stderr)")
+        let r = try Self.get(box, tpm, pin: Self.pin, json: true)
+        #expect(r.status == 1 && r.error?.code == "method-unavailable" && r.error?.reason == "pcr-mismatch", "\(r.out)")
+        let bad = try Self.cli(Sandbox(), tpm, ["enroll", "tpm2-pin", "--opt", "pcrs=24", "--json"], pin: Self.pin)
+        #expect(bad.status == 2 && bad.error?.code == "invalid-argument" && bad.error?.reason == "invalid-pcrs", "\(bad.out)")
     }
 
     /// The root's TPM rules: a KEYBAY_TPM2_TCTI that is not a TCTI is a usage error; a TPM that
@@ -153,26 +148,26 @@ import Testing
     @Test func theRootsTCTIRulesAndBoundsApply() throws {
         let tpm = try SoftwareTPM(), box = Sandbox()
         _ = try Self.pinStore(box, tpm)
-        let library = try Self.get(box, tpm, pin: Self.pin, ["KEYBAY_TPM2_TCTI": "/tmp/libtss2-tcti-evil.so"])
-        #expect(library.status == 2 && Self.code(library) == "invalid-argument", "\(library.stderr)")
-        let nowhere = try Self.get(box, tpm, pin: Self.pin, ["KEYBAY_TPM2_TCTI": "swtpm:host=127.0.0.1,port=1"])
-        #expect(nowhere.status == 1 && Self.code(nowhere) == "method-unavailable" && nowhere.stderr.contains("port=1"), "\(nowhere.stderr)")
+        let library = try Self.get(box, tpm, pin: Self.pin, json: true, ["KEYBAY_TPM2_TCTI": "/tmp/libtss2-tcti-evil.so"])
+        #expect(library.status == 2 && library.error?.code == "invalid-argument", "\(library.out)")
+        let nowhere = try Self.get(box, tpm, pin: Self.pin, json: true, ["KEYBAY_TPM2_TCTI": "swtpm:host=127.0.0.1,port=1"])
+        #expect(nowhere.status == 1 && nowhere.error?.code == "method-unavailable" && nowhere.error?.reason == "tpm-unreachable", "\(nowhere.out)")
         tpm.stop()
         defer { tpm.resume() }
         var env = Self.environment(box, tpm, ["KEYBAY_TPM2_TIMEOUT_MS": "1000"])
         let file = box.root + "/pin"
         try (Self.pin + "\n").write(toFile: file, atomically: true, encoding: .utf8)
-        let (stopped, seconds) = try Tpm2BoundsTests.runWithin(20, "/bin/sh", ["-c", "exec \"$0\" get k --no-input --pin-fd 3 3<\"\(file)\"", cliPath],
+        let (stopped, seconds) = try Tpm2BoundsTests.runWithin(20, "/bin/sh", ["-c", "exec \"$0\" get k --no-input --json --pin-fd 3 3<\"\(file)\"", cliPath],
                                                                 environment: env)
-        #expect(!stopped.signalled && stopped.status == 1 && Self.code(stopped) == "method-unavailable" && seconds < 10,
-                "\(seconds) s: \(stopped.stderr)")
+        #expect(!stopped.signalled && stopped.status == 1 && stopped.error?.code == "method-unavailable" && stopped.error?.reason == "tpm-timeout"
+                && seconds < 10, "\(seconds) s: \(stopped.out)")
         tpm.resume()
         if !exists("/dev/tpmrm0") && !exists("/dev/tpm0") {
             env["KEYBAY_TPM2_TCTI"] = nil
             let d = try Tpm2BoundsTests.holdingTheSimulatorPorts {
-                try run("/bin/sh", ["-c", "exec \"$0\" get k --no-input --pin-fd 3 3<\"\(file)\"", cliPath], environment: env)
+                try run("/bin/sh", ["-c", "exec \"$0\" get k --no-input --json --pin-fd 3 3<\"\(file)\"", cliPath], environment: env)
             }
-            #expect(d.status == 1 && Self.code(d) == "method-unavailable" && d.stderr.contains("/dev/tpmrm0"), "\(d.stderr)")
+            #expect(d.status == 1 && d.error?.code == "method-unavailable" && d.error?.reason == "no-tpm" && d.error?.path == "/dev/tpmrm0", "\(d.out)")
         }
     }
 
@@ -215,8 +210,8 @@ import Testing
         for length in stride(from: 0, to: original.count, by: all ? 1 : 50) { variants.append(("truncation to \(length)", Array(original[0..<length]))) }
         for (name, bytes) in variants {
             writeBytes(box.storePath, bytes)
-            let r = try Self.get(box, tpm, pin: Self.pin)
-            #expect(r.status == 1 && Self.code(r).map(acceptable.contains) == true && r.out.isEmpty, "\(name): \(r.status) \(r.stderr)")
+            let r = try Self.get(box, tpm, pin: Self.pin, json: true)
+            #expect(r.status == 1 && r.error.map { acceptable.contains($0.code) } == true, "\(name): \(r.status) \(r.out)")
         }
         writeBytes(box.storePath, original)
         #expect(try Self.get(box, tpm, pin: Self.pin).out == "v", "the untouched store still opens")

@@ -47,10 +47,10 @@ import Testing
         let byId = try Self.read(box, ["--passphrase-file", good, "--method", id])
         #expect(byId.status == 0 && byId.out == all, "\(byId.stderr)")
 
-        let bad = try Self.read(box, ["--passphrase-file", wrong])
-        #expect(bad.status == 1 && bad.stdout.isEmpty && bad.stderr.contains("wrong passphrase"), "\(bad.stderr)")
-        let none = try Self.read(box)
-        #expect(none.status == 1 && none.stdout.isEmpty && none.stderr.contains("store is protected"), "\(none.stderr)")
+        let bad = try Self.read(box, ["--passphrase-file", wrong, "--json"])
+        #expect(bad.status == 1 && bad.error?.code == "wrong-secret", "\(bad.out) \(bad.stderr)")
+        let none = try Self.read(box, ["--json"])
+        #expect(none.status == 1 && none.error?.code == "authentication-required", "\(none.out) \(none.stderr)")
         #expect(readBytes(box.storePath)! == protected, "the reader changed the store")
 
         // The reader is strict on suite 2 too: a flipped byte in the manifest fails it.

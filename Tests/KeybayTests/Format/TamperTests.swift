@@ -168,10 +168,12 @@ import Testing
         }
         #expect(layoutCode(besidesThePackage(16 * 1024 * 1024)) == nil)
         let tooLong = keybayError { _ = try StoreLayout.decode(besidesThePackage(16 * 1024 * 1024 + 1), context: "t") }
-        #expect(tooLong?.code == .malformed && tooLong?.message.contains("more than 16 MiB besides its") == true, "\(String(describing: tooLong))")
+        #expect(tooLong?.code == .malformed && tooLong?.reason == "content-too-large", "\(String(describing: tooLong))")
         #expect(StoreLayout.maxTotalBytes == 16_941_056)
         let oversized = keybayError { _ = try StoreLayout.decode([UInt8](repeating: 0, count: 16_941_057), context: "t") }
-        #expect(oversized?.code == .malformed && oversized?.message.contains("limit 16941056") == true, "\(String(describing: oversized))")
+        #expect(oversized?.code == .malformed && oversized?.reason == "file-too-large", "\(String(describing: oversized))")
+        let atTheLimit = keybayError { _ = try StoreLayout.decode([UInt8](repeating: 0, count: 16_941_056), context: "t") }
+        #expect(atTheLimit?.code == .malformed && atTheLimit?.reason != "file-too-large", "\(String(describing: atTheLimit))")
 
         // Manifest: unsorted, duplicate, bad key, impossible count, trailing bytes.
         func manifestCode(_ m: [UInt8]) -> KeybayError.Code? {

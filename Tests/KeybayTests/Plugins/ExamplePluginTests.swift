@@ -174,8 +174,9 @@ import Testing
         let dir = box.root + "/keyfile"
         let help = try box.cli("enroll", "com.example.keyfile", "--help", "--plugin-dir", dir)
         #expect(help.status == 0 && help.out.contains("--opt path=…  absolute path of the key file"), "\(help.out)\(help.stderr)")
-        let typo = try box.cli("enroll", "com.example.keyfile", "--opt", "path=" + box.root + "/nope.key", "--plugin-dir", dir)
-        #expect(typo.status == 2 && typo.stderr.contains("no key file at \(box.root)/nope.key"), "\(typo.status) \(typo.stderr)")
+        let typo = try box.cli("enroll", "com.example.keyfile", "--opt", "path=" + box.root + "/nope.key", "--plugin-dir", dir, "--json")
+        #expect(typo.status == 2 && typo.error?.code == "invalid-argument" && typo.error?.reason == "no-key-file" && typo.error?.path == box.root + "/nope.key",
+                "\(typo.status) \(typo.out)")
         #expect(try box.cli("status", "--json").out.contains("\"state\":\"absent\""))
         let enrolled = try box.cli("enroll", "com.example.keyfile", "--opt", "path=" + keyA, "--plugin-dir", dir, "--no-input")
         #expect(enrolled.status == 0, "\(enrolled.stderr)")
@@ -195,7 +196,8 @@ import Testing
         let wrong = try box.cli("get", "k", "--plugin-dir", dir, "--no-input")
         #expect(wrong.status == 1 && wrong.stderr.contains("wrong-secret"), "\(wrong.status) \(wrong.stderr)")
         unlink(keyA)
-        let absent = try box.cli("get", "k", "--plugin-dir", dir, "--no-input")
-        #expect(absent.status == 1 && absent.stderr.contains("is absent") && absent.stderr.contains("method-unavailable"), "\(absent.status) \(absent.stderr)")
+        let absent = try box.cli("get", "k", "--plugin-dir", dir, "--no-input", "--json")
+        #expect(absent.status == 1 && absent.error?.code == "method-unavailable" && absent.error?.reason == "no-key-file" && absent.error?.path == keyA
+                && absent.error?.pluginID == "com.example.keyfile", "\(absent.status) \(absent.out)")
     }
 }

@@ -107,8 +107,9 @@ import Testing
         let box = Sandbox()
         let r = try box.cli("benchmark", "--json", "--opt", "memory-kib=8192", "--opt", "iterations=1", "--opt", "lanes=1")
         #expect(r.status == 0 && r.out.contains("\"plugin\":\"passphrase\"") && r.out.contains("Argon2id v1.3, 8 MiB, t=1, p=1"), "\(r.out) \(r.stderr)")
-        let refused = try box.cli("benchmark", "test-counting")
-        #expect(refused.status == 1 && refused.stderr.contains("test-counting does not calibrate") && refused.stderr.contains("[unsupported]"), "\(refused.stderr)")
+        let refused = try box.cli("benchmark", "test-counting", "--json")
+        #expect(refused.status == 1 && refused.error?.code == "unsupported" && refused.error?.reason == "no-calibration" && refused.error?.pluginID == "test-counting",
+                "\(refused.out)")
     }
 
     @Test func statusShowsTheRootsOwnProtectionNote() throws {

@@ -143,7 +143,8 @@ import CKeybayPlugin
         var config = try box.configuration()
         config.rootPlugin = "tpm2"
         config.rootOptions = [("pcrs", "7"), ("pcrs", "0")]
-        #expect(keybayCode { try KeybayStore.initialize(config).close() } == .invalidArgument)
+        let twice = keybayError { try KeybayStore.initialize(config).close() }
+        #expect(twice?.code == .invalidArgument && twice?.reason == "repeated-option", "\(String(describing: twice))")
         #expect(!exists(box.dataHome + "/keybay") && !exists(box.stateHome + "/keybay"), "a refused initialize left directories")
         // A move to the root with an option given twice leaves the store on file-root, its root in place.
         #expect(try box.cli("set", "k", "v").status == 0)
@@ -153,7 +154,8 @@ import CKeybayPlugin
         #expect(Self.optionsLog(box) == nil && readBytes(box.rootPath) == root)
         var onFileRoot = try box.configuration()
         onFileRoot.rootPlugin = "file-root"
-        #expect(keybayCode { try KeybayStore.moveRoot(onFileRoot, to: "tpm2", options: [("pcrs", "7"), ("pcrs", "7")]) } == .invalidArgument)
+        let movedTwice = keybayError { try KeybayStore.moveRoot(onFileRoot, to: "tpm2", options: [("pcrs", "7"), ("pcrs", "7")]) }
+        #expect(movedTwice?.code == .invalidArgument && movedTwice?.reason == "repeated-option", "\(String(describing: movedTwice))")
         #expect(readBytes(box.rootPath) == root && !exists(box.stateHome + "/keybay/" + box.app + "/tpm2-root.sealed"))
         let status = try box.cli("status", "--json"), got = try box.cli("get", "k")
         #expect(status.out.contains("\"rootPlugin\":\"file-root\"") && got.out == "v", "\(status.out) \(got.stderr)")

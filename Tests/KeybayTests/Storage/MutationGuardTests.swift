@@ -145,15 +145,23 @@ import Testing
             return (r, reads)
         }
         // The create (nothing there yet), then a record write and a rotation on a good store.
-        let (created, createReads) = try shimmed(["set", "a", "1"])
-        #expect(created.status == 1 && created.stderr.contains("does not read back as written") && created.stderr.hasSuffix("[io]\n"),
-                "\(created.status) \(created.stderr)")
+        let (created, createReads) = try shimmed(["set", "a", "1", "--json"])
+        #expect(created.status == 1 && created.error?.code == "io" && created.error?.reason == "read-back-mismatch" && created.error?.path == box.storePath,
+                "\(created.status) \(created.out)")
         #expect(createReads > 0, "the store was never read after it was put in place")
         #expect(try box.cli("reset", "--yes").status == 0)
         #expect(try box.cli("set", "a", "1").status == 0)
-        for command in [["set", "a", "2"], ["enroll", "recovery", "--json"]] {
+        for command in [["set", "a", "2", "--json"], ["enroll", "recovery", "--json"]] {
             let (r, reads) = try shimmed(command)
-            #expect(r.status == 1 && r.stderr.hasSuffix("[io]\n") && r.stderr.contains("does not read back as written"), "\(command): \(r.status) \(r.stderr)")
+            if command[0] == "set" {
+                // The result, then the error object (docs/cli.md, "A failure after the change took effect").
+                let error = jsonError(r, afterAResult: true)
+                #expect(r.status == 1 && error?.code == "io" && error?.reason == "read-back-mismatch" && error?.path == box.storePath,
+                        "\(command): \(r.status) \(r.out)")
+            } else {
+                // A shown secret closes standard output once printed: the error is on standard error only.
+                #expect(r.status == 1 && r.stderr.hasSuffix("[io]\n"), "\(command): \(r.status) \(r.stderr)")
+            }
             #expect(reads > 0, "\(command): the store was never read after it was put in place")
             if command[0] == "enroll" {
                 // The rename happened: the enrollment took effect, so its key must be shown, and
@@ -339,9 +347,8 @@ import Testing
                 var typed = groups
                 let at = try #require(alphabet.firstIndex(of: typed[g][i]))
                 typed[g][i] = alphabet[(at + 1) % alphabet.count]
-                let r = try RecoveryTests.get(box, key: typed.map { String($0) }.joined(separator: "-"))
-                #expect(r.status == 1 && r.stdout.isEmpty && r.stderr.contains("[wrong-secret]") && r.stderr.contains("has a typo"),
-                        "group \(g + 1), character \(i + 1): \(r.status) \(r.stderr)")
+                let r = try RecoveryTests.get(box, key: typed.map { String($0) }.joined(separator: "-"), json: true)
+                #expect(RecoveryTests.isRefused(r, reason: "typo-checksum"), "group \(g + 1), character \(i + 1): \(r.status) \(r.out)")
             }
         }
     }
@@ -364,14 +371,14 @@ import Testing
             let enrolled = try run(cliPath, ["enroll", "test-fido2", "--opt", "pin=no", "--opt", "presence=\(presence)"],
                                    environment: environment(box, "0:seed=presence"))
             #expect(enrolled.status == 0, "\(enrolled.stderr)")
-            let skipped = try run(cliPath, ["get", "a"], environment: environment(box, "0:seed=presence;0:skip-up=1"))
+            let skipped = try run(cliPath, ["get", "a", "--json"], environment: environment(box, "0:seed=presence;0:skip-up=1"))
             if presence == "required" {
-                #expect(skipped.status == 1 && skipped.stdout.isEmpty && skipped.stderr.contains("[unsupported]")
-                        && skipped.stderr.contains("did not confirm the touch"), "\(skipped.status) \(skipped.stderr)")
+                #expect(skipped.status == 1 && skipped.error?.code == "unsupported" && skipped.error?.reason == "touch-not-confirmed",
+                        "\(skipped.status) \(skipped.out)")
                 let touched = try run(cliPath, ["get", "a"], environment: environment(box, "0:seed=presence"))
                 #expect(touched.status == 0 && touched.out == "1", "\(touched.stderr)")
             } else {
-                #expect(skipped.status == 0 && skipped.out == "1", "presence=no: \(skipped.stderr)")
+                #expect(skipped.status == 0 && skipped.out == "{\"key\":\"a\",\"value\":\"1\"}\n", "presence=no: \(skipped.stderr)")
             }
         }
     }

@@ -238,13 +238,40 @@ extension Sandbox {
     }
 }
 
-/// The code of the `{"error": {"code", …}}` object a `--json` run printed as its whole standard
-/// output, or nil when it printed anything else.
-func jsonErrorCode(_ r: RunResult) -> String? {
-    guard r.stdout.last == 0x0a, r.stdout.dropLast().firstIndex(of: 0x0a) == nil,
-          let object = try? JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any], object.count == 1,
-          let error = object["error"] as? [String: Any] else { return nil }
-    return error["code"] as? String
+/// The `{"error": {…}}` object a `--json` run printed (docs/cli.md, "JSON output"): the fields
+/// tests tell causes apart by, never the message.
+struct CLIError: Equatable, CustomStringConvertible {
+    let code: String
+    let reason: String?
+    let triesLeft: Int?
+    let path: String?
+    let pluginID: String?
+    let methodID: String?
+    /// The names of the members the object has (a field not set must be absent, not null).
+    let members: Set<String>
+
+    var description: String { "\(code) reason=\(reason ?? "-") triesLeft=\(triesLeft.map(String.init) ?? "-") path=\(path ?? "-") pluginId=\(pluginID ?? "-") methodId=\(methodID ?? "-") \(members.sorted())" }
+}
+
+/// The error object a `--json` run printed as its whole standard output (one line), or nil when
+/// it printed anything else. `afterAResult`: a change that took effect but failed after (`io`
+/// with the result shown), whose output is the result's line and then the error's.
+func jsonError(_ r: RunResult, afterAResult: Bool = false) -> CLIError? {
+    let lines = r.stdout.split(separator: 0x0a, omittingEmptySubsequences: false)
+    guard r.stdout.last == 0x0a, lines.count == (afterAResult ? 3 : 2), let line = lines.dropLast().last,
+          let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any], object.count == 1,
+          let error = object["error"] as? [String: Any], let code = error["code"] as? String else { return nil }
+    return CLIError(code: code, reason: error["reason"] as? String, triesLeft: (error["triesLeft"] as? NSNumber)?.intValue,
+                    path: error["path"] as? String, pluginID: error["pluginId"] as? String, methodID: error["methodId"] as? String,
+                    members: Set(error.keys))
+}
+
+/// The code of the error object a `--json` run printed (see jsonError).
+func jsonErrorCode(_ r: RunResult) -> String? { jsonError(r)?.code }
+
+extension RunResult {
+    /// The `--json` error object this run printed (see jsonError); nil without one.
+    var error: CLIError? { jsonError(self) }
 }
 
 /// Passphrase parameters that keep tests fast (8 MiB, one pass, one lane), as enroll options

@@ -48,6 +48,12 @@ static keybay_status kf_error(const keybay_host *host, keybay_status status, con
     return status;
 }
 
+/* kf_error with a stable reason and the key file's path (the guide: set_error_detail, then the line). */
+static keybay_status kf_detailed_error(const keybay_host *host, keybay_status status, const char *reason, const char *format, const char *path) {
+    if (KEYBAY_HOST_HAS(host, set_error_detail)) host->set_error_detail(host->context, reason, -1, path[0] == '/' ? path : NULL);
+    return kf_error(host, status, format, path);
+}
+
 static void kf_free_buffer(keybay_buffer *b) {
     if (b == NULL) return;
     if (b->data != NULL) {
@@ -70,8 +76,8 @@ static keybay_status kf_derive(const keybay_host *host, const char *path, const 
     if (sodium_init() < 0) return kf_error(host, KEYBAY_ERR_INTERNAL, "%s: libsodium cannot start", KF_ID);
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
-        return enrolling ? kf_error(host, KEYBAY_ERR_INVALID_OPTION, "no key file at %s", path)
-                         : kf_error(host, KEYBAY_ERR_NOT_AVAILABLE, "the key file %s is absent (is its disk mounted?)", path);
+        return enrolling ? kf_detailed_error(host, KEYBAY_ERR_INVALID_OPTION, "no-key-file", "no key file at %s", path)
+                         : kf_detailed_error(host, KEYBAY_ERR_NOT_AVAILABLE, "no-key-file", "the key file %s is absent (is its disk mounted?)", path);
     if (fd < 0 && errno == ELOOP) return kf_error(host, KEYBAY_ERR_INSECURE, "the key file %s is a symbolic link", path);
     if (fd < 0) return kf_error(host, KEYBAY_ERR_IO, "cannot open the key file %s", path);
     struct stat st;
