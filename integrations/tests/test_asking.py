@@ -6,7 +6,6 @@ scripted pinentry of Tests/pinentry, which logs what it is sent), and a cancel t
 store as it was and gives the hint; git's GIT_TERMINAL_PROMPT=0 asks nobody."""
 import json
 import os
-import pathlib
 import shutil
 import sys
 

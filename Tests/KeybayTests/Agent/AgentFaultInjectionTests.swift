@@ -59,8 +59,8 @@ import Testing
                     if r.status == 0 { #expect(printed, "\(what)") }
                     let applied = try scenario.applied(run.box)
                     #expect(applied != nil, "\(what): the store does not open with the passphrase, or lost a record")
-                    if errorReason(r) == "agent-unconfirmed" {
-                        #expect(r.status == 1 && jsonErrorCode(r) == "io", "\(what)")
+                    if r.error?.reason == "agent-unconfirmed" {
+                        #expect(r.status == 1 && r.error?.code == "io", "\(what)")
                         unconfirmed += 1
                     } else if let applied {
                         #expect(applied == printed, "\(what): printed \(printed), on disk \(applied)")
@@ -92,24 +92,27 @@ import Testing
         let traceFile = agent.box.root + "/trace"
         let tracer = spawnChild("/usr/bin/strace", ["-f", "-qq", "-o", trace ? traceFile : "/dev/null"] + strace + [cliPath, "agent"],
                                 environment: withoutLeakChecks(agent.environment), stdinPath: "/dev/null")
-        defer { agent.stop(); kill(tracer, SIGKILL); _ = waitChild(tracer) }
+        // Stops the agent, then reaps strace (which ends with it) within a bound; killed if it
+        // does not, so a run never hangs. Reaped exactly once: its pid is not signalled after.
+        var reaped = false
+        func end() {
+            guard !reaped else { return }
+            agent.stop()
+            if !waitUntilGone(tracer) {
+                Issue.record("strace did not end with the agent within 10 s")
+                kill(tracer, SIGKILL)
+            }
+            _ = waitChild(tracer)
+            reaped = true
+        }
+        defer { end() }
         #expect(waitForFile(agent.socketPath), "the agent under strace bound no socket")
         _ = try agent.unlock("1h")
         let outcome = try run(cliPath, command, environment: agent.environment)
-        agent.stop()
-        _ = waitChild(tracer)
+        end()
         let calls = trace ? FaultInjectionTests.parseTrace(readBytes(traceFile) ?? []) : [:]
         return TracedRun(box: agent, outcome: outcome, calls: calls)
     }
-}
-
-/// The reason of the `{"error": …}` object a `--json` run printed, if any.
-private func errorReason(_ r: RunResult) -> String? {
-    for line in r.stdout.split(separator: 0x0a) {
-        if let object = (try? JSONSerialization.jsonObject(with: Data(line))) as? [String: Any],
-           let error = object["error"] as? [String: Any] { return error["reason"] as? String }
-    }
-    return nil
 }
 
 /// The value of `key`, read without the agent (no runtime directory) with the passphrase; nil
