@@ -214,24 +214,80 @@ static int declares_sandbox(void) {
     return plugin.struct_size >= offsetof(keybay_plugin, sandbox) + sizeof(plugin.sandbox) && plugin.sandbox != NULL;
 }
 
-/* Inspection: the libraries the loaded plugin brought in (their files are granted read). */
-static int add_library(struct dl_phdr_info *info, size_t size, void *data) {
+/* Inspection, in two children, so that no plugin code runs outside a sandbox:
+   1. The dynamic loader lists the libraries the plugin needs (ld.so --list, as ldd does: it maps
+      them and runs none of their code); their files are granted read.
+   2. A child in the sandbox those grant, with the environment emptied, loads the plugin and
+      writes its sandbox declaration to a pipe: records of a size_t length and bytes. */
+
+/* The dynamic loader this program runs under: its PT_INTERP. */
+static int find_interpreter(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
-    int fd = *(int *)data;
-    if (info->dlpi_name != NULL && info->dlpi_name[0] == '/') {
-        size_t n = strlen(info->dlpi_name);
-        if (n < 4096 && (write(fd, &n, sizeof n) != (ssize_t)sizeof n || write(fd, info->dlpi_name, n) != (ssize_t)n)) return 1;
+    for (size_t i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type == PT_INTERP) {
+            *(const char **)data = (const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+            return 1;
+        }
     }
-    return 0;
+    return 1; /* the first object is the program: only it can name the interpreter */
 }
 
-/* What inspection reports, one record each: a size_t length and bytes; a length of 0 separates
-   the declaration's entries from the libraries. */
-static void inspect_in_child(const char *path, int fd) {
+#define LIBRARY_LISTING_MAX (256u * 1024u)
+
+static void add_listed_library(sandbox_grant *grant, const char *line) {
+    const char *arrow = strstr(line, " => ");
+    const char *p = arrow ? arrow + 4 : line;
+    while (*p == '\t' || *p == ' ') p++;
+    if (*p != '/') return;
+    const char *end = strstr(p, " (0x");
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    if (n == 0 || n >= 4096 || grant->library_count == SANDBOX_MAX_LIBRARIES) return;
+    char *copy = strndup(p, n);
+    if (copy != NULL) grant->library[grant->library_count++] = copy;
+}
+
+static void list_libraries(const char *path, sandbox_grant *grant) {
+    const char *interpreter = NULL;
+    dl_iterate_phdr(find_interpreter, &interpreter);
+    if (interpreter == NULL || interpreter[0] != '/') refuse(1, "plugin-host-failed", "cannot find the dynamic loader");
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) refuse(1, "plugin-host-failed", "cannot make a pipe for inspection");
+    pid_t child = fork();
+    if (child < 0) refuse(1, "plugin-host-failed", "cannot start inspection");
+    if (child == 0) {
+        /* The library search the host would make: LD_LIBRARY_PATH alone is kept. */
+        const char *search = getenv("LD_LIBRARY_PATH");
+        char *kept = NULL;
+        if (search != NULL && asprintf(&kept, "LD_LIBRARY_PATH=%s", search) < 0) _exit(127);
+        char *env[] = { kept, NULL };
+        close(HOST_FD);
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null < 0 || dup2(fds[1], 1) < 0 || dup2(null, 0) < 0 || dup2(null, 2) < 0) _exit(127);
+        char *args[] = { (char *)interpreter, (char *)"--list", (char *)path, NULL };
+        execve(interpreter, args, env);
+        _exit(127);
+    }
+    close(fds[1]);
+    char *listing = malloc(LIBRARY_LISTING_MAX + 1);
+    size_t got = 0;
+    ssize_t r;
+    while (listing != NULL && got < LIBRARY_LISTING_MAX && (r = read(fds[0], listing + got, LIBRARY_LISTING_MAX - got)) != 0) {
+        if (r < 0) { if (errno == EINTR) continue; break; }
+        got += (size_t)r;
+    }
+    close(fds[0]);
+    while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
+    if (listing == NULL) refuse(1, "plugin-host-failed", "out of memory");
+    listing[got] = 0;
+    /* A plugin the loader cannot list lists nothing: loading it in step 2 says why. */
+    for (char *line = strtok(listing, "\n"); line != NULL; line = strtok(NULL, "\n")) add_listed_library(grant, line);
+    free(listing);
+}
+
+static void write_declaration(const char *path, const sandbox_grant *libraries, int fd) {
     clearenv();
-    sandbox_grant everything = { .plugin_path = path };
     const char *why = NULL;
-    if (sandbox_enter_for_inspection(&everything, &why) != 0) _exit(3);
+    if (sandbox_enter(libraries, &why) != 0) _exit(3);
     int size = 0;
     copy_descriptor(load(path, &size));
     if (declares_sandbox()) {
@@ -240,16 +296,13 @@ static void inspect_in_child(const char *path, int fd) {
             if (write(fd, &n, sizeof n) != (ssize_t)sizeof n || write(fd, plugin.sandbox[i], n) != (ssize_t)n) _exit(4);
         }
     }
-    size_t zero = 0;
-    if (write(fd, &zero, sizeof zero) != (ssize_t)sizeof zero) _exit(4);
-    dl_iterate_phdr(add_library, &fd);
     _exit(0);
 }
 
 static char *read_record(int fd, size_t *n, int *end) {
     ssize_t r = read(fd, n, sizeof *n);
     if (r == 0) { *end = 1; return NULL; }
-    if (r != (ssize_t)sizeof *n || *n > 4096) return NULL;
+    if (r != (ssize_t)sizeof *n || *n == 0 || *n > SANDBOX_MAX_ENTRY + 1) return NULL;
     char *s = malloc(*n + 1);
     if (s == NULL) return NULL;
     size_t got = 0;
@@ -264,32 +317,28 @@ static char *read_record(int fd, size_t *n, int *end) {
 
 /* Runs inspection and fills `grant` and the declared environment names. */
 static void inspect(const char *path, sandbox_grant *grant, const char **env_names, size_t *env_count) {
+    list_libraries(path, grant);
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) refuse(1, "plugin-host-failed", "cannot make a pipe for inspection");
     pid_t child = fork();
     if (child < 0) refuse(1, "plugin-host-failed", "cannot start inspection");
     if (child == 0) {
+        /* HOST_FD stays open: a plugin refused in the child (dlopen, no descriptor) tells the
+           host why itself. Plugin code gains nothing by it: it has HOST_FD in the helper too. */
         close(fds[0]);
-        close(HOST_FD);
-        inspect_in_child(path, fds[1]);
+        write_declaration(path, grant, fds[1]);
     }
     close(fds[1]);
-    int in_libraries = 0, end = 0, malformed = 0;
+    int end = 0, malformed = 0, count = 0;
     for (;;) {
         size_t n = 0;
         char *record = read_record(fds[0], &n, &end);
         if (end) break;
-        if (n == 0 && record != NULL && !in_libraries) { free(record); in_libraries = 1; continue; }
         if (record == NULL) { malformed = 1; break; }
-        if (in_libraries) {
-            if (grant->library_count < SANDBOX_MAX_LIBRARIES) grant->library[grant->library_count++] = record;
-            else free(record);
-            continue;
-        }
-        if (n > SANDBOX_MAX_ENTRY) refuse(0, "sandbox-declaration", "a sandbox entry is longer than 255 bytes");
+        if (n > SANDBOX_MAX_ENTRY || ++count > (int)SANDBOX_MAX_ENTRIES) refuse(0, "sandbox-declaration", "the sandbox declaration has more than 32 entries, or one longer than 255 bytes");
         const char *why = NULL;
         if (strncmp(record, "env:", 4) == 0) {
-            if (*env_count == SANDBOX_MAX_ENTRIES || record[4] == 0) refuse(0, "sandbox-declaration", "too many or empty env: entries");
+            if (record[4] == 0 || strchr(record + 4, '=') != NULL) refuse(0, "sandbox-declaration", "an env: entry names no variable");
             env_names[(*env_count)++] = record + 4;
         } else if (sandbox_add_declaration(grant, record, &why) != 0) {
             char line[512];
@@ -305,10 +354,10 @@ static void inspect(const char *path, sandbox_grant *grant, const char **env_nam
         snprintf(line, sizeof line, "the plugin crashed while it was loaded (signal %d, %s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
         refuse(1, "plugin-crashed", line);
     }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) == 3) refuse(1, "sandbox-unavailable", "this kernel cannot sandbox the plugin (Landlock ABI 4 and seccomp are needed); KEYBAY_PLUGIN_ISOLATION=none runs plugins in process");
-    if (WEXITSTATUS(status) == 1) refuse(0, "dlopen-failed", "the plugin could not be loaded in its sandbox");
-    if (WEXITSTATUS(status) != 0 || malformed || !in_libraries) refuse(1, "plugin-exited", "the plugin ended while it was loaded");
-    if (grant->library_count == SANDBOX_MAX_LIBRARIES) refuse(0, "sandbox-declaration", "the plugin loads too many libraries");
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 3) refuse(1, "sandbox-unavailable", "this kernel cannot sandbox the plugin (Landlock ABI 3 and seccomp are needed); KEYBAY_PLUGIN_ISOLATION=none runs plugins in process");
+    /* load() in the child has sent its REFUSED frame. */
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 1) _exit(1);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || malformed) refuse(1, "plugin-exited", "the plugin ended while it was loaded");
 }
 
 /* Empties the environment but for the declared variables. */
@@ -344,8 +393,10 @@ static void send_hello(void) {
     keybay_frame_add_string(&f, plugin.id);
     keybay_frame_add_string(&f, plugin.name);
     keybay_frame_add_string(&f, plugin.version);
-    size_t options = plugin.option_count <= 64 && plugin.options != NULL ? plugin.option_count : 0;
-    keybay_frame_add_u32(&f, plugin.option_count <= 64 ? (uint32_t)plugin.option_count : 65u);
+    /* A list the host would refuse (over 64, or a count without a list) is sent as 65: refused alike. */
+    int listable = plugin.option_count <= 64 && (plugin.option_count == 0 || plugin.options != NULL);
+    size_t options = listable ? plugin.option_count : 0;
+    keybay_frame_add_u32(&f, listable ? (uint32_t)plugin.option_count : 65u);
     for (size_t i = 0; i < options; i++) {
         keybay_frame_add_string(&f, plugin.options[i].name);
         keybay_frame_add_string(&f, plugin.options[i].help);
