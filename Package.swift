@@ -87,11 +87,13 @@ let package = Package(
         // credentials, accept4, the dumpable flag, a detached start (libc only).
         .target(name: "CKeybayAgent", path: "Sources/CKeybayAgent"),
         // Method plugins out of process (docs/plugins.md, "Isolation"): the framing both sides
-        // speak and the host's proxy, and the sandboxed helper, installed under libexec/keybay.
+        // speak and the host's proxy, and the sandboxed helper, installed under libexec/keybay. The
+        // helper is linked like the C plugins (no Swift start-up object, static archives it takes
+        // nothing from): a Swift runtime in it would clash with the one a Swift plugin loads.
         .target(name: "CKeybayPluginIsolation", dependencies: ["CKeybayPlugin"], path: "Sources/CKeybayPluginIsolation",
                 linkerSettings: [.linkedLibrary("pthread")]),
         .executableTarget(name: "keybay-plugin-host", dependencies: ["CKeybayPluginIsolation", "CKeybayPlugin"],
-                          path: "Sources/keybay-plugin-host", linkerSettings: [.linkedLibrary("dl")] + cliLinking),
+                          path: "Sources/keybay-plugin-host", linkerSettings: [.linkedLibrary("dl")] + cPluginLinking),
         .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256", "CKeybayImage", "CKeybayFileAttributes", "CKeybayAgent",
                                                "CKeybayPluginIsolation"]),
         // The C API: its header (a C target of its own, so the Swift side reads the same types

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The host's side of an isolated method plugin (keybay_isolation.h). */
 #define _GNU_SOURCE
+#include "keybay_plugin.h"
 #include "keybay_isolation.h"
 #include "keybay_isolation_framing.h"
 

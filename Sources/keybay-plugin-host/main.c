@@ -285,7 +285,8 @@ static void list_libraries(const char *path, sandbox_grant *grant) {
 }
 
 static void write_declaration(const char *path, const sandbox_grant *libraries, int fd) {
-    clearenv();
+    static char *no_environment[] = { NULL };
+    environ = no_environment;
     const char *why = NULL;
     if (sandbox_enter(libraries, &why) != 0) _exit(3);
     int size = 0;
@@ -360,9 +361,10 @@ static void inspect(const char *path, sandbox_grant *grant, const char **env_nam
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || malformed) refuse(1, "plugin-exited", "the plugin ended while it was loaded");
 }
 
-/* Empties the environment but for the declared variables. */
+/* Empties the environment but for the declared variables. `environ` is an empty list, never
+   NULL as clearenv leaves it: the Swift runtime reads it without checking. */
 static void keep_environment(const char **names, size_t count) {
-    char *kept[SANDBOX_MAX_ENTRIES];
+    static char *kept[SANDBOX_MAX_ENTRIES + 1];
     size_t n = 0;
     for (size_t i = 0; i < count; i++) {
         const char *v = getenv(names[i]);
@@ -373,8 +375,8 @@ static void keep_environment(const char **names, size_t count) {
         memcpy(entry, names[i], a); entry[a] = '='; memcpy(entry + a + 1, v, b + 1);
         kept[n++] = entry;
     }
-    clearenv();
-    for (size_t i = 0; i < n; i++) putenv(kept[i]);
+    kept[n] = NULL;
+    environ = kept;
 }
 
 static void send_hello(void) {
@@ -492,7 +494,7 @@ int main(int argc, char **argv) {
     const char *path = argv[1];
     const char *why = NULL;
     if (sandbox_limit_resources(&why) != 0) refuse(1, "sandbox-unavailable", why);
-    sandbox_grant grant = { .plugin_path = path };
+    sandbox_grant grant = { .plugin_path = path, .library_path = getenv("LD_LIBRARY_PATH") };
     const char *env_names[SANDBOX_MAX_ENTRIES];
     size_t env_count = 0;
     inspect(path, &grant, env_names, &env_count);

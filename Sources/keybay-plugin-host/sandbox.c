@@ -229,6 +229,13 @@ static int enter_landlock(const sandbox_grant *grant, const char **why) {
     for (size_t i = 0; i < grant->library_count; i++) {
         if (is_elf_file(grant->library[i])) failed |= allow(ruleset, grant->library[i], LL_FS_READ_FILE | LL_FS_EXECUTE, handled);
     }
+    if (grant->library_path != NULL) {
+        char *copy = strdup(grant->library_path), *saved = NULL;
+        for (char *d = copy ? strtok_r(copy, ":", &saved) : NULL; d != NULL; d = strtok_r(NULL, ":", &saved)) {
+            if (d[0] == '/') failed |= allow(ruleset, d, read, handled);
+        }
+        free(copy);
+    }
     for (size_t i = 0; i < grant->read_count; i++) failed |= allow(ruleset, grant->read[i], LL_FS_READ_FILE | LL_FS_READ_DIR, handled);
     for (size_t i = 0; i < grant->device_count; i++) failed |= allow_devices(ruleset, grant->device[i], device, handled);
     /* A socket is reached by connect(2), which Landlock does not mediate; the path is granted

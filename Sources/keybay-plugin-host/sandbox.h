@@ -20,6 +20,9 @@ typedef struct sandbox_grant {
     size_t unix_count;
     const char *library[SANDBOX_MAX_LIBRARIES];
     size_t library_count;
+    /* The host's LD_LIBRARY_PATH (the dynamic loader keeps searching it after the environment is
+       emptied): its absolute directories are granted read, as the host would have read them. */
+    const char *library_path;
 } sandbox_grant;
 
 /* Checks one declaration entry and adds it to `grant` (env: entries are the caller's). 0 when

@@ -11,13 +11,13 @@
 #ifndef KEYBAY_ISOLATION_H
 #define KEYBAY_ISOLATION_H
 
-#include "keybay_plugin.h"
-
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 typedef struct keybay_isolated keybay_isolated;
+/* keybay_plugin.h's descriptor; declared here so that this header needs no include path of another target's. */
+struct keybay_plugin;
 
 /* Starts `helper` for the plugin file `plugin_path` (checked and resolved by the caller) and
    reads its descriptor. `timeout_ms` bounds the start and every call while the plugin runs (time
@@ -30,7 +30,7 @@ keybay_isolated *keybay_isolation_start(const char *helper, const char *plugin_p
 
 /* The proxy descriptor: the plugin's fields as the helper reported them, with proxy operations.
    It lives as long as the process (loaded plugins are never unloaded). */
-const keybay_plugin *keybay_isolation_descriptor(const keybay_isolated *isolated);
+const struct keybay_plugin *keybay_isolation_descriptor(const keybay_isolated *isolated);
 
 /* The helper's process id, -1 when none runs (before the first call after a failure). */
 pid_t keybay_isolation_pid(const keybay_isolated *isolated);

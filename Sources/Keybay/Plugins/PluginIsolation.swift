@@ -26,11 +26,16 @@ public enum KeybayPluginIsolation: Sendable, Equatable {
 
 /// Starting a method plugin in its helper.
 enum PluginIsolation {
-    /// The helper, `keybay-plugin-host`: `<exe>/../libexec/keybay/`, `<lib>/../libexec/keybay/`,
+    /// The helper, `keybay-plugin-host`: `$KEYBAY_PLUGIN_HOST` when set (an absolute path, for a
+    /// host installed apart from Keybay), else `<exe>/../libexec/keybay/`, `<lib>/../libexec/keybay/`,
     /// the system libexec directories, then beside the executable and the library (development
     /// builds). It is checked like a plugin file (owner, mode, no link out of its directory).
     static let helperPath: String? = {
         let name = "keybay-plugin-host"
+        if let named = getenv("KEYBAY_PLUGIN_HOST").map({ String(cString: $0) }) {
+            guard named.hasPrefix("/"), let slash = named.lastIndex(of: "/"), access(named, X_OK) == 0 else { return nil }
+            return try? PluginLoader.checkedPath(named, directory: slash == named.startIndex ? "/" : String(named[..<slash]))
+        }
         var candidates: [String] = []
         for base in [KeybayPluginSearch.executableDirectory, KeybayPluginSearch.libraryDirectory].compactMap({ $0 }) {
             candidates.append(KeybayPluginSearch.normalise(base + "/../libexec/keybay"))
@@ -58,7 +63,7 @@ enum PluginIsolation {
     /// out to be a root (roots run in process).
     static func start(_ resolved: String, displayPath: String) throws -> OpaquePointer? {
         guard let helper = helperPath else {
-            throw KeybayError(.pluginFailed, "cannot run plugin \(displayPath) isolated: keybay-plugin-host is not installed (libexec/keybay); KEYBAY_PLUGIN_ISOLATION=none runs plugins in process")
+            throw KeybayError(.pluginFailed, "cannot run plugin \(displayPath) isolated: keybay-plugin-host is not installed (libexec/keybay), or KEYBAY_PLUGIN_HOST names no usable file; KEYBAY_PLUGIN_ISOLATION=none runs plugins in process")
                 .with(path: displayPath, reason: "plugin-host-missing")
         }
         var line = [CChar](repeating: 0, count: 512), reason = [CChar](repeating: 0, count: 48)
