@@ -105,9 +105,13 @@ static void *spawner(void *unused) {
     (void)unused;
     pthread_mutex_lock(&spawn_lock);
     for (;;) {
-        while (spawn_pending == NULL || spawn_pending->done) pthread_cond_wait(&spawn_changed, &spawn_lock);
-        run_spawn(spawn_pending);
-        spawn_pending->done = 1;
+        while (spawn_pending == NULL) pthread_cond_wait(&spawn_changed, &spawn_lock);
+        spawn_request *r = spawn_pending;
+        run_spawn(r);
+        /* The spawner alone takes a request off: a caller that cleared it after its own was done
+           could clear the next caller's, which then waited for ever. */
+        r->done = 1;
+        spawn_pending = NULL;
         pthread_cond_broadcast(&spawn_changed);
     }
     return NULL;
@@ -131,12 +135,10 @@ static int spawn_helper(spawn_request *r) {
         spawner_of = getpid();
         spawn_pending = NULL;
     }
-    while (spawn_pending != NULL && !spawn_pending->done) pthread_cond_wait(&spawn_changed, &spawn_lock);
+    while (spawn_pending != NULL) pthread_cond_wait(&spawn_changed, &spawn_lock);
     spawn_pending = r;
     pthread_cond_broadcast(&spawn_changed);
     while (!r->done) pthread_cond_wait(&spawn_changed, &spawn_lock);
-    spawn_pending = NULL;
-    pthread_cond_broadcast(&spawn_changed);
     pthread_mutex_unlock(&spawn_lock);
     return r->error;
 }

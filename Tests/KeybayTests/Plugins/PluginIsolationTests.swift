@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 @testable import Keybay
 import CKeybayPlugin
@@ -82,7 +83,7 @@ import CKeybayPluginIsolation
 
     /// Escapes: each body returns the enrolled secret only if the escape worked, else the plugin's
     /// own error (io) after set_error. In process every one of them works (the break).
-    static func escapes(_ box: Sandbox, port: UInt16) -> [(String, String)] {
+    static func escapes(_ box: Sandbox, port: UInt16, udpPort: UInt16) -> [(String, String)] {
         [("read-store", #"int fd = open("\#(box.storePath)", O_RDONLY); if (fd >= 0) return KEYBAY_OK;"#),
          ("read-root", #"int fd = open("\#(box.rootPath)", O_RDONLY); if (fd >= 0) return KEYBAY_OK;"#),
          ("write-home", #"int fd = open("\#(box.root)/pwned", O_WRONLY | O_CREAT, 0600); if (fd >= 0) return KEYBAY_OK;"#),
@@ -90,22 +91,27 @@ import CKeybayPluginIsolation
           int fd = socket(AF_INET, SOCK_STREAM, 0); struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(\(port)) };
           a.sin_addr.s_addr = htonl(INADDR_LOOPBACK); if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0) return KEYBAY_OK;
           """),
+         // Landlock governs TCP only: a datagram is stopped by the seccomp filter's socket rule.
+         ("udp", """
+          int fd = socket(AF_INET, SOCK_DGRAM, 0); struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(\(udpPort)) };
+          a.sin_addr.s_addr = htonl(INADDR_LOOPBACK); if (fd >= 0 && sendto(fd, "x", 1, 0, (struct sockaddr *)&a, sizeof a) == 1) return KEYBAY_OK;
+          """),
          ("ptrace", "if (ptrace(PTRACE_ATTACH, getppid(), 0, 0) == 0) return KEYBAY_OK;"),
          ("proc-mem", #"char m[64]; snprintf(m, sizeof m, "/proc/%d/mem", (int)getppid()); int fd = open(m, O_RDONLY); if (fd >= 0) return KEYBAY_OK;"#),
          ("kill-host", "if (kill(getppid(), SIGTERM) == 0) return KEYBAY_OK;")]
     }
 
-    @Test(arguments: ["read-store", "read-root", "write-home", "tcp", "ptrace", "proc-mem", "kill-host"])
+    @Test(arguments: ["read-store", "read-root", "write-home", "tcp", "udp", "ptrace", "proc-mem", "kill-host"])
     func anEscapeFailsInsideTheHelper(_ name: String) throws {
         let box = Sandbox()
-        let listener = try LoopbackListener()
+        let listener = try LoopbackListener(), datagrams = try LoopbackListener(datagrams: true)
         try Self.setRecord(box)
-        let body = Self.escapes(box, port: listener.port).first { $0.0 == name }!.1
+        let body = Self.escapes(box, port: listener.port, udpPort: datagrams.port).first { $0.0 == name }!.1
         let dir = try Self.enrolled(box, "escape-\(name)", unwrap: body + #" h->set_error(h->context, "refused"); return KEYBAY_ERR_IO;"#)
         let r = try Self.get(box, dir)
         #expect(r.status != 0 && !r.signalled && r.error?.code == "io" && r.error?.pluginID == "escape-\(name)", "\(r.stderr)")
         #expect(access(box.root + "/pwned", F_OK) != 0)
-        #expect(!listener.wasReached)
+        #expect(!listener.wasReached && !datagrams.wasReached)
     }
 
     /// A Swift host with one store open keeps reading it after a plugin crashed another store's unlock.
@@ -127,6 +133,28 @@ import CKeybayPluginIsolation
         #expect(again?.reason == "plugin-crashed")
     }
 
+    /// The host's services cross the socket: the plugin sees the application id and gets the PIN
+    /// the host's interaction answers, and a wrong one comes back as the plugin's wrong-secret.
+    @Test func anIsolatedPluginSeesTheApplicationAndAsksForASecret() async throws {
+        let box = Sandbox()
+        try Self.setRecord(box)
+        let dir = try Self.enrolled(box, "asks", unwrap: #"""
+            char pin[64]; size_t got = 0;
+            if (!KEYBAY_HOST_HAS(h, application_id) || h->application_id == 0 || strcmp(h->application_id, "\#(box.app)") != 0) return KEYBAY_ERR_IO;
+            if (h->ask_secret(h->context, KEYBAY_SECRET_PIN, 0, "PIN", -1, (uint8_t *)pin, sizeof pin, &got) != KEYBAY_OK) return KEYBAY_ERR_CANCELLED;
+            if (got != 4 || memcmp(pin, "4321", 4) != 0) return KEYBAY_ERR_WRONG_SECRET;
+            return KEYBAY_OK;
+            """#)
+        var config = try box.configuration()
+        config.pluginSearch.directories = [dir]
+        let method = try methodIDs(box).first
+        let session = try await KeybayStore.open(config, method: method, interaction: ScriptedInteraction(["4321"]))
+        #expect(try session.getString("k") == "v")
+        session.close()
+        let wrong = await keybayError { _ = try await KeybayStore.open(config, method: method, interaction: ScriptedInteraction(["9999"])) }
+        #expect(wrong?.code == .wrongSecret && wrong?.pluginID == "asks", "\(String(describing: wrong))")
+    }
+
     @Test func isolationCanBeSwitchedOff() throws {
         let box = Sandbox()
         try Self.setRecord(box)
@@ -146,6 +174,33 @@ import CKeybayPluginIsolation
         #expect(e?.code == .pluginRefused && e?.reason == "sandbox-declaration", "\(String(describing: e))")
     }
 
+    /// Helpers started from many threads at once all start: every start is handed to the one
+    /// spawner thread, and none waits on a request another caller took off. (A caller that
+    /// cleared the pending request once its own was done left the next one waiting for ever.)
+    /// Threads of their own, not the 2-core pool, so that many callers really wait at once; a
+    /// hang fails the test at the bound instead of stalling the run.
+    @Test func helpersStartedFromManyThreadsAtOnceAllStart() throws {
+        let box = Sandbox()
+        let directories = (0..<48).map { box.root + "/concurrent-\($0)" }
+        for dir in directories { try PluginLoaderTests.build(PluginLoaderTests.source(id: "concurrent"), fileID: "concurrent", in: dir) }
+        let started = Mutex(0)
+        for round in 0..<3 {
+            let group = DispatchGroup()
+            for dir in directories[(round * 16)..<(round * 16 + 16)] {
+                group.enter()
+                Thread {
+                    let search = KeybayPluginSearch(directories: [dir], environmentPath: nil, isolation: .isolated)
+                    if let plugin = try? PluginLoader.load(id: "concurrent", kind: KEYBAY_KIND_METHOD, search: search), plugin.isIsolated {
+                        started.withLock { $0 += 1 }
+                    }
+                    group.leave()
+                }.start()
+            }
+            try #require(group.wait(timeout: .now() + 60) == .success, "round \(round): a helper start never returned")
+        }
+        #expect(started.withLock { $0 } == directories.count)
+    }
+
     @Test func methodPluginsLoadIsolatedAndRootsInProcess() throws {
         let search = KeybayPluginSearch(directories: [testPluginDirectory], environmentPath: nil, isolation: .isolated)
         let method = try PluginLoader.load(id: "test-counting", kind: KEYBAY_KIND_METHOD, search: search)
@@ -158,26 +213,34 @@ import CKeybayPluginIsolation
     }
 }
 
-/// A TCP listener on 127.0.0.1 that a test checks was never reached.
+/// A TCP listener (or a UDP socket) on 127.0.0.1 that a test checks was never reached.
 final class LoopbackListener {
     let fd: Int32
     let port: UInt16
+    let datagrams: Bool
 
-    init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    init(datagrams: Bool = false) throws {
+        self.datagrams = datagrams
+        let type = datagrams ? SOCK_DGRAM.rawValue : SOCK_STREAM.rawValue
+        let fd = socket(AF_INET, Int32(type) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        precondition(fd >= 0 && bound == 0 && listen(fd, 8) == 0, "cannot listen on 127.0.0.1")
+        precondition(fd >= 0 && bound == 0 && (datagrams || listen(fd, 8) == 0), "cannot listen on 127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
         self.fd = fd
         port = UInt16(bigEndian: address.sin_port)
     }
 
-    /// Whether a connection is waiting (a connect completes in the kernel before accept).
+    /// Whether a connection is waiting (a connect completes in the kernel before accept), or a
+    /// datagram arrived (a loopback send is queued before sendto returns).
     var wasReached: Bool {
+        if datagrams {
+            var byte: UInt8 = 0
+            return recv(fd, &byte, 1, 0) >= 0
+        }
         let c = accept(fd, nil, nil)
         if c >= 0 { close(c) }
         return c >= 0
