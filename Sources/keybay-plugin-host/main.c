@@ -102,12 +102,17 @@ static keybay_status simple_service(keybay_frame_out *f, int *answer) {
     return status;
 }
 
+/* message and log: a level and a text. */
+static void begin_leveled_text(keybay_frame_out *f, uint32_t service, uint32_t level, const char *text) {
+    begin_service(f, service);
+    keybay_frame_add_u32(f, level);
+    keybay_frame_add_string(f, text);
+}
+
 static keybay_status helper_message(void *context, keybay_message_level level, const char *text) {
     (void)context;
     keybay_frame_out f;
-    begin_service(&f, KEYBAY_SERVICE_MESSAGE);
-    keybay_frame_add_u32(&f, (uint32_t)level);
-    keybay_frame_add_string(&f, text);
+    begin_leveled_text(&f, KEYBAY_SERVICE_MESSAGE, (uint32_t)level, text);
     return simple_service(&f, NULL);
 }
 
@@ -131,9 +136,7 @@ static int helper_is_cancelled(void *context) {
 static void helper_log(void *context, keybay_log_level level, const char *text) {
     (void)context;
     keybay_frame_out f;
-    begin_service(&f, KEYBAY_SERVICE_LOG);
-    keybay_frame_add_u32(&f, (uint32_t)level);
-    keybay_frame_add_string(&f, text);
+    begin_leveled_text(&f, KEYBAY_SERVICE_LOG, (uint32_t)level, text);
     send_or_exit(&f);
 }
 

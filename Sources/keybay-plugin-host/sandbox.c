@@ -86,40 +86,50 @@ static int plain_path_below(const char *path, const char *const *roots) {
     return 0;
 }
 
+/* One kind of declaration entry: where its paths may lie, which of those roots may not be
+   named whole, whether a trailing '*' is allowed, and where the grant keeps it. */
+typedef struct entry_kind {
+    const char *prefix;
+    const char *const *roots;
+    const char *const *not_whole;
+    int star;
+    const char *why;
+} entry_kind;
+
+static const char *const dev_roots[] = { "/dev", NULL };
+static const char *const readable_roots[] = { "/dev", "/sys", "/run", "/etc", "/usr/share", NULL };
+static const char *const run_roots[] = { "/run", NULL };
+static const char *const not_whole_dev[] = { "/dev", "/dev/*", NULL };
+static const char *const not_whole_readable[] = { "/dev", "/run", "/etc", NULL };
+static const char *const not_whole_run[] = { "/run", NULL };
+
+static const entry_kind entry_kinds[] = {
+    { "device:", dev_roots, not_whole_dev, 1, "a device is a path below /dev (a '*' may only end it)" },
+    { "read:", readable_roots, not_whole_readable, 0, "a read: path is below /dev, /sys, /run, /etc or /usr/share" },
+    { "unix:", run_roots, not_whole_run, 0, "a unix: socket is a path below /run" },
+};
+
+static int listed(const char *path, const char *const *list) {
+    for (size_t i = 0; list[i] != NULL; i++)
+        if (strcmp(path, list[i]) == 0) return 1;
+    return 0;
+}
+
 int sandbox_add_declaration(sandbox_grant *grant, const char *entry, const char **why) {
-    static const char *const dev[] = { "/dev", NULL };
-    static const char *const readable[] = { "/dev", "/sys", "/run", "/etc", "/usr/share", NULL };
-    static const char *const run[] = { "/run", NULL };
-    if (starts_with(entry, "device:")) {
-        const char *path = entry + 7;
+    const char **lists[] = { grant->device, grant->read, grant->unix_socket };
+    size_t *counts[] = { &grant->device_count, &grant->read_count, &grant->unix_count };
+    for (size_t k = 0; k < sizeof entry_kinds / sizeof entry_kinds[0]; k++) {
+        const entry_kind *kind = &entry_kinds[k];
+        if (!starts_with(entry, kind->prefix)) continue;
+        const char *path = entry + strlen(kind->prefix);
         const char *star = strchr(path, '*');
-        if (star != NULL && star[1] != 0) { *why = "a '*' may only end a device path"; return -1; }
-        if (!plain_path_below(path, dev) || strcmp(path, "/dev") == 0 || strcmp(path, "/dev/*") == 0) {
-            *why = "a device is a path below /dev";
+        int star_ok = star == NULL || (kind->star && star[1] == 0);
+        if (!star_ok || !plain_path_below(path, kind->roots) || listed(path, kind->not_whole)) {
+            *why = kind->why;
             return -1;
         }
-        if (grant->device_count == SANDBOX_MAX_ENTRIES) { *why = "too many entries"; return -1; }
-        grant->device[grant->device_count++] = path;
-        return 0;
-    }
-    if (starts_with(entry, "read:")) {
-        const char *path = entry + 5;
-        if (strchr(path, '*') != NULL || !plain_path_below(path, readable) || strcmp(path, "/run") == 0 || strcmp(path, "/etc") == 0) {
-            *why = "a read: path is below /dev, /sys, /run, /etc or /usr/share";
-            return -1;
-        }
-        if (grant->read_count == SANDBOX_MAX_ENTRIES) { *why = "too many entries"; return -1; }
-        grant->read[grant->read_count++] = path;
-        return 0;
-    }
-    if (starts_with(entry, "unix:")) {
-        const char *path = entry + 5;
-        if (strchr(path, '*') != NULL || !plain_path_below(path, run) || strcmp(path, "/run") == 0) {
-            *why = "a unix: socket is a path below /run";
-            return -1;
-        }
-        if (grant->unix_count == SANDBOX_MAX_ENTRIES) { *why = "too many entries"; return -1; }
-        grant->unix_socket[grant->unix_count++] = path;
+        if (*counts[k] == SANDBOX_MAX_ENTRIES) { *why = "too many entries"; return -1; }
+        lists[k][(*counts[k])++] = path;
         return 0;
     }
     *why = "unknown kind of entry (device:, read:, unix: and env: are known)";

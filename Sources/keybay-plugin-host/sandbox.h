@@ -35,7 +35,7 @@ int sandbox_limit_resources(const char **why);
 
 /* Landlock (files, TCP, abstract sockets, signals) and then the seccomp allow-list, for this
    thread and every thread it starts. No way back. 0, or -1 with `why` (a kernel without
-   Landlock ABI 4 or seccomp: the plugin is not run). */
+   Landlock ABI 3 or seccomp: the plugin is not run). */
 int sandbox_enter(const sandbox_grant *grant, const char **why);
 
 #endif
