@@ -64,7 +64,7 @@ public struct KeybayConfiguration: Sendable, Equatable {
         set { pluginSearch.isolation = newValue }
     }
     /// First-party method plugins run in process even when isolated (`pluginSearch.inProcessMethodPlugins`;
-    /// default ``KeybayPluginIsolation/defaultInProcessMethods``).
+    /// default ``KeybayPluginSearch/defaultInProcessMethodPlugins``).
     public var inProcessMethodPlugins: [String] {
         get { pluginSearch.inProcessMethodPlugins }
         set { pluginSearch.inProcessMethodPlugins = newValue }
@@ -183,4 +183,12 @@ public struct KeybayConfiguration: Sendable, Equatable {
         while p.count > 1 && p.hasSuffix("/") { p = p.dropLast() }
         return String(p)
     }
+}
+
+extension KeybayPluginSearch {
+    /// The first-party method plugins that run in process by default when they are found in the
+    /// installation: tpm2-pin reaches a TPM through TCTIs (swtpm over TCP, D-Bus to tpm2-abrmd) and
+    /// pkcs11 loads whatever module the user names, neither of which a sandbox declaration can
+    /// describe. (The first-party ids live with the configuration's other defaults.)
+    public static let defaultInProcessMethodPlugins = ["tpm2-pin", "pkcs11"]
 }

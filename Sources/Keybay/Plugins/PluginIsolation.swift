@@ -16,12 +16,6 @@ public enum KeybayPluginIsolation: Sendable, Equatable {
     public static var fromEnvironment: KeybayPluginIsolation {
         getenv("KEYBAY_PLUGIN_ISOLATION").map { String(cString: $0) } == "none" ? .inProcess : .isolated
     }
-
-    /// The first-party method plugins that run in process by default when they are found in the
-    /// installation: tpm2-pin reaches a TPM through TCTIs (swtpm over TCP, D-Bus to tpm2-abrmd) and
-    /// pkcs11 loads whatever module the user names, neither of which a sandbox declaration can
-    /// describe.
-    public static let defaultInProcessMethods = ["tpm2-pin", "pkcs11"]
 }
 
 /// Starting a method plugin in its helper.

@@ -28,7 +28,7 @@ public struct KeybayPluginSearch: Sendable, Equatable {
     public var isolation: KeybayPluginIsolation
     /// First-party method plugins that run in process even when `isolation` is `.isolated`, when
     /// they are found in the installation (never a file of that name found elsewhere); default
-    /// ``KeybayPluginIsolation/defaultInProcessMethods``.
+    /// ``defaultInProcessMethodPlugins``.
     public var inProcessMethodPlugins: [String]
 
     /// - Parameters:
@@ -43,7 +43,7 @@ public struct KeybayPluginSearch: Sendable, Equatable {
         self.environmentPath = environmentPath
         self.allowExternal = allowExternal
         self.isolation = isolation
-        self.inProcessMethodPlugins = KeybayPluginIsolation.defaultInProcessMethods
+        self.inProcessMethodPlugins = Self.defaultInProcessMethodPlugins
     }
 
     /// The ordered list of directories.
