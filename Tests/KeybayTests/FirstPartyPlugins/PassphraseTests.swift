@@ -128,6 +128,7 @@ extension PassphraseTests {
         let recoveryBox = Sandbox(app: "com.example.recoveryhost")
         var recoveryEnv = recoveryBox.environment
         recoveryEnv["KEYBAY_PLUGIN_PATH"] = unsanitizedPluginDirectory
+        recoveryEnv["KEYBAY_PLUGIN_HOST"] = buildDirectory + "/keybay-plugin-host"
         let recovery = try run(packageDirectory + "/.build/example-host/debug/keybay-example-recovery", [], environment: recoveryEnv)
         let lines = recovery.out.split(separator: "\n").map(String.init)
         #expect(recovery.status == 0 && lines.count == 4, "\(recovery.out) \(recovery.stderr)")
@@ -150,6 +151,7 @@ extension PassphraseTests {
         rooted["KEYBAY_PLUGIN_PATH"] = unsanitizedPluginDirectory + ":" + testPluginDirectory
         rooted["KEYBAY_ROOT"] = "test-floor-crash"
         rooted["KEYBAY_TEST_WRAPPED_ROOT"] = unsanitizedPluginDirectory + "/libkeybay-file-root.so"
+        rooted["KEYBAY_PLUGIN_HOST"] = buildDirectory + "/keybay-plugin-host"
         let created = try run(host, ["--passphrase-stdin"], environment: rooted, stdin: Array("pw\npw\npw\n".utf8))
         #expect(created.status == 0, "\(created.out) \(created.stderr)")
         let status = try run(cliPath, ["status", "--json"], environment: rooted)
