@@ -9,6 +9,8 @@
  *    allow-list, loads the plugin and reports its sandbox declaration and the libraries it loaded.
  * 3. The environment is emptied but for the declared variables; the sandbox is entered with what
  *    the declaration grants; only then is the plugin loaded for use.
+ *    A plugin that declares nothing is already in the sandbox it runs in, in the child: the
+ *    child serves it (the plugin is loaded once), and this process only mirrors how it ended.
  * 4. Calls are served one at a time until the host closes the socket.
  */
 #define _GNU_SOURCE
@@ -287,6 +289,11 @@ static void list_libraries(const char *path, sandbox_grant *grant) {
     free(listing);
 }
 
+/* The record the inspection child writes instead of any when the plugin declares nothing. */
+#define SERVING_MARKER ((size_t)-1)
+
+static void serve_calls(void) __attribute__((noreturn));
+
 static void write_declaration(const char *path, const sandbox_grant *libraries, int fd) {
     static char *no_environment[] = { NULL };
     environ = no_environment;
@@ -294,6 +301,14 @@ static void write_declaration(const char *path, const sandbox_grant *libraries, 
     if (sandbox_enter(libraries, &why) != 0) _exit(3);
     int size = 0;
     copy_descriptor(load(path, &size));
+    if (!declares_sandbox() || plugin.sandbox[0] == NULL) {
+        /* Nothing declared: this sandbox (the libraries, an empty environment, no sockets) is the
+           one the plugin would get. Serve from here. */
+        size_t marker = SERVING_MARKER;
+        if (write(fd, &marker, sizeof marker) != (ssize_t)sizeof marker) _exit(4);
+        close(fd);
+        serve_calls();
+    }
     if (declares_sandbox()) {
         for (size_t i = 0; i < SANDBOX_MAX_ENTRIES + 1 && plugin.sandbox[i] != NULL; i++) {
             size_t n = strnlen(plugin.sandbox[i], SANDBOX_MAX_ENTRY + 1);
@@ -303,9 +318,10 @@ static void write_declaration(const char *path, const sandbox_grant *libraries, 
     _exit(0);
 }
 
-static char *read_record(int fd, size_t *n, int *end) {
+static char *read_record(int fd, size_t *n, int *end, int *serving) {
     ssize_t r = read(fd, n, sizeof *n);
     if (r == 0) { *end = 1; return NULL; }
+    if (r == (ssize_t)sizeof *n && *n == SERVING_MARKER) { *serving = 1; return NULL; }
     if (r != (ssize_t)sizeof *n || *n == 0 || *n > SANDBOX_MAX_ENTRY + 1) return NULL;
     char *s = malloc(*n + 1);
     if (s == NULL) return NULL;
@@ -319,24 +335,53 @@ static char *read_record(int fd, size_t *n, int *end) {
     return s;
 }
 
+/* The child serves the plugin: this process lets go of the host's socket (so that the host sees
+   it close when the child ends), waits, and ends as the child did, so that the host, which knows
+   this process, reports the plugin's signal or exit status. */
+static void mirror(pid_t child, int pipe) __attribute__((noreturn));
+static void mirror(pid_t child, int pipe) {
+    close(pipe);
+    close(HOST_FD);
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0) {
+        if (errno != EINTR) _exit(1);
+    }
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        sigset_t only;
+        sigemptyset(&only);
+        sigaddset(&only, sig);
+        signal(sig, SIG_DFL);
+        sigprocmask(SIG_UNBLOCK, &only, NULL);
+        raise(sig);
+        _exit(128 + sig);
+    }
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
 /* Runs inspection and fills `grant` and the declared environment names. */
 static void inspect(const char *path, sandbox_grant *grant, const char **env_names, size_t *env_count) {
     list_libraries(path, grant);
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) refuse(1, "plugin-host-failed", "cannot make a pipe for inspection");
+    pid_t helper = getpid();
     pid_t child = fork();
     if (child < 0) refuse(1, "plugin-host-failed", "cannot start inspection");
     if (child == 0) {
         /* HOST_FD stays open: a plugin refused in the child (dlopen, no descriptor) tells the
-           host why itself. Plugin code gains nothing by it: it has HOST_FD in the helper too. */
+           host why itself, and a child that serves (nothing declared) serves on it. Plugin code
+           gains nothing by it: it has HOST_FD in the helper too. The child dies with the helper,
+           which the host may kill. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != helper) _exit(0);
         close(fds[0]);
         write_declaration(path, grant, fds[1]);
     }
     close(fds[1]);
-    int end = 0, malformed = 0, count = 0;
+    int end = 0, malformed = 0, count = 0, serving = 0;
     for (;;) {
         size_t n = 0;
-        char *record = read_record(fds[0], &n, &end);
+        char *record = read_record(fds[0], &n, &end, &serving);
+        if (serving && count == 0) mirror(child, fds[0]);
         if (end) break;
         if (record == NULL) { malformed = 1; break; }
         if (n > SANDBOX_MAX_ENTRY || ++count > (int)SANDBOX_MAX_ENTRIES) refuse(0, "sandbox-declaration", "the sandbox declaration has more than 32 entries, or one longer than 255 bytes");
@@ -486,6 +531,19 @@ static void serve(keybay_frame_in *call) {
     application_id = NULL;
 }
 
+/* HELLO, then one CALL at a time until the host closes the socket. */
+static void serve_calls(void) {
+    send_hello();
+    for (;;) {
+        keybay_frame_in call;
+        int r = keybay_frame_receive(HOST_FD, -1, &call);
+        if (r != 0) _exit(0); /* the host closed the socket: done */
+        if (call.type != KEYBAY_FRAME_CALL) _exit(2);
+        serve(&call);
+        keybay_frame_release(&call);
+    }
+}
+
 int main(int argc, char **argv) {
     /* Die with the host; a host that is already gone gets no plugin run for it. */
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() == 1) _exit(0);
@@ -505,13 +563,5 @@ int main(int argc, char **argv) {
     if (sandbox_enter(&grant, &why) != 0) refuse(1, "sandbox-unavailable", why);
     int size = 0;
     copy_descriptor(load(path, &size));
-    send_hello();
-    for (;;) {
-        keybay_frame_in call;
-        int r = keybay_frame_receive(HOST_FD, -1, &call);
-        if (r != 0) _exit(0); /* the host closed the socket: done */
-        if (call.type != KEYBAY_FRAME_CALL) _exit(2);
-        serve(&call);
-        keybay_frame_release(&call);
-    }
+    serve_calls();
 }

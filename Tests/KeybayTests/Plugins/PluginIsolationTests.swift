@@ -30,10 +30,19 @@ import CKeybayPluginIsolation
         """
     }
 
-    /// A store (file root) with the hostile method `id` enrolled, and the plugin's directory.
-    static func enrolled(_ box: Sandbox, _ id: String, unwrap: String) throws -> String {
+    /// `source` with a sandbox declaration of `entries` (C string literals).
+    static func declaring(_ source: String, _ entries: String) -> String {
+        source.replacingOccurrences(of: ".describe = describe };", with: ".describe = describe, .sandbox = entries };")
+            .replacingOccurrences(of: "static const keybay_plugin d", with: "static const char *const entries[] = { \(entries), 0 }; static const keybay_plugin d")
+    }
+
+    /// A store (file root) with the hostile method `id` enrolled, and the plugin's directory. A
+    /// plugin that declares nothing is served by the helper's inspection child; one that declares
+    /// something (`declaration`) by the helper itself, in the sandbox the declaration makes.
+    static func enrolled(_ box: Sandbox, _ id: String, unwrap: String, declaration: String? = nil) throws -> String {
         let dir = box.root + "/plugins"
-        try PluginLoaderTests.build(source(id: id, unwrap: unwrap), fileID: id, in: dir)
+        let plain = source(id: id, unwrap: unwrap)
+        try PluginLoaderTests.build(declaration.map { declaring(plain, $0) } ?? plain, fileID: id, in: dir)
         let r = try box.cli("enroll", id, "--plugin-dir", dir)
         #expect(r.status == 0, "\(r.stderr)")
         return dir
@@ -59,11 +68,12 @@ import CKeybayPluginIsolation
         ("closes", "close(3); for (;;) pause();", "plugin-exited"),
         ("garbage", #"(void)!write(3, "\xff\xff\xff\x7fgarbage", 11); for (;;) pause();"#, "plugin-malformed-reply"),
         ("forged", #"(void)!write(3, "\x06\0\0\0\x11\x02\0\0\0\0", 10); for (;;) pause();"#, "plugin-malformed-reply"),
-    ])
-    func aPluginThatFailsMakesGetReportPluginFailed(_ name: String, _ unwrap: String, _ reason: String) throws {
+    ], [false, true])
+    func aPluginThatFailsMakesGetReportPluginFailed(_ failure: (name: String, unwrap: String, reason: String), _ declares: Bool) throws {
+        let (name, unwrap, reason) = failure
         let box = Sandbox()
         try Self.setRecord(box)
-        let dir = try Self.enrolled(box, "hostile-\(name)", unwrap: unwrap)
+        let dir = try Self.enrolled(box, "hostile-\(name)", unwrap: unwrap, declaration: declares ? #""env:KEYBAY_TEST_UNUSED""# : nil)
         let r = try Self.get(box, dir)
         #expect(r.status == 1 && !r.signalled, "\(r.stderr)")
         #expect(r.error?.code == "plugin-failed" && r.error?.reason == reason && r.error?.pluginID == "hostile-\(name)", "\(r.stderr)")
@@ -101,13 +111,14 @@ import CKeybayPluginIsolation
          ("kill-host", "if (kill(getppid(), SIGTERM) == 0) return KEYBAY_OK;")]
     }
 
-    @Test(arguments: ["read-store", "read-root", "write-home", "tcp", "udp", "ptrace", "proc-mem", "kill-host"])
-    func anEscapeFailsInsideTheHelper(_ name: String) throws {
+    @Test(arguments: ["read-store", "read-root", "write-home", "tcp", "udp", "ptrace", "proc-mem", "kill-host"], [false, true])
+    func anEscapeFailsInsideTheHelper(_ name: String, _ declares: Bool) throws {
         let box = Sandbox()
         let listener = try LoopbackListener(), datagrams = try LoopbackListener(datagrams: true)
         try Self.setRecord(box)
         let body = Self.escapes(box, port: listener.port, udpPort: datagrams.port).first { $0.0 == name }!.1
-        let dir = try Self.enrolled(box, "escape-\(name)", unwrap: body + #" h->set_error(h->context, "refused"); return KEYBAY_ERR_IO;"#)
+        let dir = try Self.enrolled(box, "escape-\(name)", unwrap: body + #" h->set_error(h->context, "refused"); return KEYBAY_ERR_IO;"#,
+                                    declaration: declares ? #""env:KEYBAY_TEST_UNUSED", "read:/usr/share/zoneinfo""# : nil)
         let r = try Self.get(box, dir)
         #expect(r.status != 0 && !r.signalled && r.error?.code == "io" && r.error?.pluginID == "escape-\(name)", "\(r.stderr)")
         #expect(access(box.root + "/pwned", F_OK) != 0)
@@ -166,9 +177,7 @@ import CKeybayPluginIsolation
     @Test func aRefusedDeclarationIsRefused() throws {
         let box = Sandbox()
         let dir = box.root + "/plugins"
-        let source = PluginLoaderTests.source(id: "bad-sandbox")
-            .replacingOccurrences(of: ".describe = describe };", with: #".describe = describe, .sandbox = entries };"#)
-            .replacingOccurrences(of: "static const keybay_plugin d", with: #"static const char *const entries[] = { "read:/home", 0 }; static const keybay_plugin d"#)
+        let source = Self.declaring(PluginLoaderTests.source(id: "bad-sandbox"), #""read:/home""#)
         try PluginLoaderTests.build(source, fileID: "bad-sandbox", in: dir)
         let e = keybayError { _ = try PluginLoader.load(id: "bad-sandbox", kind: KEYBAY_KIND_METHOD, search: KeybayPluginSearch(directories: [dir], environmentPath: nil, isolation: .isolated)) }
         #expect(e?.code == .pluginRefused && e?.reason == "sandbox-declaration", "\(String(describing: e))")
