@@ -49,6 +49,9 @@ bindir = $(PREFIX)/bin
 plugindir = $(PREFIX)/lib/keybay/plugins
 includedir = $(PREFIX)/include/keybay
 libdir = $(PREFIX)/lib
+# The helper that runs method plugins isolated (docs/plugins.md, "Isolation"); the CLI and the
+# library find it in <exe dir>/../libexec/keybay and <library dir>/../libexec/keybay.
+helperdir = $(PREFIX)/libexec/keybay
 pkgconfigdir = $(PREFIX)/lib/pkgconfig
 docdir = $(PREFIX)/share/doc/keybay
 # The first of PREFIX's site directories that $(PYTHON) searches, else the one `pip install
@@ -86,12 +89,14 @@ build:
 # BIN=DIR installs what is already built in DIR (no swift invocation: the tests use it).
 install: $(if $(BIN),,build) install-dev install-integrations
 	bin="$(if $(BIN),$(BIN),$$(cd "$(TOP)" && $(SWIFT) build -c $(CONFIG) --show-bin-path))" && \
-	$(INSTALL) -d -m 0755 "$(DESTDIR)$(bindir)" "$(DESTDIR)$(plugindir)" && \
+	$(INSTALL) -d -m 0755 "$(DESTDIR)$(bindir)" "$(DESTDIR)$(plugindir)" "$(DESTDIR)$(helperdir)" && \
 	$(INSTALL) -m 0755 "$$bin/keybay-methods" "$(DESTDIR)$(bindir)/keybay-methods" && \
+	$(INSTALL) -m 0755 "$$bin/keybay-plugin-host" "$(DESTDIR)$(helperdir)/keybay-plugin-host" && \
 	for p in $(PLUGINS); do $(INSTALL) -m 0755 "$$bin/$$p" "$(DESTDIR)$(plugindir)/$$p" || exit 1; done && \
 	$(INSTALL) -m 0755 "$$bin/libkeybay.so" "$(DESTDIR)$(libdir)/libkeybay.so.1" && \
 	ln -sf libkeybay.so.1 "$(DESTDIR)$(libdir)/libkeybay.so"
 	$(if $(STRIP),$(STRIP) --strip-unneeded "$(DESTDIR)$(bindir)/keybay-methods" "$(DESTDIR)$(libdir)/libkeybay.so.1" \
+		"$(DESTDIR)$(helperdir)/keybay-plugin-host" \
 		$(foreach p,$(PLUGINS),"$(DESTDIR)$(plugindir)/$(p)"))
 	$(INSTALL) -m 0644 $(CAPI_HEADER) "$(DESTDIR)$(includedir)/keybay.h"
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' -e 's|@RPATH@|$(rpath)|g' "$(TOP)/keybay.pc.in" > "$(DESTDIR)$(pkgconfigdir)/keybay.pc"
@@ -142,7 +147,7 @@ install-dev:
 	for f in $(EXAMPLE_FILES); do $(INSTALL) -m 0644 "$(TOP)/docs/$(EXAMPLE)/$$f" "$(DESTDIR)$(docdir)/$(EXAMPLE)/$$f" || exit 1; done
 
 uninstall:
-	rm -f "$(DESTDIR)$(bindir)/keybay-methods" "$(DESTDIR)$(includedir)/keybay_plugin.h" \
+	rm -f "$(DESTDIR)$(bindir)/keybay-methods" "$(DESTDIR)$(helperdir)/keybay-plugin-host" "$(DESTDIR)$(includedir)/keybay_plugin.h" \
 		"$(DESTDIR)$(pkgconfigdir)/keybay-plugin.pc" "$(DESTDIR)$(includedir)/keybay.h" "$(DESTDIR)$(pkgconfigdir)/keybay.pc" \
 		"$(DESTDIR)$(libdir)/libkeybay.so.1" "$(DESTDIR)$(libdir)/libkeybay.so"
 	for page in $(MANPAGES); do rm -f "$(DESTDIR)$(PREFIX)/share/man/man1/$$page"; done
@@ -156,6 +161,7 @@ uninstall:
 	for f in $(EXAMPLE_FILES); do rm -f "$(DESTDIR)$(docdir)/$(EXAMPLE)/$$f"; done
 	for helper in $(INTEGRATIONS); do rm -f "$(DESTDIR)$(bindir)/$$helper"; done
 	rmdir "$(DESTDIR)$(plugindir)" "$(DESTDIR)$(PREFIX)/lib/keybay" "$(DESTDIR)$(includedir)" 2>/dev/null || true
+	rmdir "$(DESTDIR)$(helperdir)" "$(DESTDIR)$(PREFIX)/libexec" 2>/dev/null || true
 	rmdir "$(DESTDIR)$(userunitdir)" "$(DESTDIR)$(PREFIX)/lib/systemd" 2>/dev/null || true
 	rmdir "$(DESTDIR)$(docdir)/$(EXAMPLE)" "$(DESTDIR)$(docdir)/examples" "$(DESTDIR)$(docdir)" 2>/dev/null || true
 

@@ -33,6 +33,7 @@ let package = Package(
     products: [
         .library(name: "Keybay", targets: ["Keybay"]),
         .executable(name: "keybay-methods", targets: ["keybay-methods"]),
+        .executable(name: "keybay-plugin-host", targets: ["keybay-plugin-host"]),
         // Plugins: one dynamic library each, found at run time as libkeybay-<id>.so, exporting
         // keybay_plugin_entry_v1.
         .library(name: "keybay-file-root", type: .dynamic, targets: ["KeybayFileRoot"]),
@@ -85,7 +86,16 @@ let package = Package(
         // What the keybay agent and its clients need of Linux beyond Swift's Glibc module: peer
         // credentials, accept4, the dumpable flag, a detached start (libc only).
         .target(name: "CKeybayAgent", path: "Sources/CKeybayAgent"),
-        .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256", "CKeybayImage", "CKeybayFileAttributes", "CKeybayAgent"]),
+        // Method plugins out of process (docs/plugins.md, "Isolation"): the framing both sides
+        // speak and the host's proxy, and the sandboxed helper, installed under libexec/keybay. The
+        // helper is linked like the C plugins (no Swift start-up object, static archives it takes
+        // nothing from): a Swift runtime in it would clash with the one a Swift plugin loads.
+        .target(name: "CKeybayPluginIsolation", dependencies: ["CKeybayPlugin"], path: "Sources/CKeybayPluginIsolation",
+                linkerSettings: [.linkedLibrary("pthread")]),
+        .executableTarget(name: "keybay-plugin-host", dependencies: ["CKeybayPluginIsolation", "CKeybayPlugin"],
+                          path: "Sources/keybay-plugin-host", linkerSettings: [.linkedLibrary("dl")] + cPluginLinking),
+        .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256", "CKeybayImage", "CKeybayFileAttributes", "CKeybayAgent",
+                                               "CKeybayPluginIsolation"]),
         // The C API: its header (a C target of its own, so the Swift side reads the same types
         // the hosts compile against) and the @_cdecl functions over the public Swift API.
         .target(name: "CKeybay", path: "Sources/CKeybay"),

@@ -12,7 +12,10 @@
 #include "keybay_fido2_core.h"
 #include "keybay_plugin.h"
 
-static const keybay_plugin f2_plugin = KEYBAY_FIDO2_DESCRIPTOR("fido2", "FIDO2 security key (hmac-secret)");
+/* libfido2 finds keys through libudev: the hidraw nodes, their sysfs entries and udev's database. */
+static const char *const f2_sandbox[] = {"device:/dev/hidraw*", "read:/sys", "read:/run/udev", NULL};
+
+static const keybay_plugin f2_plugin = KEYBAY_FIDO2_DESCRIPTOR("fido2", "FIDO2 security key (hmac-secret)", f2_sandbox);
 
 KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
     return &f2_plugin;

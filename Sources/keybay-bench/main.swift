@@ -474,6 +474,8 @@ if wanted("gitfill") || wanted("keyringget") {
 }
 // 11. The agent: get through it vs the whole unlock, vs secret-tool lookup, vs a file-root get.
 if wanted("agent") { benchAgent(runs: runs, base: base, env: env, cli: cli) }
+// 12. Method plugins isolated (keybay-plugin-host) vs in process.
+if wanted("isolation") { benchIsolation(runs: runs, base: base, env: env, cli: cli) }
 
 print("")
 print("| row | ours | reference | ratio | target |")

@@ -311,14 +311,25 @@ typedef struct keybay_plugin {
     keybay_status (*root_create_with_options)(const keybay_host *host, const keybay_root_context *context,
                                               const keybay_option *options, size_t option_count,
                                               keybay_buffer *provider_state_out) KEYBAY_NONNULL(1, 2, 5) KEYBAY_WARN_UNUSED_RESULT;
+
+    /* What a method plugin needs inside the sandbox the host runs it in (docs/plugins.md,
+       "Isolation"): NULL, or a NULL-terminated list of entries, at most 32, each at most 255
+       bytes: "device:/dev/hidraw*" (read, write and ioctl on a device, or on every device in
+       that directory whose name starts with what precedes the '*'; below /dev), "read:/sys"
+       (read-only below a path under /dev, /sys, /run, /etc or /usr/share), "unix:/run/pcscd/pcscd.comm"
+       (AF_UNIX sockets may be opened, and that socket reached; below /run), "env:NAME" (the
+       variable is kept; the rest of the environment is emptied). The host reads it before it
+       loads the plugin for use and refuses an entry it does not know. */
+    const char *const *sandbox;
 } keybay_plugin;
 
 /* The size of a descriptor built against the first version-1 header (it ends at root_reset);
    the smallest struct_size a host accepts. */
 #define KEYBAY_PLUGIN_STRUCT_SIZE_V1_0 (offsetof(keybay_plugin, root_reset) + sizeof(void (*)(void)))
-/* How many fields (function pointers, all) this header's keybay_plugin has after root_reset:
-   sizeof(keybay_plugin) is KEYBAY_PLUGIN_STRUCT_SIZE_V1_0 plus that many pointers. */
-#define KEYBAY_PLUGIN_FIELDS_ADDED_IN_V1 6
+/* How many fields (pointers, all: function pointers and the sandbox list) this header's
+   keybay_plugin has after root_reset: sizeof(keybay_plugin) is KEYBAY_PLUGIN_STRUCT_SIZE_V1_0
+   plus that many pointers. */
+#define KEYBAY_PLUGIN_FIELDS_ADDED_IN_V1 7
 
 /* The one exported entry point. */
 typedef const keybay_plugin *(*keybay_plugin_entry_fn)(void);

@@ -56,6 +56,19 @@ public struct KeybayConfiguration: Sendable, Equatable {
     public var excludeFromBackups = true
     /// Where plugins are looked for; `allowExternal = false` limits it to the installation.
     public var pluginSearch = KeybayPluginSearch()
+    /// Where method plugins run (docs/plugins.md, "Isolation"): `.isolated` (the default, unless
+    /// `KEYBAY_PLUGIN_ISOLATION=none`) runs each in a sandboxed helper process. Root plugins
+    /// always run in process. The same value as `pluginSearch.isolation`.
+    public var pluginIsolation: KeybayPluginIsolation {
+        get { pluginSearch.isolation }
+        set { pluginSearch.isolation = newValue }
+    }
+    /// First-party method plugins run in process even when isolated (`pluginSearch.inProcessMethodPlugins`;
+    /// default ``KeybayPluginSearch/defaultInProcessMethodPlugins``).
+    public var inProcessMethodPlugins: [String] {
+        get { pluginSearch.inProcessMethodPlugins }
+        set { pluginSearch.inProcessMethodPlugins = newValue }
+    }
     /// The keybay agent's socket (docs/agent.md). While `keybay-methods unlock` has handed a
     /// protected store to the agent, `KeybayStore.open` gives a session whose record operations
     /// go through the agent and ask nothing; an agent that does not hold the store (or none, or
@@ -170,4 +183,12 @@ public struct KeybayConfiguration: Sendable, Equatable {
         while p.count > 1 && p.hasSuffix("/") { p = p.dropLast() }
         return String(p)
     }
+}
+
+extension KeybayPluginSearch {
+    /// The first-party method plugins that run in process by default when they are found in the
+    /// installation: tpm2-pin reaches a TPM through TCTIs (swtpm over TCP, D-Bus to tpm2-abrmd) and
+    /// pkcs11 loads whatever module the user names, neither of which a sandbox declaration can
+    /// describe. (The first-party ids live with the configuration's other defaults.)
+    public static let defaultInProcessMethodPlugins = ["tpm2-pin", "pkcs11"]
 }

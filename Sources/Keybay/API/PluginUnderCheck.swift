@@ -19,6 +19,8 @@ package final class PluginUnderCheck: @unchecked Sendable {
     package var version: String { plugin.version }
     package var options: [(name: String, help: String)] { plugin.options }
     package var isRoot: Bool { plugin.isRoot }
+    /// The plugin runs in its sandboxed helper (a method plugin, unless isolation is off).
+    package var isIsolated: Bool { plugin.isIsolated }
     package var isInteractive: Bool { plugin.isInteractive }
     /// The root offers `root_protection`.
     package var offersProtection: Bool { plugin.descriptor.pointee.root_protection != nil }

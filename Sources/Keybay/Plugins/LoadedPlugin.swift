@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CKeybayPlugin
+import CKeybayPluginIsolation
 import Glibc
 import Synchronization
 
@@ -23,6 +24,10 @@ final class LoadedPlugin: @unchecked Sendable {
     /// Enrollment tunes a cost to this machine on any secret (`benchmark` can run it).
     let calibrates: Bool
     let options: [(name: String, help: String)]
+    /// The helper the plugin runs in, when isolated: `descriptor`'s operations are its proxies,
+    /// which find it through keybay_isolation_enter (see `call`).
+    let isolation: OpaquePointer?
+    var isIsolated: Bool { isolation != nil }
     private let callLock = Mutex(())
 
     /// The smallest descriptor a host accepts: the first version-1 header's, which ends at
@@ -31,7 +36,7 @@ final class LoadedPlugin: @unchecked Sendable {
     /// start-up time the CLI measures.
     static let minimumDescriptorBytes = MemoryLayout<keybay_plugin>.size - Int(KEYBAY_PLUGIN_FIELDS_ADDED_IN_V1) * MemoryLayout<UnsafeRawPointer>.size
 
-    init(descriptor raw: UnsafePointer<keybay_plugin>, path: String) throws {
+    init(descriptor raw: UnsafePointer<keybay_plugin>, path: String, isolation: OpaquePointer? = nil) throws {
         func refuse(_ reason: String, _ why: String) -> KeybayError {
             KeybayError(.pluginRefused, "plugin \(path): \(why); refusing to load it").with(path: path, reason: reason)
         }
@@ -79,6 +84,7 @@ final class LoadedPlugin: @unchecked Sendable {
         kept = true
         self.descriptor = descriptor
         self.path = path
+        self.isolation = isolation
         self.id = String(cString: idPointer)
         self.name = String(cString: namePointer)
         self.version = String(cString: versionPointer)
@@ -113,7 +119,11 @@ final class LoadedPlugin: @unchecked Sendable {
     func call(_ interaction: any KeybayInteraction, _ what: String, about: MethodCallContext = .none,
               _ body: (UnsafePointer<keybay_plugin>, UnsafePointer<keybay_host>) -> keybay_status) throws {
         let bridge = HostBridge(interaction, about: about)
-        let status = callLock.withLock { _ in bridge.withHost { body(descriptor, $0) } }
+        let status = callLock.withLock { _ in
+            if let isolation { keybay_isolation_enter(isolation) }
+            defer { if isolation != nil { keybay_isolation_leave() } }
+            return bridge.withHost { body(descriptor, $0) }
+        }
         guard status != KEYBAY_OK else { return }
         if let failure = bridge.failure, status == KEYBAY_ERR_INTERACTION_UNAVAILABLE || status == KEYBAY_ERR_CANCELLED {
             // The host's refusal, with the reason the plugin gave for asking (secret-service's

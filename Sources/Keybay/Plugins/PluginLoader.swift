@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CKeybayPlugin
+import CKeybayPluginIsolation
 import Glibc
 import Synchronization
 
@@ -24,15 +25,19 @@ enum PluginLoader {
             guard lstat(candidate, &st) == 0 else { continue }
             do {
                 let resolved = try checkedPath(candidate, directory: directory)
-                if let hit = cache.withLock({ $0[resolved] }) {
+                // A root is asked for by kind and never isolated; a file asked for by id alone
+                // is started isolated and loaded in process when it turns out to be a root.
+                let isolated = kind != KEYBAY_KIND_ROOT && search.runsIsolated(id, foundIn: directory)
+                let key = resolved + (isolated ? "|isolated" : "|in-process")
+                if let hit = cache.withLock({ $0[key] }) {
                     try hit.expect(id: id, kind: kind)
                     return hit
                 }
-                let plugin = try open(resolved, displayPath: candidate)
+                let plugin = try (isolated ? openIsolated(resolved, displayPath: candidate) : nil) ?? open(resolved, displayPath: candidate)
                 try plugin.expect(id: id, kind: kind)
                 return cache.withLock { table in
-                    if let raced = table[resolved] { return raced }
-                    table[resolved] = plugin
+                    if let raced = table[key] { return raced }
+                    table[key] = plugin
                     return plugin
                 }
             } catch let e as KeybayError {
@@ -99,6 +104,12 @@ enum PluginLoader {
         guard let p = realpath(path, nil) else { return nil }
         defer { free(p) }
         return String(cString: p)
+    }
+
+    /// The plugin in its helper; nil when it is a root (loaded in process instead).
+    private static func openIsolated(_ path: String, displayPath: String) throws -> LoadedPlugin? {
+        guard let isolated = try PluginIsolation.start(path, displayPath: displayPath) else { return nil }
+        return try LoadedPlugin(descriptor: keybay_isolation_descriptor(isolated), path: displayPath, isolation: isolated)
     }
 
     private static func open(_ path: String, displayPath: String) throws -> LoadedPlugin {

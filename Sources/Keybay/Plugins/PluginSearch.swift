@@ -24,17 +24,26 @@ public struct KeybayPluginSearch: Sendable, Equatable {
     /// Whether `directories` and `environmentPath` are searched at all; false limits the search
     /// to the installation.
     public var allowExternal: Bool
+    /// Where method plugins run; default ``KeybayPluginIsolation/fromEnvironment``.
+    public var isolation: KeybayPluginIsolation
+    /// First-party method plugins that run in process even when `isolation` is `.isolated`, when
+    /// they are found in the installation (never a file of that name found elsewhere); default
+    /// ``defaultInProcessMethodPlugins``.
+    public var inProcessMethodPlugins: [String]
 
     /// - Parameters:
     ///   - directories: The host's own directories, searched first.
     ///   - environmentPath: Colon-separated directories searched next; defaults to
     ///     `$KEYBAY_PLUGIN_PATH`, read when this default is evaluated.
     ///   - allowExternal: False to search the installation only.
+    ///   - isolation: Where method plugins run.
     public init(directories: [String] = [], environmentPath: String? = getenv("KEYBAY_PLUGIN_PATH").map { String(cString: $0) },
-                allowExternal: Bool = true) {
+                allowExternal: Bool = true, isolation: KeybayPluginIsolation = .fromEnvironment) {
         self.directories = directories
         self.environmentPath = environmentPath
         self.allowExternal = allowExternal
+        self.isolation = isolation
+        self.inProcessMethodPlugins = Self.defaultInProcessMethodPlugins
     }
 
     /// The ordered list of directories.
@@ -57,13 +66,24 @@ public struct KeybayPluginSearch: Sendable, Equatable {
                 }
             }
         }
-        var installation: [String] = []
-        if let exeDir = Self.executableDirectory { installation.append(Self.normalise(exeDir + "/../lib/keybay/plugins")) }
-        if let libDir = Self.libraryDirectory { installation.append(libDir + "/keybay/plugins") }
-        installation += Self.systemDirectories
-        for d in installation where !result.contains(d) { result.append(d) }
-        for d in [Self.executableDirectory, Self.libraryDirectory].compactMap({ $0 }) where !result.contains(d) { result.append(d) }
+        for d in Self.installationDirectories where !result.contains(d) { result.append(d) }
         return result
+    }
+
+    /// Items 3 and 4 of the search: where Keybay's own plugins are installed.
+    static let installationDirectories: [String] = {
+        var installation: [String] = []
+        if let exeDir = executableDirectory { installation.append(normalise(exeDir + "/../lib/keybay/plugins")) }
+        if let libDir = libraryDirectory { installation.append(libDir + "/keybay/plugins") }
+        installation += systemDirectories
+        for d in [executableDirectory, libraryDirectory].compactMap({ $0 }) where !installation.contains(d) { installation.append(d) }
+        return installation
+    }()
+
+    /// Whether method plugin `id`, found in `directory`, runs isolated.
+    func runsIsolated(_ id: String, foundIn directory: String) -> Bool {
+        guard isolation == .isolated else { return false }
+        return !(inProcessMethodPlugins.contains(id) && Self.installationDirectories.contains(directory))
     }
 
     static let systemDirectories = ["/usr/local/lib/keybay/plugins", "/usr/lib/keybay/plugins"]

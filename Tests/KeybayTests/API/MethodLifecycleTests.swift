@@ -73,6 +73,8 @@ import Testing
             """, fileID: "gated-show", in: dir)
         var env = box.environment
         env["KEYBAY_PLUGIN_PATH"] = (env["KEYBAY_PLUGIN_PATH"] ?? "") + ":" + dir
+        // In process: the plugin writes its ".waiting" file, which the sandbox would refuse.
+        env["KEYBAY_PLUGIN_ISOLATION"] = "none"
         #expect(try box.cli("set", "k", "v").status == 0)
         for _ in 0..<2 { #expect(try box.cli(["enroll", "test-counting"], secret: "1", option: "--pin-fd", environment: env).status == 0) }
         let methods = try methodIDs(box)
@@ -366,13 +368,20 @@ import Testing
             let text = String(cString: unsafeBitCast(symbol, to: (@convention(c) () -> UnsafePointer<CChar>).self)())
             return text.split(separator: "\n").map(String.init).filter { $0.hasSuffix(tag) }
         }
+        // In process: the record is read from the plugin's memory in this process
+        // (PluginIsolationTests sees the application id reach an isolated plugin).
+        func configuration(_ app: String) throws -> KeybayConfiguration {
+            var c = try box.configuration(app: app)
+            c.pluginIsolation = .inProcess
+            return c
+        }
         var methods: [String: String] = [:]
         for app in [first, second] {
-            let session = try KeybayStore.open(box.configuration(app: app), interaction: ScriptedInteraction(["5", "5"]))
+            let session = try KeybayStore.open(configuration(app), interaction: ScriptedInteraction(["5", "5"]))
             methods[app] = try session.auth.add(plugin: "test-counting").id
             session.close()
         }
-        try KeybayStore.open(box.configuration(app: first), method: methods[first], interaction: ScriptedInteraction(["5"])).close()
+        try KeybayStore.open(configuration(first), method: methods[first], interaction: ScriptedInteraction(["5"])).close()
         #expect(seen() == ["enroll \(first)", "enroll \(second)", "unwrap \(first)"])
     }
 

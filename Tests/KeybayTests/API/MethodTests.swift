@@ -169,7 +169,8 @@ func countingCalls(in directory: String = testPluginDirectory) -> [Int32] {
         writeBytes(copy + "/libkeybay-test-counting.so", plugin)
         chmod(copy + "/libkeybay-test-counting.so", 0o755)
         var config = try Self.config(box)
-        config.pluginSearch = KeybayPluginSearch(directories: [copy])
+        // In process: the counters are read from the plugin's memory in this process.
+        config.pluginSearch = KeybayPluginSearch(directories: [copy], isolation: .inProcess)
         let s = try await KeybayStore.open(config, interaction: ScriptedInteraction(["1", "1"]))
         let method = try await s.auth.add(plugin: "test-counting")
         let session = try await KeybayStore.open(config, method: method.id, interaction: ScriptedInteraction(["1"]))

@@ -116,8 +116,10 @@ import Testing
         let packages = try Self.binaryPackages().compactMap { $0["Package"] }
         #expect(Set(installs.keys) == Set(packages), "control: \(packages), .install files: \(installs.keys.sorted())")
         #expect(Set(packages).isSuperset(of: ["keybay-methods", "libkeybay1", "libkeybay-dev", "keybay-plugins"]))
-        // The plugins are where the CLI (/usr/bin/../lib/keybay/plugins) and the library (/usr/lib/keybay/plugins) look.
-        #expect(installs["keybay-plugins"] == ["usr/lib/keybay/plugins/libkeybay-*.so"] && installs["libkeybay1"] == ["usr/lib/libkeybay.so.1"]
+        // The plugins are where the CLI (/usr/bin/../lib/keybay/plugins) and the library (/usr/lib/keybay/plugins) look,
+        // and the helper that runs them isolated where both look for it (/usr/bin/../libexec/keybay, /usr/lib/../libexec/keybay).
+        #expect(installs["keybay-plugins"] == ["usr/lib/keybay/plugins/libkeybay-*.so", "usr/libexec/keybay/keybay-plugin-host"]
+                && installs["libkeybay1"] == ["usr/lib/libkeybay.so.1"]
                 && installs["keybay-methods"]?.contains("usr/bin/keybay-methods") == true, "\(installs)")
     }
 

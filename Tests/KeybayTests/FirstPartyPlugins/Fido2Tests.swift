@@ -39,12 +39,21 @@ enum VirtualKeys {
 /// libkeybay-test-fido2.so (the fido2 core) → the real libfido2 → a virtual CTAP2 key. The
 /// virtual keys are process-wide, hence a serialized suite that resets them in every test.
 @Suite(.serialized) struct Fido2Tests {
+    /// The virtual key lives in the test plugin's memory, which the tests read and set (its PIN,
+    /// its counters): the plugin runs in this process. The fido2 method's code through the helper
+    /// is PluginIsolationTests' (the shipped fido2 plugin's probe, isolated).
+    static func configuration(_ box: Sandbox, app: String? = nil) throws -> KeybayConfiguration {
+        var c = try box.configuration(app: app)
+        c.pluginIsolation = .inProcess
+        return c
+    }
+
     static let plugin = "test-fido2"
 
     /// A store with a record and a FIDO2 method enrolled with `options` (PIN answers first).
     static func enrolledStore(_ box: Sandbox, options: [(String, String)] = [("pin", "required")], answers: [String] = ["1234"])
         async throws -> (config: KeybayConfiguration, method: KeybayMethod) {
-        let config = try box.configuration()
+        let config = try Self.configuration(box)
         let s = try await KeybayStore.open(config, interaction: ScriptedInteraction(answers))
         try s.set("service/token", string: "correct horse")
         let method = try await s.auth.add(plugin: plugin, options: options, label: "yubikey")
@@ -60,7 +69,7 @@ enum VirtualKeys {
         VirtualKeys.reset()
         VirtualKeys.set("pin", "1234")
         let box = Sandbox()
-        let config = try box.configuration()
+        let config = try Self.configuration(box)
         let enroll = ScriptedInteraction(["pass phrase", "pass phrase", "1234"])
         let s = try await KeybayStore.open(config, interaction: enroll)
         try s.set("service/token", string: "correct horse")
@@ -153,14 +162,14 @@ enum VirtualKeys {
         let box = Sandbox()
         var described: [String] = []
         for app in ["com.example.Notes_App", "org.other"] {
-            let config = try box.configuration(app: app)
+            let config = try Self.configuration(box, app: app)
             let s = try await KeybayStore.open(config, interaction: ScriptedInteraction([]))
             let method = try await s.auth.add(plugin: Self.plugin)
             described.append(try s.auth.describe(method.id))
             s.close()
         }
         #expect(described[0].contains("rp com.example.notes-app.keybay.local,") && described[1].contains("rp org.other.keybay.local,"), "\(described)")
-        let config = try box.configuration(app: "com.example.old")
+        let config = try Self.configuration(box, app: "com.example.old")
         let s = try await KeybayStore.open(config, interaction: ScriptedInteraction([]))
         try s.set("k", string: "v")
         let old = try await s.auth.add(plugin: Self.plugin, options: [("rp", "keybay.local")])

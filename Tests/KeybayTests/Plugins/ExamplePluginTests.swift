@@ -110,8 +110,11 @@ import Testing
         writeBytes(keyA, Array(repeating: 0x41, count: 64))
         writeBytes(keyB, Array(repeating: 0x42, count: 64))
 
+        // In process, as the guide says: the plugin reads key files in the test's home, which the sandbox refuses.
+        let inProcess = box.environment.merging(["KEYBAY_PLUGIN_ISOLATION": "none"]) { $1 }
+        func cli(_ arguments: String...) throws -> RunResult { try run(cliPath, arguments, environment: inProcess) }
         func check(_ path: String, _ options: [String]) throws -> RunResult {
-            try run(cliPath, ["plugin-check", path] + options, environment: box.environment)
+            try run(cliPath, ["plugin-check", path] + options, environment: inProcess)
         }
         // The command copies B over A (a.key's bytes are put back before every check that runs it).
         let change = "cp '\(keyB)' '\(keyA)'"
@@ -172,31 +175,31 @@ import Testing
 
         // Through the CLI: its options in enroll --help, a mistyped path (exit 2), then a store it opens.
         let dir = box.root + "/keyfile"
-        let help = try box.cli("enroll", "com.example.keyfile", "--help", "--plugin-dir", dir)
+        let help = try cli("enroll", "com.example.keyfile", "--help", "--plugin-dir", dir)
         #expect(help.status == 0 && help.out.contains("--opt path=…  absolute path of the key file"), "\(help.out)\(help.stderr)")
-        let typo = try box.cli("enroll", "com.example.keyfile", "--opt", "path=" + box.root + "/nope.key", "--plugin-dir", dir, "--json")
+        let typo = try cli("enroll", "com.example.keyfile", "--opt", "path=" + box.root + "/nope.key", "--plugin-dir", dir, "--json")
         #expect(typo.status == 2 && typo.error?.code == "invalid-argument" && typo.error?.reason == "no-key-file" && typo.error?.path == box.root + "/nope.key",
                 "\(typo.status) \(typo.out)")
-        #expect(try box.cli("status", "--json").out.contains("\"state\":\"absent\""))
-        let enrolled = try box.cli("enroll", "com.example.keyfile", "--opt", "path=" + keyA, "--plugin-dir", dir, "--no-input")
+        #expect(try cli("status", "--json").out.contains("\"state\":\"absent\""))
+        let enrolled = try cli("enroll", "com.example.keyfile", "--opt", "path=" + keyA, "--plugin-dir", dir, "--no-input")
         #expect(enrolled.status == 0, "\(enrolled.stderr)")
-        #expect(try box.cli("set", "k", "v", "--plugin-dir", dir, "--no-input").status == 0)
-        #expect(try box.cli("get", "k", "--plugin-dir", dir, "--no-input").out == "v")
+        #expect(try cli("set", "k", "v", "--plugin-dir", dir, "--no-input").status == 0)
+        #expect(try cli("get", "k", "--plugin-dir", dir, "--no-input").out == "v")
         // list reads the methods with the root alone; --describe loads the plugin for its line.
-        let listed = try box.cli("list")
+        let listed = try cli("list")
         #expect(listed.status == 0 && listed.out.contains("com.example.keyfile") && !listed.out.contains("key file"), "\(listed.out)")
-        let described = try box.cli("list", "--describe", "--plugin-dir", dir)
+        let described = try cli("list", "--describe", "--plugin-dir", dir)
         #expect(described.status == 0 && described.out.contains("    key file \(keyA)\n"), "\(described.out)\(described.stderr)")
-        let json = try box.cli("list", "--describe", "--json", "--plugin-dir", dir)
+        let json = try cli("list", "--describe", "--json", "--plugin-dir", dir)
         #expect(json.out.contains("\"description\":\"key file \(keyA)\""), "\(json.out)")
-        let unknown = try box.cli("list", "--describe")
+        let unknown = try cli("list", "--describe")
         #expect(unknown.status == 0 && unknown.out.contains("(unknown: plugin 'com.example.keyfile' not found"), "\(unknown.out)")
         // Another file at the same path: wrong-secret; no file: method-unavailable.
         writeBytes(keyA, Array(repeating: 0x43, count: 64))
-        let wrong = try box.cli("get", "k", "--plugin-dir", dir, "--no-input")
+        let wrong = try cli("get", "k", "--plugin-dir", dir, "--no-input")
         #expect(wrong.status == 1 && wrong.stderr.contains("wrong-secret"), "\(wrong.status) \(wrong.stderr)")
         unlink(keyA)
-        let absent = try box.cli("get", "k", "--plugin-dir", dir, "--no-input", "--json")
+        let absent = try cli("get", "k", "--plugin-dir", dir, "--no-input", "--json")
         #expect(absent.status == 1 && absent.error?.code == "method-unavailable" && absent.error?.reason == "no-key-file" && absent.error?.path == keyA
                 && absent.error?.pluginID == "com.example.keyfile", "\(absent.status) \(absent.out)")
     }

@@ -50,14 +50,18 @@ import Testing
 
     /// A plugin compiled from the first version-1 header (its descriptor ends at root_reset, it
     /// has the host-less describe and no verify) loads and works end to end.
-    @Test func aPluginBuiltFromTheFirstVersion1HeaderLoadsAndWorks() async throws {
+    /// In process and in the helper (whose proxy descriptor offers describe_with_host for it).
+    @Test(arguments: [KeybayPluginIsolation.inProcess, .isolated])
+    func aPluginBuiltFromTheFirstVersion1HeaderLoadsAndWorks(_ isolation: KeybayPluginIsolation) async throws {
         let box = Sandbox()
         let dir = box.root + "/abi-1.0"
         try PluginLoaderTests.build(Self.sevens(id: "com.example.old"), fileID: "com.example.old", in: dir,
                                     header: packageDirectory + "/Tests/Fixtures/abi-1.0")
-        let config = try Self.configuration(box, pluginDir: dir)
+        var config = try Self.configuration(box, pluginDir: dir)
+        config.pluginIsolation = isolation
         let plugin = try PluginLoader.load(id: "com.example.old", kind: KEYBAY_KIND_METHOD, search: config.pluginSearch)
-        #expect(plugin.descriptor.pointee.describe_with_host == nil && plugin.descriptor.pointee.describe != nil)
+        #expect(plugin.isIsolated == (isolation == .isolated))
+        if isolation == .inProcess { #expect(plugin.descriptor.pointee.describe_with_host == nil && plugin.descriptor.pointee.describe != nil) }
         let session = try await KeybayStore.open(config)
         try session.set("k", string: "v")
         let method = try await session.auth.add(plugin: "com.example.old")

@@ -204,7 +204,8 @@ import Testing
         for call in Self.calls {
             for errno in Self.noSpaceCalls.contains(call) ? ["EIO", "ENOSPC"] : ["EIO"] {
                 // The dynamic loader's reads of shared libraries come before any of our code.
-                for (n, target) in zip(1..., made[call, default: []]) where !Self.isSharedLibrary(target) {
+                for (n, targets) in Self.invocations(made[call, default: []]) where !targets.allSatisfy(Self.isSharedLibrary) {
+                    let target = targets.first { $0.hasPrefix("1<") } ?? targets[0]
                     let box = try Self.copy(template)
                     let r = try run("/usr/bin/strace", ["-f", "-qq", "-o", "/dev/null", "-e", "trace=\(call)", "-e",
                                                         "inject=\(call):error=\(errno):when=\(n)", cliPath] + arguments,
@@ -237,18 +238,34 @@ import Testing
         #expect(r.status == 0, "undisturbed run: \(r.stderr)")
         // What the copy made outside its homes (a TPM's counter) goes with it.
         _ = try run(cliPath, ["reset", "--yes"], environment: box.environment.merging(environment) { $1 })
-        return parseTrace(readBytes(trace) ?? [])
+        return parseTrace(readBytes(trace) ?? [], withProcesses: true)
+    }
+
+    /// strace counts `when=N` per traced process (and thread): the Nth call of each. From calls
+    /// recorded as "PID TARGET", each N and what the Nth call named in every process that made
+    /// one. (The command's helper processes, keybay-plugin-host among them, make calls of their own.)
+    static func invocations(_ recorded: [String]) -> [(Int, [String])] {
+        var seen: [Substring: Int] = [:], byNumber: [Int: [String]] = [:]
+        for entry in recorded {
+            let pid = entry.prefix { $0 != " " }
+            let n = seen[pid, default: 0] + 1
+            seen[pid] = n
+            byNumber[n, default: []].append(String(entry.dropFirst(pid.count + 1)))
+        }
+        return byNumber.keys.sorted().map { ($0, byNumber[$0]!) }
     }
 
     /// What `strace -y` wrote: for each system call, what its first argument named, in order.
-    static func parseTrace(_ trace: [UInt8]) -> [String: [String]] {
+    /// With `withProcesses`, each entry is "PID TARGET".
+    static func parseTrace(_ trace: [UInt8], withProcesses: Bool = false) -> [String: [String]] {
         var made: [String: [String]] = [:]
         for line in String(decoding: trace, as: UTF8.self).split(separator: "\n") {
             // "PID name(first, ...) = result"
-            guard let call = line.split(separator: " ", maxSplits: 1).last, let open = call.firstIndex(of: "(") else { continue }
+            let parts = line.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, let call = parts.last, let open = call.firstIndex(of: "(") else { continue }
             let first = call[call.index(after: open)...].prefix { $0 != "," && $0 != ")" }
             // strace pads the pid column: the name may follow more than one space.
-            made[String(call[..<open].drop { $0 == " " }), default: []].append(String(first))
+            made[String(call[..<open].drop { $0 == " " }), default: []].append(withProcesses ? "\(parts[0]) \(first)" : String(first))
         }
         return made
     }

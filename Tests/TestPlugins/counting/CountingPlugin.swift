@@ -67,5 +67,10 @@ struct CountingPlugin: KeybayMethodPlugin {
     }
 }
 
+/// libsodium is started here, as every plugin that uses it must: isolated, the plugin runs in
+/// keybay-plugin-host, which never calls `sodium_init` for it.
 @_cdecl("keybay_plugin_entry_v1")
-public func keybayPluginEntry() -> UnsafeRawPointer { KeybayPluginKit.export(CountingPlugin.self) }
+public func keybayPluginEntry() -> UnsafeRawPointer? {
+    guard sodium_init() >= 0 else { return nil }
+    return KeybayPluginKit.export(CountingPlugin.self)
+}

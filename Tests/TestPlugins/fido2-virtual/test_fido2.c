@@ -56,7 +56,10 @@ static void tf_configure_from_environment(void) {
     }
 }
 
-static const keybay_plugin tf_plugin = KEYBAY_FIDO2_DESCRIPTOR("test-fido2", "FIDO2 on a virtual authenticator (tests only)");
+/* Isolated, the helper keeps only the environment a plugin declares. */
+static const char *const tf_sandbox[] = {"env:KEYBAY_TEST_FIDO2", NULL};
+
+static const keybay_plugin tf_plugin = KEYBAY_FIDO2_DESCRIPTOR("test-fido2", "FIDO2 on a virtual authenticator (tests only)", tf_sandbox);
 
 static int tf_ready;
 

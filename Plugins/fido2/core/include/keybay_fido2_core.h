@@ -74,8 +74,8 @@ KEYBAY_FIDO2_HIDDEN keybay_status keybay_fido2_describe(const keybay_host *host,
 KEYBAY_FIDO2_HIDDEN extern const keybay_option_spec keybay_fido2_option_specs[KEYBAY_FIDO2_OPTION_COUNT];
 
 /* The descriptor of a plugin built on this core, so that the test plugin cannot drift from the
-   shipped one: only the id and the display name differ. */
-#define KEYBAY_FIDO2_DESCRIPTOR(id_, name_)                          \
+   shipped one: only the id, the display name and what it needs in the sandbox differ. */
+#define KEYBAY_FIDO2_DESCRIPTOR(id_, name_, sandbox_)                \
     {                                                                \
         .abi_version = KEYBAY_PLUGIN_ABI_VERSION,                    \
         .struct_size = sizeof(keybay_plugin),                        \
@@ -91,6 +91,7 @@ KEYBAY_FIDO2_HIDDEN extern const keybay_option_spec keybay_fido2_option_specs[KE
         .enroll = keybay_fido2_enroll,                               \
         .unwrap = keybay_fido2_unwrap,                               \
         .describe_with_host = keybay_fido2_describe,                 \
+        .sandbox = (sandbox_),                                       \
     }
 
 #endif /* KEYBAY_FIDO2_CORE_H */

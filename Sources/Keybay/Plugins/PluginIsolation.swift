@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+import CKeybayPlugin
+import CKeybayPluginIsolation
+import Glibc
+
+/// Where a method plugin runs (docs/plugins.md, "Isolation").
+public enum KeybayPluginIsolation: Sendable, Equatable {
+    /// In `keybay-plugin-host`, one helper process per plugin and host process, sandboxed before
+    /// the plugin is loaded: a plugin that crashes, hangs or misbehaves fails its call with
+    /// `.pluginFailed`, and the host and its other stores carry on.
+    case isolated
+    /// In the host process, as root plugins always run.
+    case inProcess
+
+    /// `.inProcess` when `KEYBAY_PLUGIN_ISOLATION` is `none`, else `.isolated`.
+    public static var fromEnvironment: KeybayPluginIsolation {
+        getenv("KEYBAY_PLUGIN_ISOLATION").map { String(cString: $0) } == "none" ? .inProcess : .isolated
+    }
+}
+
+/// Starting a method plugin in its helper.
+enum PluginIsolation {
+    /// The helper, `keybay-plugin-host`: `$KEYBAY_PLUGIN_HOST` when set (an absolute path, for a
+    /// host installed apart from Keybay), else `<exe>/../libexec/keybay/`, `<lib>/../libexec/keybay/`,
+    /// the system libexec directories, then beside the executable and the library (development
+    /// builds). It is checked like a plugin file (owner, mode, no link out of its directory).
+    static let helperPath: String? = {
+        let name = "keybay-plugin-host"
+        if let named = getenv("KEYBAY_PLUGIN_HOST").map({ String(cString: $0) }) {
+            guard named.hasPrefix("/"), let slash = named.lastIndex(of: "/"), access(named, X_OK) == 0 else { return nil }
+            return try? PluginLoader.checkedPath(named, directory: slash == named.startIndex ? "/" : String(named[..<slash]))
+        }
+        var candidates: [String] = []
+        for base in [KeybayPluginSearch.executableDirectory, KeybayPluginSearch.libraryDirectory].compactMap({ $0 }) {
+            candidates.append(KeybayPluginSearch.normalise(base + "/../libexec/keybay"))
+        }
+        candidates += ["/usr/local/libexec/keybay", "/usr/libexec/keybay"]
+        candidates += [KeybayPluginSearch.executableDirectory, KeybayPluginSearch.libraryDirectory].compactMap { $0 }
+        for directory in candidates {
+            let path = directory + "/" + name
+            guard access(path, X_OK) == 0, let checked = try? PluginLoader.checkedPath(path, directory: directory) else { continue }
+            return checked
+        }
+        return nil
+    }()
+
+    /// The bound on one call while the plugin runs: `KEYBAY_PLUGIN_TIMEOUT` seconds (1–86400),
+    /// default 120.
+    static var callTimeoutMilliseconds: UInt32 {
+        if let text = getenv("KEYBAY_PLUGIN_TIMEOUT").map({ String(cString: $0) }), let seconds = UInt32(text), (1...86_400).contains(seconds) {
+            return seconds * 1000
+        }
+        return 120_000
+    }
+
+    /// Starts the helper for the checked plugin file `resolved`. Returns nil when the plugin turns
+    /// out to be a root (roots run in process).
+    static func start(_ resolved: String, displayPath: String) throws -> OpaquePointer? {
+        guard let helper = helperPath else {
+            throw KeybayError(.pluginFailed, "cannot run plugin \(displayPath) isolated: keybay-plugin-host is not installed (libexec/keybay), or KEYBAY_PLUGIN_HOST names no usable file; KEYBAY_PLUGIN_ISOLATION=none runs plugins in process")
+                .with(path: displayPath, reason: "plugin-host-missing")
+        }
+        var line = [CChar](repeating: 0, count: 512), reason = [CChar](repeating: 0, count: 48)
+        var refused: Int32 = 0
+        guard let isolated = keybay_isolation_start(helper, resolved, callTimeoutMilliseconds, &line, line.count, &reason, reason.count, &refused) else {
+            let text = line.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            let token = reason.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+            throw KeybayError(refused != 0 ? .pluginRefused : .pluginFailed, refused != 0 ? "\(text); refusing to load it" : text)
+                .with(path: displayPath, reason: token)
+        }
+        if keybay_isolation_descriptor(isolated).pointee.kind == KEYBAY_KIND_ROOT.rawValue {
+            keybay_isolation_stop(isolated)
+            return nil
+        }
+        return isolated
+    }
+}
