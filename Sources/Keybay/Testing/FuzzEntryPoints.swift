@@ -25,9 +25,10 @@ public enum KeybayFuzzing {
     }
 
     /// A method plugin's parameter decoder, reached through its `describe` (side-effect free).
+    /// In process: libFuzzer follows the plugin's branches only in the fuzzer's own process.
     public static func describeParameters(plugin id: String, directory: String, _ bytes: [UInt8]) {
         guard let plugin = try? PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD,
-                                                  search: KeybayPluginSearch(directories: [directory], environmentPath: nil)) else {
+                                                  search: KeybayPluginSearch(directories: [directory], environmentPath: nil, isolation: .inProcess)) else {
             fatalError("fuzz: cannot load plugin \(id) from \(directory)")
         }
         _ = try? plugin.describe(params: bytes)
