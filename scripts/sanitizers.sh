@@ -30,7 +30,8 @@ for k in "${kinds[@]}"; do
       -o "$lib/capi_check" -L "$lib" -Wl,-rpath,"$lib" -lkeybay -L "$swiftlib" -Wl,-rpath,"$swiftlib" -ldispatch -lBlocksRuntime -lpthread
     home=$(mktemp -d /tmp/keybay-capi-tsan-XXXXXX) top=$PWD
     if (cd "$home" && env HOME="$home" XDG_DATA_HOME="$home/data" XDG_STATE_HOME="$home/state" KEYBAY_APP_ID=org.example.tsan \
-          KEYBAY_PLUGIN_PATH="$top/.build/debug" TSAN_OPTIONS="exitcode=66" "$lib/capi_check" > "$home/log" 2>&1) \
+          KEYBAY_PLUGIN_PATH="$top/.build/debug" KEYBAY_PLUGIN_HOST="$top/.build/debug/keybay-plugin-host" \
+          TSAN_OPTIONS="exitcode=66" "$lib/capi_check" > "$home/log" 2>&1) \
        && grep -q " checks, 0 failures" "$home/log" && ! grep -q "ThreadSanitizer" "$home/log"; then
       tail -1 "$home/log"; echo "sanitize=capi: clean"
     else
