@@ -309,11 +309,9 @@ static void write_declaration(const char *path, const sandbox_grant *libraries, 
         close(fd);
         serve_calls();
     }
-    if (declares_sandbox()) {
-        for (size_t i = 0; i < SANDBOX_MAX_ENTRIES + 1 && plugin.sandbox[i] != NULL; i++) {
-            size_t n = strnlen(plugin.sandbox[i], SANDBOX_MAX_ENTRY + 1);
-            if (write(fd, &n, sizeof n) != (ssize_t)sizeof n || write(fd, plugin.sandbox[i], n) != (ssize_t)n) _exit(4);
-        }
+    for (size_t i = 0; i < SANDBOX_MAX_ENTRIES + 1 && plugin.sandbox[i] != NULL; i++) {
+        size_t n = strnlen(plugin.sandbox[i], SANDBOX_MAX_ENTRY + 1);
+        if (write(fd, &n, sizeof n) != (ssize_t)sizeof n || write(fd, plugin.sandbox[i], n) != (ssize_t)n) _exit(4);
     }
     _exit(0);
 }

@@ -87,7 +87,8 @@ static int plain_path_below(const char *path, const char *const *roots) {
 }
 
 /* One kind of declaration entry: where its paths may lie, which of those roots may not be
-   named whole, whether a trailing '*' is allowed, and where the grant keeps it. */
+   named whole, and whether a trailing '*' is allowed. In the order of sandbox_add_declaration's
+   lists in the grant (device, read, unix_socket). */
 typedef struct entry_kind {
     const char *prefix;
     const char *const *roots;

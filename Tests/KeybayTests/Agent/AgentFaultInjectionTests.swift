@@ -49,7 +49,9 @@ import Testing
         var unconfirmed = 0
         for call in Self.calls {
             for errno in FaultInjectionTests.noSpaceCalls.contains(call) ? ["EIO", "ENOSPC"] : ["EIO"] {
-                for (n, target) in zip(1..., made.calls[call, default: []]) where !FaultInjectionTests.isSharedLibrary(target) {
+                for (n, targets) in FaultInjectionTests.invocations(made.calls[call, default: []])
+                where !targets.allSatisfy(FaultInjectionTests.isSharedLibrary) {
+                    let target = targets.joined(separator: ", ")
                     let run = try Self.tracedRun(template, scenario.command,
                                                  strace: ["-e", "trace=\(call)", "-e", "inject=\(call):error=\(errno):when=\(n)"])
                     let r = run.outcome
@@ -78,7 +80,7 @@ import Testing
     struct TracedRun {
         let box: AgentSandbox
         let outcome: RunResult
-        let calls: [String: [String]]
+        let calls: [String: [FaultInjectionTests.TracedCall]]
     }
 
     /// On a copy of `template`: an agent started under `strace` with `strace` arguments, `unlock`

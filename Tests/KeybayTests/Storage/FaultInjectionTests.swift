@@ -230,7 +230,7 @@ import Testing
 
     /// The calls an undisturbed run of the command on a copy of `template` makes, in order for
     /// each system call: what its first argument names (`-y`: "3</path>", "1<pipe:[…]>").
-    static func calls(_ template: Sandbox, _ arguments: [String], stdin: String?, environment: [String: String]) throws -> [String: [String]] {
+    static func calls(_ template: Sandbox, _ arguments: [String], stdin: String?, environment: [String: String]) throws -> [String: [TracedCall]] {
         let box = try copy(template)
         let trace = box.root + "/trace"
         let r = try run("/usr/bin/strace", ["-f", "-qq", "-y", "-o", trace, "-e", "trace=" + calls.joined(separator: ","), cliPath] + arguments,
@@ -238,34 +238,40 @@ import Testing
         #expect(r.status == 0, "undisturbed run: \(r.stderr)")
         // What the copy made outside its homes (a TPM's counter) goes with it.
         _ = try run(cliPath, ["reset", "--yes"], environment: box.environment.merging(environment) { $1 })
-        return parseTrace(readBytes(trace) ?? [], withProcesses: true)
+        return parseTrace(readBytes(trace) ?? [])
     }
 
-    /// strace counts `when=N` per traced process (and thread): the Nth call of each. From calls
-    /// recorded as "PID TARGET", each N and what the Nth call named in every process that made
-    /// one. (The command's helper processes, keybay-plugin-host among them, make calls of their own.)
-    static func invocations(_ recorded: [String]) -> [(Int, [String])] {
+    /// One system call in a trace: the process (or thread) that made it, and what its first
+    /// argument named (`-y`: "3</path>", "1<pipe:[…]>").
+    struct TracedCall: CustomStringConvertible {
+        let pid: Substring
+        let target: String
+        var description: String { "\(pid) \(target)" }
+    }
+
+    /// strace counts `when=N` per traced process (and thread): the Nth call of each. Each N, with
+    /// what the Nth call named in every process that made one. (The command's helpers,
+    /// keybay-plugin-host among them, make calls of their own.)
+    static func invocations(_ recorded: [TracedCall]) -> [(n: Int, targets: [String])] {
         var seen: [Substring: Int] = [:], byNumber: [Int: [String]] = [:]
-        for entry in recorded {
-            let pid = entry.prefix { $0 != " " }
-            let n = seen[pid, default: 0] + 1
-            seen[pid] = n
-            byNumber[n, default: []].append(String(entry.dropFirst(pid.count + 1)))
+        for call in recorded {
+            let n = seen[call.pid, default: 0] + 1
+            seen[call.pid] = n
+            byNumber[n, default: []].append(call.target)
         }
         return byNumber.keys.sorted().map { ($0, byNumber[$0]!) }
     }
 
-    /// What `strace -y` wrote: for each system call, what its first argument named, in order.
-    /// With `withProcesses`, each entry is "PID TARGET".
-    static func parseTrace(_ trace: [UInt8], withProcesses: Bool = false) -> [String: [String]] {
-        var made: [String: [String]] = [:]
+    /// What `strace -f -y` wrote: for each system call, its calls in order.
+    static func parseTrace(_ trace: [UInt8]) -> [String: [TracedCall]] {
+        var made: [String: [TracedCall]] = [:]
         for line in String(decoding: trace, as: UTF8.self).split(separator: "\n") {
             // "PID name(first, ...) = result"
             let parts = line.split(separator: " ", maxSplits: 1)
             guard parts.count == 2, let call = parts.last, let open = call.firstIndex(of: "(") else { continue }
             let first = call[call.index(after: open)...].prefix { $0 != "," && $0 != ")" }
             // strace pads the pid column: the name may follow more than one space.
-            made[String(call[..<open].drop { $0 == " " }), default: []].append(withProcesses ? "\(parts[0]) \(first)" : String(first))
+            made[String(call[..<open].drop { $0 == " " }), default: []].append(TracedCall(pid: parts[0], target: String(first)))
         }
         return made
     }

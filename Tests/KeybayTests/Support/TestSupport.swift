@@ -122,6 +122,9 @@ let buildDirectory: String = {
 }()
 
 let cliPath = buildDirectory + "/keybay-methods"
+/// The helper that runs method plugins isolated, for hosts built outside this build directory
+/// (they are told with KEYBAY_PLUGIN_HOST; the CLI finds it beside itself).
+let pluginHostPath = buildDirectory + "/keybay-plugin-host"
 
 /// Under a sanitizer, scripts/sanitizers.sh builds the plugins once more without one and names
 /// that directory here: a sanitized plugin cannot be loaded by a host built without the same
