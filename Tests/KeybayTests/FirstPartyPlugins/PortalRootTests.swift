@@ -134,6 +134,33 @@ import Testing
         #expect(wrong.status == 1 && wrong.stdout.isEmpty, "\(wrong.stderr)")
     }
 
+    /// Two layers refuse an application id that is not the sandbox's, and each does alone. The
+    /// configuration (before any root is loaded) refuses `--app org.example.Other` in Notes'
+    /// sandbox on file-root, which checks no sandbox (the first test). The portal root refuses it
+    /// for a host that has no such configuration: plugin-check gives the root it checks the
+    /// application id `plugin-check`, so in Notes' sandbox its first root check fails with
+    /// `invalid-argument` and none after it runs, while in a sandbox of the application
+    /// `plugin-check` every check passes against the same portal.
+    @Test func thePortalRootItselfRefusesAnotherApplicationsID() throws {
+        let f = try Fixture()
+        let own = try FlatpakSandbox(app: "plugin-check", under: f.notes.root)
+        let plugin = pluginDirectory + "/libkeybay-portal.so"
+        func check(in sandbox: FlatpakSandbox) throws -> (status: Int32, results: [[String: Any]]) {
+            let r = try f.cli(f.notes, in: sandbox, "plugin-check", plugin, "--json")
+            let results = (try? JSONSerialization.jsonObject(with: Data(r.stdout)) as? [[String: Any]]) ?? []
+            #expect(!results.isEmpty, "\(r.out) \(r.stderr)")
+            return (r.status, results)
+        }
+        let matching = try check(in: own)
+        #expect(matching.status == 0 && matching.results.allSatisfy { $0["result"] as? String == "pass" }, "\(matching.results)")
+        let foreign = try check(in: f.notesSandbox)
+        let first = try #require(foreign.results.firstIndex { $0["check"] as? String == "exists is false before create" })
+        #expect(foreign.status == 1 && foreign.results[first]["result"] as? String == "fail"
+                && (foreign.results[first]["detail"] as? String)?.hasSuffix(" [invalid-argument]") == true, "\(foreign.results[first])")
+        #expect(foreign.results[..<first].allSatisfy { $0["result"] as? String == "pass" }, "\(foreign.results)")
+        #expect(foreign.results[(first + 1)...].allSatisfy { $0["result"] as? String == "not-run" }, "\(foreign.results)")
+    }
+
     /// Inside a sandbox `auto` is the portal root; outside one it stays as it was (file-root
     /// here, where no Secret Service is asked for: the keyring is on the test's private bus).
     @Test func autoInsideASandboxIsThePortal() throws {
