@@ -37,11 +37,14 @@ import Testing
     static let jsonValue = "{\"key\":\"k\",\"value\":\"v\"}\n"
 
     /// TPM_PT_LOCKOUT_COUNTER as tpm2_getcap reads it.
-    static func lockoutCounter(_ tpm: SoftwareTPM) throws -> Int {
+    static func lockoutCounter(_ tpm: SoftwareTPM) throws -> Int { try variableProperty(tpm, "TPM2_PT_LOCKOUT_COUNTER") }
+
+    /// A property of `tpm2_getcap properties-variable` (TPM2_PT_LOCKOUT_COUNTER, TPM2_PT_MAX_AUTH_FAIL).
+    static func variableProperty(_ tpm: SoftwareTPM, _ name: String) throws -> Int {
         let r = try tpm.tools("tpm2_getcap", "properties-variable")
-        guard r.status == 0, let line = r.out.split(separator: "\n").first(where: { $0.hasPrefix("TPM2_PT_LOCKOUT_COUNTER:") }),
+        guard r.status == 0, let line = r.out.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }),
               let value = Int(line.split(separator: " ").last?.dropFirst(2) ?? "", radix: 16) else {
-            throw KeybayTestFailure("tpm2_getcap properties-variable: \(r.stderr)")
+            throw KeybayTestFailure("tpm2_getcap properties-variable, \(name): \(r.stderr)")
         }
         return value
     }
@@ -98,6 +101,33 @@ import Testing
             #expect(opened?.status == 0 || opened?.error?.reason == "lockout", "\(opened?.out ?? "")")
         }
         #expect(opened?.status == 0 && opened?.out == Self.jsonValue, "the right PIN works after the interval: \(opened?.out ?? "")")
+    }
+
+    /// The tries left the PIN request tells (the `retries_left` of tpm2-pin's `ask_secret`, which
+    /// the pinentry's description shows as "N tries left.") are the TPM's own before each ask:
+    /// TPM_PT_MAX_AUTH_FAIL less TPM_PT_LOCKOUT_COUNTER, read with tpm2_getcap. After one wrong PIN
+    /// (5 tries allowed, none forgiven during the test), a run whose pinentry answers a wrong PIN,
+    /// then the right one, is told 4, then 3; the counter is then 2.
+    @Test func thePINRequestTellsTheTriesTheTPMHasLeft() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox()
+        #expect(try tpm.tools("tpm2_dictionarylockout", "-s", "-n", "5", "-t", "1000", "-l", "1000").status == 0)
+        _ = try Self.pinStore(box, tpm)
+        let wrong = try Self.get(box, tpm, pin: Self.otherPin, json: true)
+        #expect(wrong.status == 1 && wrong.error?.reason == "wrong-pin", "\(wrong.out)")
+        let allowed = try Self.variableProperty(tpm, "TPM2_PT_MAX_AUTH_FAIL"), before = try Self.lockoutCounter(tpm)
+        #expect(allowed == 5 && before == 1)
+        let pinentry = try ScriptedPinentry(box, answers: [Self.otherPin, Self.pin])
+        let got = try withoutTerminal(["get", "k", "--json"], environment: Self.environment(box, tpm, ["KEYBAY_PINENTRY": pinentry.program]), box: box)
+        #expect(got.status == 0 && got.out == Self.jsonValue, "\(got.out) \(got.stderr)")
+        let after = try Self.lockoutCounter(tpm)
+        #expect(after == before + 1, "the TPM counted the second wrong PIN")
+        // The description's last line is the figure the request carried.
+        let told = pinentry.runs.map { run in
+            ScriptedPinentry.argument("SETDESC", in: run.lines)?.split(separator: "\n").last.flatMap { line in
+                line.hasSuffix(" tries left.") ? Int(line.dropLast(" tries left.".count)) : nil
+            }
+        }
+        #expect(told == [allowed - before, allowed - after], "told \(told), the TPM had \(allowed - before), then \(allowed - after) left")
     }
 
     /// `change` replaces the PIN in one step: the new one opens, the old one is a wrong secret.
