@@ -89,6 +89,30 @@ import Testing
         #expect(lost.status == 1 && lost.stderr.contains("[method-unavailable]"), "\(lost.stderr)")
     }
 
+    /// A PIN of a length the token refuses (`CKR_PIN_LEN_RANGE`) is a wrong secret with the reason
+    /// `wrong-pin`, as docs/pkcs11.md maps it. SoftHSM answers any wrong PIN with
+    /// `CKR_PIN_INCORRECT`, so the token is reached through Tests/TestTools/pin-length-module
+    /// (SoftHSM's module whose C_Login refuses a PIN outside the token's own ulMinPinLen..ulMaxPinLen,
+    /// 4..255 here); its log shows that the 3-byte PIN reached C_Login and was answered 0xa2.
+    @Test func aPinOfALengthTheTokenRefusesIsAWrongSecret() throws {
+        let (box, _, env) = try Self.store(keyType: "EC:prime256v1")
+        let module = box.root + "/pin_length_module.so", log = box.root + "/pin-length.log"
+        let cc = try run("/usr/bin/cc", ["-std=c11", "-shared", "-fPIC", "-I/usr/include/p11-kit-1", "-DSOFTHSM_MODULE=\"\(SoftHSMTokens.module)\"",
+                                         "-DPIN_LENGTH_LOG=\"\(log)\"", "-o", module,
+                                         packageDirectory + "/Tests/TestTools/pin-length-module/pin_length_module.c", "-ldl"],
+                         environment: ["PATH": "/usr/bin:/bin"])
+        try #require(cc.status == 0, "cc: \(cc.stderr)")
+        let enrolled = try Self.cli(box, env, ["enroll", "pkcs11", "--opt", "token=pkcs11:token=kb;id=%01", "--opt", "module=" + module],
+                                    pin: SoftHSMTokens.pin)
+        try #require(enrolled.status == 0, "\(enrolled.stderr)")
+        let short = try Self.cli(box, env, ["get", "service/token", "--json"], pin: "123")
+        #expect(short.status == 1 && short.error?.code == "wrong-secret" && short.error?.reason == "wrong-pin", "\(short.out)")
+        let logins = String(decoding: readBytes(log) ?? [], as: UTF8.self).split(separator: "\n")
+        #expect(logins.last == "C_Login 3 0xa2", "the 3-byte PIN reached C_Login and was out of range: \(logins)")
+        let got = try Self.cli(box, env, ["get", "service/token"], pin: SoftHSMTokens.pin)
+        #expect(got.status == 0 && got.stdout == Array("s3cret".utf8), "\(got.stderr)")
+    }
+
     @Test func badOptionsAreInvalidArguments() throws {
         let (box, _, env) = try Self.store(keyType: "rsa:2048")
         for options in [[String](), ["--opt", "token=https://example.com"], ["--opt", "token=pkcs11:token=kb;pin-value=1234"],
