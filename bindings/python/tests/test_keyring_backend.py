@@ -9,6 +9,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import unicodedata
 
 import pytest
 from keyring import errors as keyring_errors
@@ -148,6 +149,34 @@ def test_records_are_as_documented(private_home):
     with keybay.open("python-keyring") as store:
         assert store.keys() == [key]
         assert store.get(key) == b"KBIR\x01\x03" + b"\x01\x00\x00\x00\x03svc" + b"\x02\x00\x00\x00\x02\xc3\xbc" + b"\x03\x00\x00\x00\x02pw"
+
+
+NFC_E, NFD_E = unicodedata.normalize("NFC", "\u00e9"), unicodedata.normalize("NFD", "\u00e9")
+
+
+@pytest.mark.parametrize("first, second", [
+    (("svc", "Alice"), ("svc", "alice")),
+    (("Svc", "alice"), ("svc", "alice")),
+    (("svc", "jos" + NFC_E), ("svc", "jos" + NFD_E)),
+    (("caf" + NFC_E, "bob"), ("caf" + NFD_E, "bob")),
+    (("a/b", "c"), ("a", "b/c")),
+    (("a\x00b", "c"), ("a", "b\x00c")),
+    (("", "x"), ("x", "")),
+], ids=["username-case", "service-case", "username-nfc-nfd", "service-nfc-nfd", "slash", "nul", "empty-service-or-username"])
+def test_pairs_that_differ_only_in_one_detail_are_two_records(private_home, first, second):
+    """The (service, username) to record mapping is injective: two pairs that differ only in
+    case, in Unicode normalisation, in which side of a separator ("/", as the record key has it,
+    or NUL) a part is on, or in which of the two is empty, keep two passwords."""
+    assert unicodedata.normalize("NFC", NFD_E) == NFC_E and NFD_E != NFC_E
+    backend = KeybayKeyring()
+    backend.set_password(*first, "first password")
+    backend.set_password(*second, "second password")
+    assert backend.get_password(*first) == "first password"
+    assert backend.get_password(*second) == "second password"
+    assert backend.get_credential(*first).password == "first password"
+    assert backend.get_credential(*second).password == "second password"
+    with keybay.open("python-keyring") as store:
+        assert len(store.keys()) == 2
 
 
 @pytest.fixture(scope="module")
