@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 static void wipe(void *p, size_t n) {
     if (p != NULL && n > 0) explicit_bzero(p, n);
@@ -84,12 +85,42 @@ int keybay_frame_send(int fd, keybay_frame_out *f) {
     return result;
 }
 
-/* Reads exactly n bytes; 0, 1 (closed before any byte when `first`), or -1. */
-static int read_exactly(int fd, uint8_t *p, size_t n, int first) {
+static int64_t now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Waits until `fd` is readable or `deadline` (CLOCK_MONOTONIC ms; -1: none) passes. 0 readable,
+   2 past the deadline, -1 on an error. */
+static int wait_readable(int fd, int64_t deadline) {
+    for (;;) {
+        int wait = -1;
+        if (deadline >= 0) {
+            int64_t left = deadline - now_ms();
+            if (left <= 0) return 2;
+            wait = left > 60000 ? 60000 : (int)left;
+        }
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int r = poll(&p, 1, wait);
+        if (r > 0) return 0;
+        if (r < 0 && errno != EINTR) return -1;
+    }
+}
+
+/* Reads exactly n bytes by `deadline` (-1: none); 0, 1 (closed before any byte when `first`),
+   2 (the deadline passed), or -1. Each recv waits for readiness first, so bytes that trickle in
+   never hold the reader past the deadline. */
+static int read_exactly(int fd, uint8_t *p, size_t n, int first, int64_t deadline) {
     size_t got = 0;
     while (got < n) {
+        if (deadline >= 0) {
+            int w = wait_readable(fd, deadline);
+            if (w != 0) return w;
+        }
         ssize_t r = recv(fd, p + got, n - got, 0);
         if (r < 0 && errno == EINTR) continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && deadline >= 0) continue;
         if (r == 0) return (first && got == 0) ? 1 : -1;
         if (r < 0) return (errno == ECONNRESET && first && got == 0) ? 1 : -1;
         got += (size_t)r;
@@ -97,24 +128,24 @@ static int read_exactly(int fd, uint8_t *p, size_t n, int first) {
     return 0;
 }
 
-int keybay_frame_receive(int fd, int timeout_ms, keybay_frame_in *f) {
+int keybay_frame_receive(int fd, int timeout_ms, int whole_ms, keybay_frame_in *f) {
     memset(f, 0, sizeof *f);
     if (timeout_ms >= 0) {
-        struct pollfd p = { .fd = fd, .events = POLLIN };
-        int r;
-        do { r = poll(&p, 1, timeout_ms); } while (r < 0 && errno == EINTR);
-        if (r == 0) return 2;
-        if (r < 0) return -1;
+        int w = wait_readable(fd, now_ms() + timeout_ms);
+        if (w != 0) return w;
     }
+    /* From the first byte on, the frame arrives whole within whole_ms, or it is refused. */
+    int64_t deadline = whole_ms >= 0 ? now_ms() + whole_ms : -1;
     uint8_t head[4];
-    int r = read_exactly(fd, head, 4, 1);
+    int r = read_exactly(fd, head, 4, 1, deadline);
+    if (r == 2) return -1;
     if (r != 0) return r;
     uint32_t length = get_le32(head);
     if (length < 1 || length > KEYBAY_FRAME_MAX) return -1;
     f->data = malloc(length);
     if (f->data == NULL) return -1;
     f->length = length;
-    if (read_exactly(fd, f->data, length, 0) != 0) { keybay_frame_release(f); return -1; }
+    if (read_exactly(fd, f->data, length, 0, deadline) != 0) { keybay_frame_release(f); return -1; }
     f->type = f->data[0];
     size_t at = 1;
     while (at < length) {

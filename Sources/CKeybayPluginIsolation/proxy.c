@@ -36,6 +36,7 @@ struct keybay_isolated {
     uint32_t timeout_ms;
     pid_t pid;
     int fd;
+    pid_t owner; /* the process that started the helper: a forked child never uses its parent's */
     uint8_t *hello; /* the first HELLO frame: a restarted helper must send the same */
     size_t hello_length;
     keybay_option_spec *options;
@@ -46,7 +47,7 @@ static __thread keybay_isolated *current;
 void keybay_isolation_enter(keybay_isolated *isolated) { current = isolated; }
 void keybay_isolation_leave(void) { current = NULL; }
 const keybay_plugin *keybay_isolation_descriptor(const keybay_isolated *isolated) { return &isolated->descriptor; }
-pid_t keybay_isolation_pid(const keybay_isolated *isolated) { return isolated->fd >= 0 ? isolated->pid : -1; }
+pid_t keybay_isolation_pid(const keybay_isolated *isolated) { return isolated->fd >= 0 && isolated->owner == getpid() ? isolated->pid : -1; }
 
 static int64_t now_ms(void) {
     struct timespec t;
@@ -73,6 +74,20 @@ static pthread_cond_t spawn_changed = PTHREAD_COND_INITIALIZER;
 static spawn_request *spawn_pending;
 static pid_t spawner_of; /* the process whose spawner thread runs */
 
+/* In a forked child only the forking thread exists: the spawner thread, and any caller waiting
+   for it, stayed in the parent. Their lock and condition variable are copied as they were (held,
+   with waiters the child does not have: a broadcast would wait for them for ever), so the child
+   starts from fresh ones and, on its first start, a spawner of its own. */
+static void forget_parent_spawner(void) {
+    spawn_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+    spawn_changed = (pthread_cond_t)PTHREAD_COND_INITIALIZER;
+    spawn_pending = NULL;
+    spawner_of = 0;
+}
+
+static pthread_once_t fork_handler_once = PTHREAD_ONCE_INIT;
+static void install_fork_handler(void) { (void)pthread_atfork(NULL, NULL, forget_parent_spawner); }
+
 static void run_spawn(spawn_request *r) {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attributes;
@@ -90,7 +105,9 @@ static void run_spawn(spawn_request *r) {
         if (e == 0) e = posix_spawn_file_actions_adddup2(&actions, r->child_fd, 3);
         if (e == 0) e = posix_spawnattr_init(&attributes);
         if (e == 0) {
-            e = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+            /* A process group of its own (pgid = its pid), which end_helper kills whole. */
+            e = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+            if (e == 0) e = posix_spawnattr_setpgroup(&attributes, 0);
             if (e == 0) e = posix_spawnattr_setsigmask(&attributes, &none);
             if (e == 0) e = posix_spawnattr_setsigdefault(&attributes, &all);
             if (e == 0) e = posix_spawn(&r->pid, r->argv[0], &actions, &attributes, r->argv, r->envp);
@@ -118,6 +135,7 @@ static void *spawner(void *unused) {
 }
 
 static int spawn_helper(spawn_request *r) {
+    (void)pthread_once(&fork_handler_once, install_fork_handler);
     pthread_mutex_lock(&spawn_lock);
     if (spawner_of != getpid()) {
         pthread_attr_t attributes;
@@ -172,20 +190,26 @@ static void say(char *line, size_t line_size, char *reason, size_t reason_size, 
 
 typedef enum ending { ENDED_CLOSED, ENDED_MALFORMED, ENDED_TIMED_OUT, ENDED_CANCELLED } ending;
 
-/* Ends the helper and says why it ended, in `line` and `reason`. */
+/* Ends the helper and says why it ended, in `line` and `reason`. The helper's whole process group
+   (the helper, its inspection child) is killed while the helper is not yet reaped, so the group's
+   id cannot have been given to anyone else. */
 static void end_helper(keybay_isolated *p, ending how, const char *during, char *line, size_t line_size, char *reason, size_t reason_size) {
-    int status = 0, reaped = 0;
+    int status = 0, reaped = 0, exited = 0;
     if (how == ENDED_CLOSED) {
         /* It closed its socket: it is exiting, or it closed the socket and goes on. */
-        for (int waited = 0; waited < EXIT_WAIT_MS && !reaped; waited += 10) {
-            pid_t r = waitpid(p->pid, &status, WNOHANG);
-            if (r == p->pid || (r < 0 && errno == ECHILD)) { reaped = r == p->pid ? 1 : -1; break; }
+        for (int waited = 0; waited < EXIT_WAIT_MS; waited += 10) {
+            siginfo_t info;
+            memset(&info, 0, sizeof info);
+            int r = waitid(P_PID, (id_t)p->pid, &info, WEXITED | WNOHANG | WNOWAIT);
+            if (r == 0 && info.si_pid == p->pid) { exited = 1; break; }
+            if (r < 0 && errno == ECHILD) { reaped = -1; break; } /* the host reaps its children itself */
             struct timespec ten = { 0, 10 * 1000 * 1000 };
             nanosleep(&ten, NULL);
         }
     }
-    if (!reaped) {
-        kill(p->pid, SIGKILL);
+    if (reaped == 0) {
+        kill(-p->pid, SIGKILL);
+        if (!exited) kill(p->pid, SIGKILL);
         pid_t r;
         while ((r = waitpid(p->pid, &status, 0)) < 0 && errno == EINTR) {}
         reaped = r == p->pid ? 1 : -1;
@@ -305,7 +329,8 @@ static int start_helper(keybay_isolated *p, keybay_frame_in *hello, char *line, 
     }
     p->pid = r.pid;
     p->fd = pair[0];
-    int got = keybay_frame_receive(p->fd, (int)p->timeout_ms, hello);
+    p->owner = getpid();
+    int got = keybay_frame_receive(p->fd, (int)p->timeout_ms, FRAME_STALL_MS, hello);
     if (got == 0 && hello->type == KEYBAY_FRAME_HELLO) return 0;
     if (got == 0 && hello->type == KEYBAY_FRAME_REFUSED) {
         uint32_t failed;
@@ -361,8 +386,19 @@ keybay_isolated *keybay_isolation_start(const char *helper, const char *plugin_p
     return p;
 }
 
+/* In a forked child, the helper and its socket are the parent's: the child closes its copy of
+   the socket (the parent keeps its own) and never signals or waits for the parent's helper. */
+static void forget_parent_helper(keybay_isolated *p) {
+    if (p->owner == getpid()) return;
+    if (p->fd >= 0) close(p->fd);
+    p->fd = -1;
+    p->pid = -1;
+    p->owner = getpid();
+}
+
 void keybay_isolation_stop(keybay_isolated *p) {
     char line[8], reason[8];
+    forget_parent_helper(p);
     if (p->fd >= 0) end_helper(p, ENDED_CANCELLED, "", line, sizeof line, reason, sizeof reason);
     free(p->hello);
     free(p->helper);
@@ -467,6 +503,7 @@ static keybay_status fail(keybay_isolated *p, const keybay_host *host, ending ho
 
 /* A helper for the call: the running one, or a new one whose descriptor must be the first one's. */
 static keybay_status ensure_helper(keybay_isolated *p, const keybay_host *host) {
+    forget_parent_helper(p);
     if (p->fd >= 0) return KEYBAY_OK;
     char line[512], reason[48];
     int refused = 0;
@@ -494,18 +531,28 @@ static keybay_status exchange(keybay_isolated *p, const keybay_host *host, keyba
     keybay_status ready = ensure_helper(p, host);
     if (ready != KEYBAY_OK) { keybay_frame_discard(call); return ready; }
     if (keybay_frame_send(p->fd, call) != 0) return fail(p, host, ENDED_CLOSED, during);
-    int64_t deadline = now_ms() + p->timeout_ms, cancelled_at = -1;
+    int64_t deadline = now_ms() + p->timeout_ms, cancelled_at = -1, next_look = 0;
     for (;;) {
-        int got = keybay_frame_receive(p->fd, SLICE_MS, result);
-        if (got == 2) {
-            int64_t now = now_ms();
+        /* The bounds are checked before every frame, not only when none comes: a plugin that
+           keeps sending (a frame trickled byte by byte, or one service call after another) is
+           held to them too. is_cancelled is asked at most every SLICE_MS. */
+        int64_t now = now_ms();
+        if (now >= next_look) {
+            next_look = now + SLICE_MS;
             if (cancelled_at < 0 && host->is_cancelled(host->context) == 1) cancelled_at = now;
-            if (cancelled_at >= 0 && now - cancelled_at >= CANCEL_GRACE_MS) return fail(p, host, ENDED_CANCELLED, during);
-            if (now >= deadline) return fail(p, host, ENDED_TIMED_OUT, during);
-            continue;
         }
+        int64_t end = cancelled_at >= 0 && cancelled_at + CANCEL_GRACE_MS < deadline ? cancelled_at + CANCEL_GRACE_MS : deadline;
+        if (now >= end) return fail(p, host, now >= deadline ? ENDED_TIMED_OUT : ENDED_CANCELLED, during);
+        int64_t left = end - now;
+        int got = keybay_frame_receive(p->fd, left < SLICE_MS ? (int)left : SLICE_MS, left < FRAME_STALL_MS ? (int)left : FRAME_STALL_MS, result);
+        if (got == 2) continue;
         if (got == 1) return fail(p, host, ENDED_CLOSED, during);
-        if (got != 0) return fail(p, host, ENDED_MALFORMED, during);
+        if (got != 0) {
+            /* A frame cut short by the call's own end is that end, not garbage. */
+            now = now_ms();
+            if (now >= end) return fail(p, host, now >= deadline ? ENDED_TIMED_OUT : ENDED_CANCELLED, during);
+            return fail(p, host, ENDED_MALFORMED, during);
+        }
         if (result->type == KEYBAY_FRAME_RESULT) return KEYBAY_OK;
         int served = result->type == KEYBAY_FRAME_SERVICE ? serve_service(p, host, result) : -1;
         keybay_frame_release(result);

@@ -14,6 +14,8 @@ final class CheckRun {
     let changeCredential: String?
     /// The PIN a device fixes (`--pin-fd N`), answering every PIN request but the wrong-secret check's.
     let pin: SecureBytes?
+    /// Where the plugin runs (a host's rule: `KEYBAY_PLUGIN_ISOLATION` by default).
+    let isolation: KeybayPluginIsolation
     /// The last part of `path`.
     let fileName: String
     /// The id its file name claims (`libkeybay-<id>.so`), not yet checked; nil for another name.
@@ -35,8 +37,10 @@ final class CheckRun {
     var providerState: [UInt8]?
     var sealed: (data: [UInt8], secret: SecureBytes, aad: [UInt8])?
 
-    init(path: String, options: [(String, String)], wrongOptions: [(String, String)], changeCredential: String?, pin: SecureBytes? = nil) {
+    init(path: String, options: [(String, String)], wrongOptions: [(String, String)], changeCredential: String?, pin: SecureBytes? = nil,
+         isolation: KeybayPluginIsolation = .fromEnvironment) {
         self.pin = pin
+        self.isolation = isolation
         self.path = path
         self.options = options
         self.wrongOptions = wrongOptions

@@ -21,7 +21,7 @@ enum FileChecks {
         Check("loads", "loads: file and directory checks, entry symbol, ABI version \(KEYBAY_PLUGIN_ABI_VERSION), descriptor size, id, kind",
               appliesTo: Applies.always) { run in
             do {
-                let plugin = try PluginUnderCheck(id: try run.needs(run.id, "id"), directory: directory(of: run.path))
+                let plugin = try PluginUnderCheck(id: try run.needs(run.id, "id"), directory: directory(of: run.path), isolation: run.isolation)
                 run.plugin = plugin
                 // Where the checks below run it, as a host would (KEYBAY_PLUGIN_ISOLATION).
                 return .pass(plugin.isIsolated ? "isolated, in keybay-plugin-host" : "in process")

@@ -18,15 +18,18 @@ package enum PluginCheck {
     /// unwrap to another M or WRONG_SECRET, which proves the dependency even when the
     /// parameters carry a salt. `pin`, for a method whose device fixes its PIN (a PKCS#11
     /// token), answers every PIN request except the wrong-secret check's, which presents one
-    /// wrong PIN.
+    /// wrong PIN. `isolation` is where the plugin runs, by a host's rule (a root outside the
+    /// installation is checked only with `.inProcess`).
     package static func run(path: String, options: [(String, String)] = [], wrongOptions: [(String, String)] = [],
-                            changeCredential: String? = nil, pin: SecureBytes? = nil) -> [CheckResult] {
-        run(path: path, options: options, wrongOptions: wrongOptions, changeCredential: changeCredential, pin: pin, table: table)
+                            changeCredential: String? = nil, pin: SecureBytes? = nil,
+                            isolation: KeybayPluginIsolation = .fromEnvironment) -> [CheckResult] {
+        run(path: path, options: options, wrongOptions: wrongOptions, changeCredential: changeCredential, pin: pin, isolation: isolation, table: table)
     }
 
     static func run(path: String, options: [(String, String)] = [], wrongOptions: [(String, String)] = [],
-                    changeCredential: String? = nil, pin: SecureBytes? = nil, table: [Check]) -> [CheckResult] {
-        let run = CheckRun(path: path, options: options, wrongOptions: wrongOptions, changeCredential: changeCredential, pin: pin)
+                    changeCredential: String? = nil, pin: SecureBytes? = nil, isolation: KeybayPluginIsolation = .fromEnvironment,
+                    table: [Check]) -> [CheckResult] {
+        let run = CheckRun(path: path, options: options, wrongOptions: wrongOptions, changeCredential: changeCredential, pin: pin, isolation: isolation)
         defer { run.finish() }
         var results: [CheckResult] = []
         var stopped: Verdict.Rest?

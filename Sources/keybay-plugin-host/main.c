@@ -5,8 +5,9 @@
  * as its argument and a socketpair end as fd 3; it dies with the host (PR_SET_PDEATHSIG).
  *
  * 1. Limits that hold for any plugin (no core dumps, not dumpable, memory, CPU time).
- * 2. Inspection: a child, with the environment emptied, Landlock read-only and the seccomp
- *    allow-list, loads the plugin and reports its sandbox declaration and the libraries it loaded.
+ * 2. Inspection: the libraries the plugin needs are read from its ELF file (never by loading it);
+ *    a child, with the environment emptied, Landlock read-only and the seccomp allow-list, loads
+ *    the plugin and reports its sandbox declaration.
  * 3. The environment is emptied but for the declared variables; the sandbox is entered with what
  *    the declaration grants; only then is the plugin loaded for use.
  *    A plugin that declares nothing is already in the sandbox it runs in, in the child: the
@@ -15,13 +16,13 @@
  */
 #define _GNU_SOURCE
 #include "keybay_isolation_framing.h"
+#include "elf_dependencies.h"
 #include "keybay_plugin.h"
 #include "sandbox.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +60,7 @@ static void send_or_exit(keybay_frame_out *f) {
 /* Waits for the REPLY to a service call; its first item is a status. */
 static keybay_status await_reply(keybay_frame_in *reply) {
     uint32_t status;
-    if (keybay_frame_receive(HOST_FD, -1, reply) != 0) _exit(0);
+    if (keybay_frame_receive(HOST_FD, -1, -1, reply) != 0) _exit(0);
     if (reply->type != KEYBAY_FRAME_REPLY || keybay_frame_u32(reply, 0, &status) != 0) _exit(2);
     return (keybay_status)status;
 }
@@ -219,74 +220,20 @@ static int declares_sandbox(void) {
     return plugin.struct_size >= offsetof(keybay_plugin, sandbox) + sizeof(plugin.sandbox) && plugin.sandbox != NULL;
 }
 
-/* Inspection, in two children, so that no plugin code runs outside a sandbox:
-   1. The dynamic loader lists the libraries the plugin needs (ld.so --list, as ldd does: it maps
-      them and runs none of their code); their files are granted read.
+/* Inspection, so that no plugin code runs outside a sandbox:
+   1. The plugin's ELF file is read as data (elf_dependencies.c): the libraries it needs outside
+      the system directories are granted read, and a plugin with an audit tag is refused. No
+      dynamic loader ever maps it outside the sandbox.
    2. A child in the sandbox those grant, with the environment emptied, loads the plugin and
       writes its sandbox declaration to a pipe: records of a size_t length and bytes. */
 
-/* The dynamic loader this program runs under: its PT_INTERP. */
-static int find_interpreter(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size;
-    for (size_t i = 0; i < info->dlpi_phnum; i++) {
-        if (info->dlpi_phdr[i].p_type == PT_INTERP) {
-            *(const char **)data = (const char *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-            return 1;
-        }
-    }
-    return 1; /* the first object is the program: only it can name the interpreter */
-}
-
-#define LIBRARY_LISTING_MAX (256u * 1024u)
-
-static void add_listed_library(sandbox_grant *grant, const char *line) {
-    const char *arrow = strstr(line, " => ");
-    const char *p = arrow ? arrow + 4 : line;
-    while (*p == '\t' || *p == ' ') p++;
-    if (*p != '/') return;
-    const char *end = strstr(p, " (0x");
-    size_t n = end ? (size_t)(end - p) : strlen(p);
-    if (n == 0 || n >= 4096 || grant->library_count == SANDBOX_MAX_LIBRARIES) return;
-    char *copy = strndup(p, n);
-    if (copy != NULL) grant->library[grant->library_count++] = copy;
-}
-
 static void list_libraries(const char *path, sandbox_grant *grant) {
-    const char *interpreter = NULL;
-    dl_iterate_phdr(find_interpreter, &interpreter);
-    if (interpreter == NULL || interpreter[0] != '/') refuse(1, "plugin-host-failed", "cannot find the dynamic loader");
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) refuse(1, "plugin-host-failed", "cannot make a pipe for inspection");
-    pid_t child = fork();
-    if (child < 0) refuse(1, "plugin-host-failed", "cannot start inspection");
-    if (child == 0) {
-        /* The library search the host would make: LD_LIBRARY_PATH alone is kept. */
-        const char *search = getenv("LD_LIBRARY_PATH");
-        char *kept = NULL;
-        if (search != NULL && asprintf(&kept, "LD_LIBRARY_PATH=%s", search) < 0) _exit(127);
-        char *env[] = { kept, NULL };
-        close(HOST_FD);
-        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (null < 0 || dup2(fds[1], 1) < 0 || dup2(null, 0) < 0 || dup2(null, 2) < 0) _exit(127);
-        char *args[] = { (char *)interpreter, (char *)"--list", (char *)path, NULL };
-        execve(interpreter, args, env);
-        _exit(127);
+    const char *audited = NULL;
+    if (elf_add_dependencies(path, grant->library_path, grant, &audited) != 0) {
+        char line[512];
+        snprintf(line, sizeof line, "%s carries a DT_AUDIT or DT_DEPAUDIT tag: the dynamic loader would run its code outside any sandbox", audited);
+        refuse(0, "audit-library", line);
     }
-    close(fds[1]);
-    char *listing = malloc(LIBRARY_LISTING_MAX + 1);
-    size_t got = 0;
-    ssize_t r;
-    while (listing != NULL && got < LIBRARY_LISTING_MAX && (r = read(fds[0], listing + got, LIBRARY_LISTING_MAX - got)) != 0) {
-        if (r < 0) { if (errno == EINTR) continue; break; }
-        got += (size_t)r;
-    }
-    close(fds[0]);
-    while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
-    if (listing == NULL) refuse(1, "plugin-host-failed", "out of memory");
-    listing[got] = 0;
-    /* A plugin the loader cannot list lists nothing: loading it in step 2 says why. */
-    for (char *line = strtok(listing, "\n"); line != NULL; line = strtok(NULL, "\n")) add_listed_library(grant, line);
-    free(listing);
 }
 
 /* The record the inspection child writes instead of any when the plugin declares nothing. */
@@ -534,7 +481,7 @@ static void serve_calls(void) {
     send_hello();
     for (;;) {
         keybay_frame_in call;
-        int r = keybay_frame_receive(HOST_FD, -1, &call);
+        int r = keybay_frame_receive(HOST_FD, -1, -1, &call);
         if (r != 0) _exit(0); /* the host closed the socket: done */
         if (call.type != KEYBAY_FRAME_CALL) _exit(2);
         serve(&call);

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -183,10 +184,14 @@ static int allow(int ruleset, const char *path, uint64_t access, uint64_t handle
     return r == 0 ? 0 : -1;
 }
 
-/* A library the plugin loaded: granted only when it is an ELF file (inspection reports what the
-   dynamic loader mapped; the check keeps a report from granting anything else). */
-static int is_elf_file(const char *path) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+int sandbox_is_system_library(const char *path) {
+    return plain_path_below(path, system_libraries);
+}
+
+/* A library the plugin needs: granted only when it is an ELF file (the check keeps a path from
+   granting anything else). */
+int sandbox_is_elf_file(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
     if (fd < 0) return 0;
     unsigned char magic[4] = { 0 };
     struct stat st;
@@ -238,7 +243,7 @@ static int enter_landlock(const sandbox_grant *grant, const char **why) {
     failed |= allow(ruleset, "/dev/null", LL_FS_READ_FILE | LL_FS_WRITE_FILE, handled);
     failed |= allow(ruleset, grant->plugin_path, LL_FS_READ_FILE | LL_FS_EXECUTE, handled);
     for (size_t i = 0; i < grant->library_count; i++) {
-        if (is_elf_file(grant->library[i])) failed |= allow(ruleset, grant->library[i], LL_FS_READ_FILE | LL_FS_EXECUTE, handled);
+        if (sandbox_is_elf_file(grant->library[i])) failed |= allow(ruleset, grant->library[i], LL_FS_READ_FILE | LL_FS_EXECUTE, handled);
     }
     if (grant->library_path != NULL) {
         char *copy = strdup(grant->library_path), *saved = NULL;
@@ -271,9 +276,9 @@ static int enter_landlock(const sandbox_grant *grant, const char **why) {
 #endif
 
 /* System calls a plugin may make without condition: memory, files through the descriptors
-   Landlock let it open, time, threads, its own signals, waiting, randomness. Anything absent
-   (ptrace, process_vm_*, execve, kill, chmod and chown, mount, bpf, io_uring, ...) fails with
-   EPERM. */
+   Landlock let it open, time, its own signals, waiting, randomness. Anything absent (ptrace,
+   process_vm_*, execve, fork and vfork, kill, setsid and setpgid, chmod and chown, mount, bpf,
+   io_uring, ...) fails with EPERM. clone is allowed below for threads only. */
 static const int allowed_calls[] = {
     SYS_read, SYS_write, SYS_readv, SYS_writev, SYS_pread64, SYS_pwrite64, SYS_close, SYS_close_range,
     SYS_fstat, SYS_newfstatat, SYS_statx, SYS_lseek, SYS_fstatfs, SYS_statfs, SYS_getdents64,
@@ -283,7 +288,8 @@ static const int allowed_calls[] = {
     SYS_mmap, SYS_munmap, SYS_mprotect, SYS_mremap, SYS_madvise, SYS_brk, SYS_mlock, SYS_munlock,
     SYS_mlock2, SYS_membarrier, SYS_memfd_create,
     SYS_rt_sigaction, SYS_rt_sigprocmask, SYS_rt_sigreturn, SYS_sigaltstack, SYS_rt_sigtimedwait,
-    SYS_futex, SYS_set_robust_list, SYS_get_robust_list, SYS_set_tid_address, SYS_rseq, SYS_clone, SYS_clone3,
+    SYS_rt_sigsuspend, SYS_rt_sigpending, SYS_epoll_pwait2, SYS_getcpu,
+    SYS_futex, SYS_set_robust_list, SYS_get_robust_list, SYS_set_tid_address, SYS_rseq,
     SYS_exit, SYS_exit_group, SYS_wait4, SYS_restart_syscall,
     SYS_getpid, SYS_gettid, SYS_getppid, SYS_getuid, SYS_geteuid, SYS_getgid, SYS_getegid, SYS_getgroups,
     SYS_getresuid, SYS_getresgid, SYS_uname, SYS_sysinfo, SYS_getrandom, SYS_getrusage, SYS_getpriority,
@@ -294,7 +300,7 @@ static const int allowed_calls[] = {
     SYS_setsockopt, SYS_getsockname, SYS_getpeername,
 #if defined(__x86_64__)
     SYS_open, SYS_stat, SYS_lstat, SYS_access, SYS_readlink, SYS_dup2, SYS_pipe, SYS_poll, SYS_select,
-    SYS_epoll_create, SYS_epoll_wait, SYS_eventfd, SYS_time, SYS_arch_prctl, SYS_getdents,
+    SYS_epoll_create, SYS_epoll_wait, SYS_eventfd, SYS_time, SYS_arch_prctl, SYS_getdents, SYS_pause,
 #endif
 };
 
@@ -334,6 +340,17 @@ static int enter_seccomp(int sockets, const char **why) {
         emit(&f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)allowed_calls[i], 0, 1));
         emit(&f, ALLOW);
     }
+    /* Threads, never processes: clone only with CLONE_THREAD, so nothing the plugin starts can
+       outlive the helper (the flags are clone's first argument on x86_64 and aarch64). clone3
+       passes its flags in memory, which seccomp cannot read: it answers ENOSYS, and the C
+       library falls back to clone. */
+    emit(&f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 0, 4));
+    emit(&f, LOAD_ARG_LOW(0));
+    emit(&f, JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1));
+    emit(&f, ALLOW);
+    emit(&f, LOAD_NR);
+    emit(&f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1));
+    emit(&f, STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)));
     /* Signals to this process's own threads only (raise, abort, the Swift runtime). */
     allow_if_argument(&f, SYS_tgkill, 0, (uint32_t)getpid());
     /* prctl: the thread's name, read or set. */

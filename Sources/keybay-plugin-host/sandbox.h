@@ -29,6 +29,12 @@ typedef struct sandbox_grant {
    it is well formed; -1 with `why` set when not. */
 int sandbox_add_declaration(sandbox_grant *grant, const char *entry, const char **why);
 
+/* Whether `path` lies in one of the system library directories, which every sandbox may read. */
+int sandbox_is_system_library(const char *path);
+
+/* Whether `path` is a regular ELF file (not followed through a final symbolic link). */
+int sandbox_is_elf_file(const char *path);
+
 /* Limits that hold whatever the plugin declares: no core dumps, not dumpable (no ptrace of the
    helper by its user), memory, CPU time, open files. 0, or -1 with `why`. */
 int sandbox_limit_resources(const char **why);

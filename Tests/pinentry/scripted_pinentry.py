@@ -11,7 +11,7 @@ descriptors was when it started (`run-<pid>.fds`, one `N TARGET` line each).
 Modes: answer (default: GETPIN answers the next answer, in D lines of 7 bytes, %-escaped;
 CONFIRM says OK), cancel (ERR 83886179 to GETPIN and CONFIRM), no (CONFIRM: ERR 83886194, not
 confirmed), die (exits at GETPIN without a word), hang (never answers GETPIN), silent (never
-greets)."""
+greets), flood (greets, then sends INQUIRE lines for ever and never reads what it is sent)."""
 import fcntl, os, sys, time
 
 directory = os.path.dirname(os.path.abspath(sys.argv[0]))
@@ -54,6 +54,10 @@ log(b"RUN %d" % pid)
 if mode == "silent":
     time.sleep(3600)
 send(b"OK Pleased to meet you")
+if mode == "flood":
+    # Each INQUIRE is answered with CAN, which nobody reads: the host's send must not wait for ever.
+    while True:
+        send(b"INQUIRE PASSPHRASE")
 for raw in sys.stdin.buffer:
     line = raw.rstrip(b"\n")
     log(line)

@@ -79,10 +79,12 @@ int keybay_frame_send(int fd, keybay_frame_out *f);
 /* Wipes and frees a frame that will not be sent. */
 void keybay_frame_discard(keybay_frame_out *f);
 
-/* Receives one frame, waiting at most `timeout_ms` (-1: no bound) for its first byte.
-   0 on success; 1 when the peer closed the socket; 2 on timeout; -1 on a malformed frame or an
-   error. On success the caller calls keybay_frame_release. */
-int keybay_frame_receive(int fd, int timeout_ms, keybay_frame_in *f);
+/* Receives one frame, waiting at most `timeout_ms` (-1: no bound) for its first byte; once that
+   has come, the whole frame must arrive within `whole_ms` (-1: no bound), however its bytes
+   trickle in, or it is refused as malformed. 0 on success; 1 when the peer closed the socket;
+   2 on timeout; -1 on a malformed frame or an error. On success the caller calls
+   keybay_frame_release. */
+int keybay_frame_receive(int fd, int timeout_ms, int whole_ms, keybay_frame_in *f);
 void keybay_frame_release(keybay_frame_in *f);
 
 /* Item accessors: 0 on success, -1 when item `i` is missing or of the wrong size. */

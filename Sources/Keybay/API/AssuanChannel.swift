@@ -80,7 +80,7 @@ final class AssuanChannel {
 
     /// Reads the greeting (`OK …`) within `seconds`.
     func greeting(within seconds: Int) throws {
-        if case .err(let code, let text) = try answer(within: seconds, data: nil).reply {
+        if case .err(let code, let text) = try answer(by: Self.deadline(seconds), seconds: seconds, data: nil).reply {
             throw KeybayError(.interactionRequired, "the pinentry program \(program) refused to start: \(text) (\(code))")
         }
     }
@@ -89,15 +89,18 @@ final class AssuanChannel {
     /// data lines are decoded into `data` (refused when there is none), their byte count returned.
     func transact(_ command: String, _ argument: String? = nil, within seconds: Int,
                   data: UnsafeMutableRawBufferPointer? = nil) throws -> (reply: Reply, count: Int) {
-        try send(Self.line(command, argument))
-        return try answer(within: seconds, data: data)
+        // One deadline for the command and its answer: a program that stops reading holds the
+        // send no longer than one that stops answering holds the read.
+        let deadline = Self.deadline(seconds)
+        try send(Self.line(command, argument), by: deadline, seconds: seconds)
+        return try answer(by: deadline, seconds: seconds, data: data)
     }
 
     /// `BYE`, the socket closed, and the program waited for (a second at most, then killed).
     func end() {
         guard !ended else { return }
         ended = true
-        _ = try? send(Array("BYE\n".utf8))
+        _ = try? send(Array("BYE\n".utf8), by: Self.deadline(1), seconds: 1)
         close(socket)
         for _ in 0..<100 {
             var status: Int32 = 0
@@ -134,11 +137,21 @@ final class AssuanChannel {
         return out + [0x0a]
     }
 
-    private func send(_ bytes: [UInt8]) throws {
+    /// Sends `bytes` by `deadline`; a program that has stopped reading is killed then (`.timedOut`).
+    private func send(_ bytes: [UInt8], by deadline: UInt64, seconds: Int) throws {
         var done = 0
         while done < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress! + done, bytes.count - done, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
+            let now = Self.monotonicNanoseconds()
+            guard now < deadline else {
+                kill(pid, SIGKILL)
+                throw KeybayError(.timedOut, "the pinentry program \(program) read nothing within \(seconds) s")
+            }
+            var poller = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
+            let ready = poll(&poller, 1, Int32(min((deadline - now) / 1_000_000 + 1, 60_000)))
+            if ready < 0 && errno != EINTR { throw protocolError(String(cString: strerror(errno))) }
+            guard ready > 0 else { continue }
+            let n = bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress! + done, bytes.count - done, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
             guard n > 0 else { throw KeybayError(.interactionRequired, "the pinentry program \(program) ended without answering") }
             done += n
         }
@@ -146,8 +159,7 @@ final class AssuanChannel {
 
     /// Lines up to `OK` or `ERR`: `D` lines decoded into `data`, status (`S`) and comment (`#`)
     /// lines skipped, an `INQUIRE` (pinentry asks nothing of us) answered with `CAN`.
-    private func answer(within seconds: Int, data: UnsafeMutableRawBufferPointer?) throws -> (reply: Reply, count: Int) {
-        let deadline = Self.deadline(seconds)
+    private func answer(by deadline: UInt64, seconds: Int, data: UnsafeMutableRawBufferPointer?) throws -> (reply: Reply, count: Int) {
         var count = 0
         do {
             while true {
@@ -165,7 +177,7 @@ final class AssuanChannel {
                         return .err(code: code, text: fields.count > 1 ? String(fields[1]) : "")
                     }
                     if text.hasPrefix("S ") || text.hasPrefix("#") { return nil }
-                    if text.hasPrefix("INQUIRE ") { try send(Array("CAN\n".utf8)); return nil }
+                    if text.hasPrefix("INQUIRE ") { try send(Array("CAN\n".utf8), by: deadline, seconds: seconds); return nil }
                     throw protocolError("a line that is not Assuan")
                 }
                 if let reply {

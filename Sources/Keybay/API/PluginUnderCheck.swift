@@ -7,9 +7,17 @@ import CKeybayPlugin
 package final class PluginUnderCheck: @unchecked Sendable {
     private let plugin: LoadedPlugin
 
-    /// Loads `libkeybay-<id>.so` from `directory` (absolute) alone, with every loader check.
-    package init(id: String, directory: String) throws {
-        plugin = try PluginLoader.load(id: id, kind: nil, search: KeybayPluginSearch(directories: [directory], environmentPath: nil))
+    /// Loads `libkeybay-<id>.so` from `directory` (absolute) alone, with every loader check, where
+    /// a host would run it under `isolation`. A root plugin outside the installation is only
+    /// described from its sandbox (no listing runs a third-party file in process): its operations
+    /// are checked only with isolation off.
+    package init(id: String, directory: String, isolation: KeybayPluginIsolation = .fromEnvironment) throws {
+        let loaded = try PluginLoader.load(id: id, kind: nil, search: KeybayPluginSearch(directories: [directory], environmentPath: nil, isolation: isolation))
+        guard !loaded.isDescribedOnly else {
+            throw KeybayError(.unsupported, "plugin \(loaded.path) is a root plugin (it says so in its sandbox), and a root runs in process: plugin-check runs a root outside the installation only with isolation off (KEYBAY_PLUGIN_ISOLATION=none)")
+                .with(path: loaded.path, pluginID: id, reason: "root-not-isolated")
+        }
+        plugin = loaded
     }
 
     /// The id in a `libkeybay-<id>.so` file name (not yet checked), or nil: the loader's rule.

@@ -28,6 +28,9 @@ final class LoadedPlugin: @unchecked Sendable {
     /// which find it through keybay_isolation_enter (see `call`).
     let isolation: OpaquePointer?
     var isIsolated: Bool { isolation != nil }
+    /// A root plugin known only from what it said in its sandbox (a listing of a file outside the
+    /// installation): it has no operations here.
+    let isDescribedOnly: Bool
     private let callLock = Mutex(())
 
     /// The smallest descriptor a host accepts: the first version-1 header's, which ends at
@@ -36,7 +39,20 @@ final class LoadedPlugin: @unchecked Sendable {
     /// start-up time the CLI measures.
     static let minimumDescriptorBytes = MemoryLayout<keybay_plugin>.size - Int(KEYBAY_PLUGIN_FIELDS_ADDED_IN_V1) * MemoryLayout<UnsafeRawPointer>.size
 
-    init(descriptor raw: UnsafePointer<keybay_plugin>, path: String, isolation: OpaquePointer? = nil) throws {
+    /// A root plugin as it described itself in its sandbox, for a listing: its operations are
+    /// not copied (its helper is gone, and a root never runs there), so nothing calls it.
+    convenience init(describing raw: UnsafePointer<keybay_plugin>, path: String) throws {
+        var described = raw.pointee
+        described.probe = nil
+        described.enroll = nil
+        described.unwrap = nil
+        described.verify = nil
+        described.describe = nil
+        described.describe_with_host = nil
+        try self.init(descriptor: &described, path: path, describedOnly: true)
+    }
+
+    init(descriptor raw: UnsafePointer<keybay_plugin>, path: String, isolation: OpaquePointer? = nil, describedOnly: Bool = false) throws {
         func refuse(_ reason: String, _ why: String) -> KeybayError {
             KeybayError(.pluginRefused, "plugin \(path): \(why); refusing to load it").with(path: path, reason: reason)
         }
@@ -63,6 +79,8 @@ final class LoadedPlugin: @unchecked Sendable {
         guard d.free_buffer != nil else { throw refuse("missing-field", "descriptor lacks free_buffer") }
         let kind = keybay_plugin_kind(rawValue: d.kind)
         switch kind {
+        case KEYBAY_KIND_ROOT where describedOnly:
+            break // checked in full when it is loaded as a root, in process
         case KEYBAY_KIND_ROOT:
             // Where a newer form of an operation exists, either form will do (the host prefers the newer).
             guard d.root_exists != nil, d.root_create != nil || d.root_create_with_options != nil, d.root_seal != nil,
@@ -85,6 +103,7 @@ final class LoadedPlugin: @unchecked Sendable {
         self.descriptor = descriptor
         self.path = path
         self.isolation = isolation
+        self.isDescribedOnly = describedOnly
         self.id = String(cString: idPointer)
         self.name = String(cString: namePointer)
         self.version = String(cString: versionPointer)

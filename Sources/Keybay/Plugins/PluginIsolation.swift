@@ -18,31 +18,50 @@ public enum KeybayPluginIsolation: Sendable, Equatable {
     }
 }
 
+/// Where one plugin file runs, decided before any of its code runs
+/// (``KeybayPluginSearch`` `placement(of:kind:foundIn:)`).
+enum PluginPlacement: String {
+    case inProcess = "in-process"
+    case isolated
+}
+
 /// Starting a method plugin in its helper.
 enum PluginIsolation {
     /// The helper, `keybay-plugin-host`: `$KEYBAY_PLUGIN_HOST` when set (an absolute path, for a
     /// host installed apart from Keybay), else `<exe>/../libexec/keybay/`, `<lib>/../libexec/keybay/`,
-    /// the system libexec directories, then beside the executable and the library (development
-    /// builds). It is checked like a plugin file (owner, mode, no link out of its directory).
-    static let helperPath: String? = {
-        let name = "keybay-plugin-host"
+    /// the system libexec directories, beside the executable and the library (development
+    /// builds), then the plugin directories the host or `KEYBAY_PLUGIN_PATH` names (a host built
+    /// against a build directory). It is checked like a plugin file (owner, mode, no link out of
+    /// its directory).
+    static func helperPath(search: KeybayPluginSearch) -> String? {
         if let named = getenv("KEYBAY_PLUGIN_HOST").map({ String(cString: $0) }) {
             guard named.hasPrefix("/"), let slash = named.lastIndex(of: "/"), access(named, X_OK) == 0 else { return nil }
             return try? PluginLoader.checkedPath(named, directory: slash == named.startIndex ? "/" : String(named[..<slash]))
         }
+        return installedHelperPath ?? checkedHelper(in: search.externalDirectories())
+    }
+
+    private static let helperName = "keybay-plugin-host"
+
+    /// The helper of the installation, or of the build directory the program runs from.
+    private static let installedHelperPath: String? = {
         var candidates: [String] = []
         for base in [KeybayPluginSearch.executableDirectory, KeybayPluginSearch.libraryDirectory].compactMap({ $0 }) {
             candidates.append(KeybayPluginSearch.normalise(base + "/../libexec/keybay"))
         }
         candidates += ["/usr/local/libexec/keybay", "/usr/libexec/keybay"]
         candidates += [KeybayPluginSearch.executableDirectory, KeybayPluginSearch.libraryDirectory].compactMap { $0 }
-        for directory in candidates {
-            let path = directory + "/" + name
+        return checkedHelper(in: candidates)
+    }()
+
+    private static func checkedHelper(in directories: [String]) -> String? {
+        for directory in directories {
+            let path = directory + "/" + helperName
             guard access(path, X_OK) == 0, let checked = try? PluginLoader.checkedPath(path, directory: directory) else { continue }
             return checked
         }
         return nil
-    }()
+    }
 
     /// The bound on one call while the plugin runs: `KEYBAY_PLUGIN_TIMEOUT` seconds (1–86400),
     /// default 120.
@@ -53,11 +72,11 @@ enum PluginIsolation {
         return 120_000
     }
 
-    /// Starts the helper for the checked plugin file `resolved`. Returns nil when the plugin turns
-    /// out to be a root (roots run in process).
-    static func start(_ resolved: String, displayPath: String) throws -> OpaquePointer? {
-        guard let helper = helperPath else {
-            throw KeybayError(.pluginFailed, "cannot run plugin \(displayPath) isolated: keybay-plugin-host is not installed (libexec/keybay), or KEYBAY_PLUGIN_HOST names no usable file; KEYBAY_PLUGIN_ISOLATION=none runs plugins in process")
+    /// Starts the helper for the checked plugin file `resolved`: the plugin is loaded only in its
+    /// sandbox, whatever kind it turns out to be.
+    static func start(_ resolved: String, displayPath: String, search: KeybayPluginSearch) throws -> OpaquePointer {
+        guard let helper = helperPath(search: search) else {
+            throw KeybayError(.pluginFailed, "cannot run plugin \(displayPath) isolated: keybay-plugin-host is not installed (libexec/keybay), is not in a plugin directory, or KEYBAY_PLUGIN_HOST names no usable file; KEYBAY_PLUGIN_ISOLATION=none runs plugins in process")
                 .with(path: displayPath, reason: "plugin-host-missing")
         }
         var line = [CChar](repeating: 0, count: 512), reason = [CChar](repeating: 0, count: 48)
@@ -67,10 +86,6 @@ enum PluginIsolation {
             let token = reason.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             throw KeybayError(refused != 0 ? .pluginRefused : .pluginFailed, refused != 0 ? "\(text); refusing to load it" : text)
                 .with(path: displayPath, reason: token)
-        }
-        if keybay_isolation_descriptor(isolated).pointee.kind == KEYBAY_KIND_ROOT.rawValue {
-            keybay_isolation_stop(isolated)
-            return nil
         }
         return isolated
     }

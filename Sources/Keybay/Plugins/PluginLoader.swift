@@ -25,21 +25,20 @@ enum PluginLoader {
             guard lstat(candidate, &st) == 0 else { continue }
             do {
                 let resolved = try checkedPath(candidate, directory: directory)
-                // A root is asked for by kind and never isolated; a file asked for by id alone
-                // is started isolated and loaded in process when it turns out to be a root.
-                let isolated = kind != KEYBAY_KIND_ROOT && search.runsIsolated(id, foundIn: directory)
-                let key = resolved + (isolated ? "|isolated" : "|in-process")
-                if let hit = cache.withLock({ $0[key] }) {
-                    try hit.expect(id: id, kind: kind)
-                    return hit
+                let placement = search.placement(of: id, kind: kind, foundIn: directory)
+                let plugin = try loaded(resolved, displayPath: candidate, placement: placement, search: search)
+                if placement == .isolated, kind == KEYBAY_KIND_METHOD, plugin.isRoot {
+                    throw KeybayError(.pluginFailed, "plugin \(candidate) says in its sandbox that it is a root plugin, but it was asked for as a method; it is not run")
+                        .with(path: candidate, reason: "kind-mismatch")
                 }
-                let plugin = try (isolated ? openIsolated(resolved, displayPath: candidate) : nil) ?? open(resolved, displayPath: candidate)
                 try plugin.expect(id: id, kind: kind)
-                return cache.withLock { table in
-                    if let raced = table[key] { return raced }
-                    table[key] = plugin
-                    return plugin
+                // A listing loads an installed file in process to learn what it is; a method a host
+                // would run isolated is then used isolated, as the host would.
+                if kind == nil, placement == .inProcess, !plugin.isRoot, search.isolation == .isolated,
+                   !search.inProcessMethodPlugins.contains(id) {
+                    return try load(id: id, kind: KEYBAY_KIND_METHOD, search: search)
                 }
+                return plugin
             } catch let e as KeybayError {
                 throw e.with(path: candidate, pluginID: id)
             }
@@ -106,10 +105,28 @@ enum PluginLoader {
         return String(cString: p)
     }
 
-    /// The plugin in its helper; nil when it is a root (loaded in process instead).
-    private static func openIsolated(_ path: String, displayPath: String) throws -> LoadedPlugin? {
-        guard let isolated = try PluginIsolation.start(path, displayPath: displayPath) else { return nil }
-        return try LoadedPlugin(descriptor: keybay_isolation_descriptor(isolated), path: displayPath, isolation: isolated)
+    /// The plugin file `resolved` where `placement` says, from the cache or loaded now.
+    private static func loaded(_ resolved: String, displayPath: String, placement: PluginPlacement, search: KeybayPluginSearch) throws -> LoadedPlugin {
+        let key = resolved + "|" + placement.rawValue
+        if let hit = cache.withLock({ $0[key] }) { return hit }
+        let plugin = try placement == .isolated ? openIsolated(resolved, displayPath: displayPath, search: search) : open(resolved, displayPath: displayPath)
+        return cache.withLock { table in
+            if let raced = table[key] { return raced }
+            table[key] = plugin
+            return plugin
+        }
+    }
+
+    /// The plugin in its helper. One that says it is a root there is described from what it said
+    /// and never run: a root runs in process only when asked for as a root.
+    private static func openIsolated(_ path: String, displayPath: String, search: KeybayPluginSearch) throws -> LoadedPlugin {
+        let isolated = try PluginIsolation.start(path, displayPath: displayPath, search: search)
+        let descriptor = keybay_isolation_descriptor(isolated)!
+        guard descriptor.pointee.kind == KEYBAY_KIND_ROOT.rawValue else {
+            return try LoadedPlugin(descriptor: descriptor, path: displayPath, isolation: isolated)
+        }
+        defer { keybay_isolation_stop(isolated) }
+        return try LoadedPlugin(describing: descriptor, path: displayPath)
     }
 
     private static func open(_ path: String, displayPath: String) throws -> LoadedPlugin {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import CKeybayImage
+import CKeybayPlugin
 import Glibc
 
 /// Where plugins are looked for, in order :
@@ -80,10 +81,40 @@ public struct KeybayPluginSearch: Sendable, Equatable {
         return installation
     }()
 
-    /// Whether method plugin `id`, found in `directory`, runs isolated.
-    func runsIsolated(_ id: String, foundIn directory: String) -> Bool {
-        guard isolation == .isolated else { return false }
-        return !(inProcessMethodPlugins.contains(id) && Self.installationDirectories.contains(directory))
+    /// Where plugin `id` runs when found in `directory` and asked for as `kind` (nil: a listing or
+    /// a check, which do not know the kind), decided before any of its code runs. A root runs in
+    /// process: the user named it (`--root`, or the store it made records it). A method runs
+    /// isolated unless isolation is off or it is a first-party plugin on the in-process list found
+    /// in the installation. A listing loads an installed file in process, and any other file only
+    /// in the sandbox.
+    func placement(of id: String, kind: keybay_plugin_kind?, foundIn directory: String) -> PluginPlacement {
+        if kind == KEYBAY_KIND_ROOT || isolation == .inProcess { return .inProcess }
+        let installed = Self.isInstallationDirectory(directory)
+        if kind == KEYBAY_KIND_METHOD { return installed && inProcessMethodPlugins.contains(id) ? .inProcess : .isolated }
+        return installed ? .inProcess : .isolated
+    }
+
+    /// Whether `directory` is one of the installation directories (items 3 and 4), compared as
+    /// resolved paths: `.build/release` and the `.build/<triple>/release` it links to are one.
+    static func isInstallationDirectory(_ directory: String) -> Bool {
+        guard let real = resolvedPath(directory) else { return false }
+        return resolvedInstallationDirectories.contains(real)
+    }
+
+    private static let resolvedInstallationDirectories: Set<String> = Set(installationDirectories.compactMap(resolvedPath))
+
+    static func resolvedPath(_ path: String) -> String? {
+        guard let p = realpath(path, nil) else { return nil }
+        defer { free(p) }
+        return String(cString: p)
+    }
+
+    /// The directories named outside the installation (items 1 and 2), in search order; empty when
+    /// external plugins are off. A relative entry is skipped here (searching refuses it).
+    func externalDirectories() -> [String] {
+        guard allowExternal else { return [] }
+        let named = environmentPath.map { $0.split(separator: ":").map(String.init) } ?? []
+        return (directories + named).filter { $0.hasPrefix("/") }
     }
 
     static let systemDirectories = ["/usr/local/lib/keybay/plugins", "/usr/lib/keybay/plugins"]

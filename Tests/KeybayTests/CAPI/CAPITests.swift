@@ -18,13 +18,13 @@ import Testing
         return prefix
     }
 
-    /// capi_check built against the installed prefix.
-    static func built(_ prefix: String, as name: String = "capi_check") throws -> String {
+    /// capi_check (or another program of Tests/capi) built against the installed prefix.
+    static func built(_ prefix: String, as name: String = "capi_check", from source: String = "capi_check.c") throws -> String {
         let program = prefix + "/" + name
         let flags = try run("/usr/bin/pkg-config", ["--cflags", "--libs", "keybay"],
                             environment: ["PATH": "/usr/bin:/bin", "PKG_CONFIG_PATH": prefix + "/lib/pkgconfig"])
         guard flags.status == 0 else { throw KeybayTestFailure("pkg-config: \(flags.stderr)") }
-        let cc = try run("/usr/bin/cc", ["-std=c11", "-Wall", "-Wextra", "-Werror", packageDirectory + "/Tests/capi/capi_check.c"]
+        let cc = try run("/usr/bin/cc", ["-std=c11", "-Wall", "-Wextra", "-Werror", packageDirectory + "/Tests/capi/" + source]
                          + flags.out.split(whereSeparator: \.isWhitespace).map(String.init) + ["-lpthread", "-o", program],
                          environment: ["PATH": "/usr/bin:/bin"])
         guard cc.status == 0 else { throw KeybayTestFailure("cc: \(cc.stderr)") }
@@ -74,6 +74,29 @@ import Testing
         #expect(descriptions.count == 5, "\(descriptions)")
         #expect(descriptions.prefix(4).allSatisfy { $0.contains("“main”") && $0.contains(box.app) }, "\(descriptions)")
         #expect(descriptions.last.map { !$0.contains("“main”") } == true, "\(descriptions)")
+    }
+
+    /// A host that forks after an isolated method ran (Tests/capi/fork_host.c): the child never
+    /// uses its parent's helper or spawner. Daemon-style (the parent exits at once) the child opens
+    /// the store twice; with parent and child opening at once, both read. Each run is killed at
+    /// 20 s, so a hang fails rather than stalls. (Before, the child's first open failed on its
+    /// parent's socket and its second waited for ever on a condition variable copied from it.)
+    @Test(arguments: ["daemon", "both"])
+    func aForkedHostOpensTheStoreWithHelpersOfItsOwn(_ mode: String) throws {
+        let prefix = try Self.installed.get()
+        let program = try Self.built(prefix, as: "fork_host_\(mode)", from: "fork_host.c")
+        let box = Sandbox(app: "com.example.fork-\(mode)")
+        var environment = box.environment
+        environment["KEYBAY_PLUGIN_PATH"] = nil
+        #expect(try run(cliPath, ["set", "k", "v"], environment: environment).status == 0)
+        let enroll = try box.cli(["enroll", "passphrase", "--no-input"] + fastPassphraseFlags, secret: "fork passphrase",
+                                 option: "--new-passphrase-fd", environment: environment)
+        #expect(enroll.status == 0, "\(enroll.stderr)")
+        let r = try run("/usr/bin/timeout", ["-s", "KILL", "20", program, box.app, mode], environment: environment)
+        let lines = r.out.split(separator: "\n").map(String.init)
+        #expect(r.status == 0 && !r.signalled, "\(r.out) \(r.stderr)")
+        #expect(lines.filter { $0 == "child: v" }.count == 2, "\(r.out)")
+        #expect(lines.filter { $0 == "parent: v" }.count == (mode == "both" ? 3 : 1), "\(r.out)")
     }
 
     /// The library exports exactly the header's functions, at version KEYBAY_1.0, under its soname.

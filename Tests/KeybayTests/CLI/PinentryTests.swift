@@ -168,8 +168,10 @@ import Testing
     }
 
     /// A pinentry that dies is `interaction-required` at once; one that never answers is killed at
-    /// its bound (KEYBAY_PINENTRY_TIMEOUT + 5 s for the question, 10 s for the greeting), `timed-out`.
-    @Test(arguments: [("die", 4, "[interaction-required]"), ("hang", 1, "[timed-out]"), ("silent", 1, "[timed-out]")])
+    /// its bound (KEYBAY_PINENTRY_TIMEOUT + 5 s for the question, 10 s for the greeting), `timed-out`,
+    /// and so is one that floods `INQUIRE` and never reads the `CAN`s: every send has the same
+    /// deadline as its answer (a send without one blocked the CLI for ever).
+    @Test(arguments: [("die", 4, "[interaction-required]"), ("hang", 1, "[timed-out]"), ("silent", 1, "[timed-out]"), ("flood", 1, "[timed-out]")])
     func aPinentryThatDiesOrNeverAnswersFailsWithinItsBound(_ mode: String, _ status: Int32, _ code: String) throws {
         let box = Sandbox()
         try Self.protectedStore(box)

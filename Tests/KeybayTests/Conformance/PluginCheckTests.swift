@@ -19,6 +19,31 @@ import Testing
         #expect(r.status == 0 && r.out.contains(" 0 failed") && !r.out.contains("FAIL"), "\(r.out)\(r.stderr)")
     }
 
+    /// The `loads` check's detail for the plugin file at `path`: where plugin-check ran it.
+    static func placement(_ path: String, _ box: Sandbox) throws -> String? {
+        let r = try run(cliPath, ["plugin-check", "--json", path], environment: box.environment)
+        let results = try JSONSerialization.jsonObject(with: Data(r.stdout)) as? [[String: Any]]
+        return results?.first { ($0["check"] as? String)?.hasPrefix("loads:") == true }?["detail"] as? String
+    }
+
+    /// plugin-check runs a plugin where a host would: a first-party plugin of the in-process list
+    /// found in the installation in process, even when named through a link to that directory
+    /// (as `.build/release` links to `.build/<triple>/release`: directories are compared resolved);
+    /// a copy of the same file elsewhere, and a plugin the host isolates, isolated.
+    @Test func pluginCheckRunsAPluginWhereAHostWould() throws {
+        let box = Sandbox()
+        let linked = box.root + "/build"
+        #expect(symlink(buildDirectory, linked) == 0)
+        let copy = box.root + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        chmod(copy, 0o755)
+        try FileManager.default.copyItem(atPath: buildDirectory + "/libkeybay-tpm2-pin.so", toPath: copy + "/libkeybay-tpm2-pin.so")
+        #expect(try Self.placement(linked + "/libkeybay-tpm2-pin.so", box) == "in process")
+        #expect(try Self.placement(buildDirectory + "/libkeybay-tpm2-pin.so", box) == "in process")
+        #expect(try Self.placement(copy + "/libkeybay-tpm2-pin.so", box) == "isolated, in keybay-plugin-host")
+        #expect(try Self.placement(linked + "/libkeybay-passphrase.so", box) == "isolated, in keybay-plugin-host")
+    }
+
     @Test func aBrokenPluginFails() throws {
         let box = Sandbox()
         // Loads, but enroll always answers UNSUPPORTED: enroll fails with what it returned, and
@@ -191,7 +216,8 @@ import Testing
             const keybay_plugin *keybay_plugin_entry_v1(void) { return &d; }
             """
         let path = try PluginLoaderTests.build(source, fileID: "com.example.full", in: box.root + "/full")
-        let results = PluginCheck.run(path: path, changeCredential: "true")
+        // A root outside the installation runs in process only: checked with isolation off.
+        let results = PluginCheck.run(path: path, changeCredential: "true", isolation: .inProcess)
         let seal = try #require(results.firstIndex { $0.key == "root-seal-open" }, "\(results)")
         #expect(results[seal].outcome == .fail && results[seal].detail.hasSuffix("[io]"), "\(results[seal])")
         #expect(results.prefix(seal).allSatisfy { $0.outcome == .pass }, "\(results)")

@@ -110,8 +110,6 @@ extension PassphraseTests {
         let host = packageDirectory + "/.build/example-host/debug/keybay-example-host"
         var env = box.environment
         env["KEYBAY_PLUGIN_PATH"] = unsanitizedPluginDirectory
-        // The example is installed nowhere: it is told where the helper is.
-        env["KEYBAY_PLUGIN_HOST"] = pluginHostPath
         let first = try run(host, ["--passphrase-stdin"], environment: env, stdin: Array("pw\npw\npw\n".utf8))
         #expect(first.status == 0 && first.out.contains("enrolled passphrase method"), "\(first.out) \(first.stderr)")
         let again = try run(host, ["--passphrase-stdin"], environment: env, stdin: Array("pw\n".utf8))
@@ -128,7 +126,6 @@ extension PassphraseTests {
         let recoveryBox = Sandbox(app: "com.example.recoveryhost")
         var recoveryEnv = recoveryBox.environment
         recoveryEnv["KEYBAY_PLUGIN_PATH"] = unsanitizedPluginDirectory
-        recoveryEnv["KEYBAY_PLUGIN_HOST"] = pluginHostPath
         let recovery = try run(packageDirectory + "/.build/example-host/debug/keybay-example-recovery", [], environment: recoveryEnv)
         let lines = recovery.out.split(separator: "\n").map(String.init)
         #expect(recovery.status == 0 && lines.count == 4, "\(recovery.out) \(recovery.stderr)")
@@ -151,7 +148,6 @@ extension PassphraseTests {
         rooted["KEYBAY_PLUGIN_PATH"] = unsanitizedPluginDirectory + ":" + testPluginDirectory
         rooted["KEYBAY_ROOT"] = "test-floor-crash"
         rooted["KEYBAY_TEST_WRAPPED_ROOT"] = unsanitizedPluginDirectory + "/libkeybay-file-root.so"
-        rooted["KEYBAY_PLUGIN_HOST"] = pluginHostPath
         let created = try run(host, ["--passphrase-stdin"], environment: rooted, stdin: Array("pw\npw\npw\n".utf8))
         #expect(created.status == 0, "\(created.out) \(created.stderr)")
         let status = try run(cliPath, ["status", "--json"], environment: rooted)

@@ -22,6 +22,9 @@ import CKeybayPluginIsolation
         #include <netinet/in.h>
         #include <signal.h>
         #include <stdio.h>
+        #include <string.h>
+        #include <time.h>
+        #include <sys/mman.h>
         #include <sys/ptrace.h>
         #include <sys/socket.h>
         #include <unistd.h>
@@ -108,14 +111,34 @@ import CKeybayPluginIsolation
           """),
          ("ptrace", "if (ptrace(PTRACE_ATTACH, getppid(), 0, 0) == 0) return KEYBAY_OK;"),
          ("proc-mem", #"char m[64]; snprintf(m, sizeof m, "/proc/%d/mem", (int)getppid()); int fd = open(m, O_RDONLY); if (fd >= 0) return KEYBAY_OK;"#),
-         ("kill-host", "if (kill(getppid(), SIGTERM) == 0) return KEYBAY_OK;")]
+         ("kill-host", "if (kill(getppid(), SIGTERM) == 0) return KEYBAY_OK;"),
+         // Landlock handles writing to files that exist, not only making new ones.
+         ("write-existing", #"int fd = open("\#(box.root)/existing", O_WRONLY); if (fd >= 0) return KEYBAY_OK;"#),
+         // No unix socket without a declaration of one.
+         ("unix-socket", "int fd = socket(AF_UNIX, SOCK_STREAM, 0); if (fd >= 0) return KEYBAY_OK;"),
+         // No program runs: /bin/true is outside what Landlock grants, and the dynamic loader,
+         // which Landlock lets the plugin execute, is stopped by seccomp alone (if it ran, the
+         // helper would become it and end: plugin-exited, not the plugin's own io).
+         ("exec-true", #"char *a[] = { "true", 0 }; execv("/bin/true", a);"#),
+         ("exec-loader", #"char *a[] = { "ld.so", "--version", 0 }; execv("\#(dynamicLoader)", a);"#),
+         // The address space is limited (RLIMIT_AS 4 GiB): 5 GiB cannot be mapped, even unbacked.
+         ("allocate", "void *m = mmap(0, 5ull << 30, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0); if (m != MAP_FAILED) return KEYBAY_OK;"),
+         // The environment holds the declared variables alone (the host's has HOME, PATH, XDG_*).
+         ("environment", #"extern char **environ; for (char **e = environ; e != 0 && *e != 0; e++) if (strncmp(*e, "KEYBAY_TEST_UNUSED=", 19) != 0) return KEYBAY_OK;"#)]
     }
 
-    @Test(arguments: ["read-store", "read-root", "write-home", "tcp", "udp", "ptrace", "proc-mem", "kill-host"], [false, true])
+    /// The dynamic loader of this machine (PT_INTERP of the test plugins), which the sandbox's
+    /// system library grant lets a plugin execute.
+    static let dynamicLoader: String = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"].first { (path: String) in access(path, X_OK) == 0 } ?? "/lib64/ld-linux-x86-64.so.2"
+
+    @Test(arguments: ["read-store", "read-root", "write-home", "tcp", "udp", "ptrace", "proc-mem", "kill-host",
+                      "write-existing", "unix-socket", "exec-true", "exec-loader", "allocate", "environment"], [false, true])
     func anEscapeFailsInsideTheHelper(_ name: String, _ declares: Bool) throws {
         let box = Sandbox()
         let listener = try LoopbackListener(), datagrams = try LoopbackListener(datagrams: true)
         try Self.setRecord(box)
+        let existing = box.root + "/existing"
+        try "the user's own".write(toFile: existing, atomically: true, encoding: .utf8)
         let body = Self.escapes(box, port: listener.port, udpPort: datagrams.port).first { $0.0 == name }!.1
         let dir = try Self.enrolled(box, "escape-\(name)", unwrap: body + #" h->set_error(h->context, "refused"); return KEYBAY_ERR_IO;"#,
                                     declaration: declares ? #""env:KEYBAY_TEST_UNUSED", "read:/usr/share/zoneinfo""# : nil)
@@ -123,6 +146,7 @@ import CKeybayPluginIsolation
         #expect(r.status != 0 && !r.signalled && r.error?.code == "io" && r.error?.pluginID == "escape-\(name)", "\(r.stderr)")
         #expect(access(box.root + "/pwned", F_OK) != 0)
         #expect(!listener.wasReached && !datagrams.wasReached)
+        #expect(readBytes(existing) == Array("the user's own".utf8))
     }
 
     /// A Swift host with one store open keeps reading it after a plugin crashed another store's unlock.

@@ -31,13 +31,13 @@ import Testing
 
     /// Compiles `source` to `dir/libkeybay-<file id>.so`; returns the path.
     @discardableResult
-    static func build(_ source: String, fileID: String = "t-plugin", in dir: String, header: String = header) throws -> String {
+    static func build(_ source: String, fileID: String = "t-plugin", in dir: String, header: String = header, flags: [String] = []) throws -> String {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         chmod(dir, 0o755)
         let c = dir + "/src-\(fileID).c"
         try source.write(toFile: c, atomically: true, encoding: .utf8)
         let out = dir + "/" + KeybayPluginSearch.fileName(for: fileID)
-        let r = try run("/usr/bin/cc", ["-shared", "-fPIC", "-I", header, "-o", out, c], environment: ["PATH": "/usr/bin:/bin"])
+        let r = try run("/usr/bin/cc", ["-shared", "-fPIC", "-I", header, "-o", out, c] + flags, environment: ["PATH": "/usr/bin:/bin"])
         precondition(r.status == 0, "cc failed: \(r.stderr)")
         unlink(c)
         chmod(out, 0o755)
@@ -117,11 +117,17 @@ import Testing
     @Test func wrongKindIsRefused() throws {
         let box = Sandbox()
         try Self.build(Self.source(kind: "KEYBAY_KIND_ROOT"), in: box.root + "/kind")
+        let asRoot = keybayError { _ = try PluginLoader.load(id: "t-plugin", kind: KEYBAY_KIND_ROOT, search: KeybayPluginSearch(directories: [box.root + "/kind"], environmentPath: nil)) }
+        #expect(asRoot?.code == .pluginRefused && asRoot?.reason == "missing-operation", "a root plugin lacking root operations: \(String(describing: asRoot))")
+        // Asked for as a method, it runs isolated and says "root" there: it is never run.
         let e = Self.loadError(dir: box.root + "/kind")
-        #expect(e?.code == .pluginRefused && e?.reason == "missing-operation", "a root plugin lacking root operations: \(String(describing: e))")
-        // A well-formed root plugin asked for as a method.
-        let root = keybayError { _ = try PluginLoader.load(id: "file-root", kind: KEYBAY_KIND_METHOD, search: KeybayPluginSearch(directories: [pluginDirectory], environmentPath: nil)) }
-        #expect(root?.code == .pluginRefused && root?.reason == "wrong-kind", "\(String(describing: root))")
+        #expect(e?.code == .pluginFailed && e?.reason == "kind-mismatch", "\(String(describing: e))")
+        // A well-formed root plugin asked for as a method: isolated, the same.
+        let root = keybayError { _ = try PluginLoader.load(id: "file-root", kind: KEYBAY_KIND_METHOD, search: KeybayPluginSearch(directories: [pluginDirectory], environmentPath: nil, isolation: .isolated)) }
+        #expect(root?.code == .pluginFailed && root?.reason == "kind-mismatch", "\(String(describing: root))")
+        // In process (isolation off), the loader's own check refuses it.
+        let inProcess = keybayError { _ = try PluginLoader.load(id: "file-root", kind: KEYBAY_KIND_METHOD, search: KeybayPluginSearch(directories: [pluginDirectory], environmentPath: nil, isolation: .inProcess)) }
+        #expect(inProcess?.code == .pluginRefused && inProcess?.reason == "wrong-kind", "\(String(describing: inProcess))")
     }
 
     @Test func relativePluginPathEntriesAreRefused() throws {
