@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
  * fork_host — a C host that forks after an isolated method ran (docs/c-api.md, "fork"):
- *   fork_host APP daemon   the parent opens the protected store, forks and exits at once (the
- *                          usual daemon pattern); the child opens it twice and prints each value.
+ *   fork_host APP daemon FILE   the parent opens the protected store, forks and exits at once
+ *                          (the usual daemon pattern); the child writes its pid, then opens the
+ *                          store twice and writes each value, to FILE (the test's bound ends with
+ *                          the parent: it reads FILE and kills the child itself).
  *   fork_host APP both     the parent opens it, forks, and parent and child each open it twice at
  *                          the same time; the parent waits for the child.
  * The passphrase is "fork passphrase"; the record "k" is expected to hold "v". Exit 0 when every
@@ -10,6 +12,7 @@
  */
 #include <keybay/keybay.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,16 +54,22 @@ static int read_once(const char *who) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) return 2;
+    int daemon = argc == 4 && strcmp(argv[2], "daemon") == 0;
+    if (argc != 3 && !daemon) return 2;
     app = argv[1];
     if (read_once("parent") != 0) return 1;
     pid_t child = fork();
     if (child < 0) return 1;
     if (child == 0) {
-        alarm(15); /* the test's bound reaches only the parent: a child that hangs ends itself */
+        if (daemon) {
+            int out = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+            if (out < 0 || null < 0 || dup2(out, 1) < 0 || dup2(null, 2) < 0) _exit(1);
+            printf("pid %d\n", (int)getpid());
+            fflush(stdout);
+        }
         _exit(read_once("child") | read_once("child"));
     }
-    if (strcmp(argv[2], "daemon") == 0) return 0;
+    if (daemon) return 0;
     int failed = read_once("parent") | read_once("parent");
     int status = 0;
     if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) failed = 1;
