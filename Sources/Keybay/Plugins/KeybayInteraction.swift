@@ -149,19 +149,6 @@ public struct KeybaySecretRequest: Sendable {
     /// verifies it; nil when a method is being enrolled (`isNew` or not: a device's existing PIN),
     /// for a root, and outside a store.
     public let methodID: String?
-
-    init(kind: Kind, prompt: String, retriesLeft: Int?, isNew: Bool, isConfirmation: Bool, application: String?, label: String?,
-         pluginID: String? = nil, methodID: String? = nil) {
-        self.kind = kind
-        self.prompt = prompt
-        self.retriesLeft = retriesLeft
-        self.isNew = isNew
-        self.isConfirmation = isConfirmation
-        self.application = application
-        self.label = label
-        self.pluginID = pluginID
-        self.methodID = methodID
-    }
 }
 
 /// A secret a plugin hands the user to keep, e.g. a recovery key: the text to type back, and a
@@ -223,7 +210,8 @@ extension KeybaySecretRequest {
     /// A request made outside a plugin call: the C API's default interaction asked directly by
     /// its host (package access: no public API makes requests).
     package init(kind: Kind, prompt: String, isConfirmation: Bool) {
-        self.init(kind: kind, prompt: prompt, retriesLeft: nil, isNew: isConfirmation, isConfirmation: isConfirmation, application: nil, label: nil)
+        self.init(kind: kind, prompt: prompt, retriesLeft: nil, isNew: isConfirmation, isConfirmation: isConfirmation, application: nil, label: nil,
+                  pluginID: nil, methodID: nil)
     }
 }
 
