@@ -6,9 +6,9 @@ struct Arguments {
     var noInput = false
     var pluginDirectories: [String] = []
     var method: String?
-    /// Secret descriptors: `--passphrase-fd`, `--pin-fd`, `--recovery-key-fd` answer an unlock,
-    /// `--new-passphrase-fd`, `--new-pin-fd` the new secret of `change` (and of `enroll`, where the
-    /// unlock descriptors answer it too).
+    /// Secret descriptors: `--passphrase-fd`, `--pin-fd`, `--recovery-key-fd` answer the method
+    /// that unlocks, `--new-passphrase-fd`, `--new-pin-fd` the new secret of the method `change`
+    /// or `enroll` makes (`CommandInteraction.descriptor(for:)`).
     var secretFDs = SecretDescriptors()
     /// `--root ID|auto`: the root for a new store; an existing store on another root is refused.
     var root: String?
@@ -229,11 +229,12 @@ global options (before or after the command):
   --app ID            application id (default: $KEYBAY_APP_ID)
   --json              machine-readable output
   --method ID         which unlock method to use for a protected store
-  --passphrase-fd N   read the passphrase from descriptor N (to EOF, one trailing newline removed)
-  --pin-fd N          read a PIN the same way
-  --recovery-key-fd N read a recovery key the same way
+  --passphrase-fd N   read the passphrase from descriptor N (to EOF, one trailing newline removed),
+                      for the method that unlocks only
+  --pin-fd N          read its PIN the same way
+  --recovery-key-fd N read its recovery key the same way
   --new-passphrase-fd N, --new-pin-fd N
-                      the new secret for change (and enroll) from descriptor N
+                      the new secret of the method change (or enroll) makes, from descriptor N
   --no-input          never prompt (a needed secret gives exit 4)
                       (without a terminal, or with KEYBAY_PINENTRY=PROGRAM, secrets are asked
                       through a pinentry program: PROGRAM, else pinentry on PATH)

@@ -230,6 +230,7 @@ enum Command {
         // Invalid input is refused before anything is read or created.
         try KeybayPluginSearch.validatePluginID(plugin)
         if let label = a.label { try KeybayMethod.validateLabel(label) }
+        c.interaction.enrolling = plugin
         let session: KeybaySession
         do {
             session = try unlock(a, c.interaction, createIfAbsent: false)
@@ -273,6 +274,8 @@ enum Command {
         if a.method == nil { withMethod.method = id }
         let session = try unlock(withMethod, c.interaction, createIfAbsent: false, requireMethod: true)
         defer { session.close() }
+        // Its replacement, enrolled by the same plugin, is what the --new-*-fd answer.
+        c.interaction.enrolling = try session.auth.list().first { $0.id == id }?.plugin
         let prepared = try session.auth.prepare(replacing: id, options: a.options, label: a.label)
         let method = prepared.method
         try StoredEnrollment.commitAndPrint(c, prepared, json: [("changed", .string(id)), ("method", methodJSON(method)), ("methodId", .string(method.id))],
@@ -432,11 +435,14 @@ enum Command {
     /// One open: with `method`, or choosing one (which `chose` is told, so a retry asks no more).
     private static func open(_ config: KeybayConfiguration, method: String?, _ interaction: CommandInteraction, createIfAbsent: Bool,
                              chose: @escaping (String) -> Void) throws -> KeybaySession {
+        // The unlock descriptors are the chosen method's, before its ceremony asks.
         if let method {
+            interaction.unlocks(with: method)
             return try KeybayStore.open(config, method: method, createIfAbsent: createIfAbsent, interaction: interaction)
         }
         return try KeybayStore.open(config, choosingMethod: { methods in
             let id = methods.count == 1 ? methods[0].id : try interaction.choose(methods).id
+            interaction.unlocks(with: id)
             chose(id)
             return id
         }, createIfAbsent: createIfAbsent, interaction: interaction)

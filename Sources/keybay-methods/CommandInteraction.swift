@@ -4,16 +4,24 @@ import Glibc
 import Keybay
 
 /// Secrets for the CLI: from the secret descriptors (read once, to EOF, one trailing newline
-/// removed), else where `KeybayAsker` says (a pinentry named by KEYBAY_PINENTRY, the controlling
-/// terminal, `pinentry` on PATH); never from an argument. `--no-input`, or nowhere to ask, turns
-/// every question into `.interactionRequired` (exit 4). A secret a plugin shows (a recovery key)
-/// never comes here: the command prepares the enrollment, and prints the prepared enrollment's
-/// `shownSecret` once it is stored (`StoredEnrollment`).
+/// removed) given for the method that asks (`descriptor(for:)`), else where `KeybayAsker` says
+/// (a pinentry named by KEYBAY_PINENTRY, the controlling terminal, `pinentry` on PATH); never
+/// from an argument. `--no-input`, or nowhere to ask, turns every question into
+/// `.interactionRequired` (exit 4). A secret a plugin shows (a recovery key) never comes here:
+/// the command prepares the enrollment, and prints the prepared enrollment's `shownSecret` once
+/// it is stored (`StoredEnrollment`).
 final class CommandInteraction: KeybayInteraction, @unchecked Sendable {
     let descriptors: SecretDescriptors
     let noInput: Bool
-    /// Whether a new secret may come from the unlock descriptor of its kind (`enroll`: yes).
+    /// Whether a new secret may come from the unlock descriptor of its kind, when that is bound
+    /// to the method being enrolled (`enroll`: yes; `change`: never).
     var newFromUnlockDescriptors = true
+    /// The plugin of the method being enrolled or changed: the `--new-*-fd` answer its new secret.
+    var enrolling: String?
+    /// Whom the unlock descriptors answer: the method the command unlocks with, once chosen; when
+    /// nothing unlocks (an enroll on a store without methods), the method being enrolled, once
+    /// it took one. Bound once, for the whole command (its retries too).
+    private(set) var unlockOwner: SecretOwner?
     private var fromDescriptor: [Int32: SecureBytes] = [:]
     /// The kind of the last secret a pinentry answered (`Command.unlock` retries those).
     var answeredByPinentry: KeybaySecretRequest.Kind?
@@ -25,9 +33,27 @@ final class CommandInteraction: KeybayInteraction, @unchecked Sendable {
         self.noInput = noInput
     }
 
+    /// The command unlocks with the method `id`: the unlock descriptors are its, unless they
+    /// were bound already.
+    func unlocks(with id: String) {
+        if unlockOwner == nil { unlockOwner = .method(id) }
+    }
+
+    /// The descriptor given for `request`'s method, if any: a new secret of the method being
+    /// enrolled from its `--new-*-fd` (else, `newFromUnlockDescriptors`, from the unlock
+    /// descriptor), any other secret from the unlock descriptor, and only for `unlockOwner`.
+    func descriptor(for request: KeybaySecretRequest) -> Int32? {
+        guard let owner = request.owner else { return nil }
+        let enrolled = enrolling.map { owner == .enrolling($0) } ?? false
+        if request.isNew, enrolled, let fd = descriptors.new(request.kind) { return fd }
+        guard let fd = descriptors.unlock(request.kind), !request.isNew || (enrolled && newFromUnlockDescriptors) else { return nil }
+        if unlockOwner == nil && enrolled { unlockOwner = owner }
+        return unlockOwner == owner ? fd : nil
+    }
+
     func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let what = (request.isNew ? "new " : "") + request.kind.displayName
-        if let fd = descriptors.descriptor(for: request, newFromUnlock: newFromUnlockDescriptors) {
+        if let fd = descriptor(for: request) {
             let secret = try descriptorSecret(fd, what: what)
             guard secret.count <= buffer.count else {
                 throw KeybayError(.invalidArgument, "the \(what) read from descriptor \(fd) is longer than \(buffer.count) bytes")
@@ -36,7 +62,10 @@ final class CommandInteraction: KeybayInteraction, @unchecked Sendable {
             return secret.count
         }
         let option = SecretDescriptors.option(for: request)
-        guard !noInput else { throw KeybayError(.interactionRequired, "a \(what) is needed but --no-input was given (\(option) N gives it from a descriptor)") }
+        // Given, that option's descriptor is another method's: naming it would not help.
+        let bound = (request.isNew ? descriptors.new(request.kind) : descriptors.unlock(request.kind)) != nil
+            ? "\(option) answers only the method it was given for" : nil
+        guard !noInput else { throw KeybayError(.interactionRequired, "a \(what) is needed but --no-input was given (\(bound ?? "\(option) N gives it from a descriptor"))") }
         switch try KeybayAsker.current() {
         case .terminal(let terminal)?:
             return try terminal.askSecret(request, into: buffer)
@@ -47,7 +76,7 @@ final class CommandInteraction: KeybayInteraction, @unchecked Sendable {
             answeredByPinentry = request.kind
             return n
         case nil:
-            throw KeybayError(.interactionRequired, "a \(what) is needed but there is no terminal and no pinentry program (use \(option))")
+            throw KeybayError(.interactionRequired, "a \(what) is needed but there is no terminal and no pinentry program (\(bound ?? "use \(option)"))")
         }
     }
 

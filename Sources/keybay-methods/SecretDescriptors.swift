@@ -2,9 +2,9 @@
 import Glibc
 import Keybay
 
-/// Which descriptor answers which secret. A new secret (being chosen) comes from its `--new-*-fd`;
-/// `enroll` also takes it from the unlock descriptor of its kind (there is nothing to unlock),
-/// `change` never does (the old and the new secret must not be the same input).
+/// The secret descriptors given. Each is bound to one method (`CommandInteraction` keeps the
+/// binding): the unlock descriptors to the method the command unlocks with, the `--new-*-fd` to
+/// the method it enrolls or changes, for its new secret only.
 struct SecretDescriptors {
     var passphrase: Int32?
     var pin: Int32?
@@ -24,17 +24,22 @@ struct SecretDescriptors {
         }
     }
 
-    /// The descriptor for `request`, if one was given; `newFromUnlock`: whether a new secret may
-    /// come from the unlock descriptor of its kind.
-    func descriptor(for request: KeybaySecretRequest, newFromUnlock: Bool) -> Int32? {
-        let unlock: Int32?, new: Int32?
-        switch request.kind {
-        case .passphrase: (unlock, new) = (passphrase, newPassphrase)
-        case .pin: (unlock, new) = (pin, newPIN)
-        case .recoveryKey: (unlock, new) = (recoveryKey, nil)
+    /// The unlock descriptor of `kind`, if one was given.
+    func unlock(_ kind: KeybaySecretRequest.Kind) -> Int32? {
+        switch kind {
+        case .passphrase: passphrase
+        case .pin: pin
+        case .recoveryKey: recoveryKey
         }
-        guard request.isNew else { return unlock }
-        return new ?? (newFromUnlock ? unlock : nil)
+    }
+
+    /// The descriptor of a new secret of `kind`, if one was given.
+    func new(_ kind: KeybaySecretRequest.Kind) -> Int32? {
+        switch kind {
+        case .passphrase: newPassphrase
+        case .pin: newPIN
+        case .recoveryKey: nil
+        }
     }
 
     /// The option a script would use for `request`.
@@ -63,5 +68,19 @@ struct SecretDescriptors {
         if let fd, fcntl(fd, F_GETFD) == -1 {
             throw KeybayError(.invalidArgument, "descriptor \(fd), given to \(option), is not open")
         }
+    }
+}
+
+/// Whom a secret request is for: an enrolled method (its id), or the method a plugin is enrolling
+/// (its plugin's id; a root's requests look the same, and its id is never the one enrolled).
+enum SecretOwner: Equatable {
+    case method(String)
+    case enrolling(String)
+}
+
+extension KeybaySecretRequest {
+    /// Nil for a request made outside a plugin call: no descriptor answers it.
+    var owner: SecretOwner? {
+        methodID.map { .method($0) } ?? pluginID.map { .enrolling($0) }
     }
 }

@@ -4,18 +4,28 @@ import CSodium
 import Glibc
 
 /// Whose store a plugin call serves: the application (`keybay_host.application_id`, and prompts
-/// that say whose secret they ask for) and the method's label. Empty outside a store.
+/// that say whose secret they ask for), the method's label, and the enrolled method it unlocks
+/// (nil when one is being enrolled). Empty outside a store.
 struct MethodCallContext: Sendable {
     var applicationID: String?
     var label: String?
+    var methodID: String?
 
     static let none = MethodCallContext()
+
+    /// A call that unlocks or verifies the enrolled `method` of `applicationID`'s store.
+    static func unlocking(_ method: MethodEnvelope.Public, of applicationID: String) -> MethodCallContext {
+        MethodCallContext(applicationID: applicationID, label: method.label, methodID: hexString(method.methodId))
+    }
 }
 
 /// Presents a `KeybayInteraction` to C plugins as a `keybay_host`. One bridge serves one call;
 /// it also collects the plugin's one-line error explanation.
 final class HostBridge {
     let interaction: any KeybayInteraction
+    /// The plugin called: every secret request names it, so a host never answers it with a
+    /// secret given for another.
+    let pluginID: String
     let about: MethodCallContext
     var errorText: String?
     /// The plugin's set_error_detail for its last line (a reason token, checked when the error is
@@ -26,8 +36,9 @@ final class HostBridge {
     /// `about.applicationID` as the C string the host struct points at, for the call's duration.
     private let applicationID: UnsafeMutablePointer<CChar>?
 
-    init(_ interaction: any KeybayInteraction, about: MethodCallContext = .none) {
+    init(_ interaction: any KeybayInteraction, pluginID: String, about: MethodCallContext = .none) {
         self.interaction = interaction
+        self.pluginID = pluginID
         self.about = about
         applicationID = about.applicationID.flatMap { strdup($0) }
     }
@@ -82,7 +93,8 @@ private func bridgeAskSecret(_ context: UnsafeMutableRawPointer?, _ kind: keybay
     }
     let request = { (confirmation: Bool) in
         KeybaySecretRequest(kind: kind, prompt: prompt.map { String(cString: $0) } ?? "", retriesLeft: retries >= 0 ? Int(retries) : nil,
-                            isNew: isNew, isConfirmation: confirmation, application: bridge.about.applicationID, label: bridge.about.label)
+                            isNew: isNew, isConfirmation: confirmation, application: bridge.about.applicationID, label: bridge.about.label,
+                            pluginID: bridge.pluginID, methodID: bridge.about.methodID)
     }
     do {
         let buffer = UnsafeMutableRawBufferPointer(start: out, count: capacity)

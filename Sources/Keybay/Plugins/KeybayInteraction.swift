@@ -141,6 +141,14 @@ public struct KeybaySecretRequest: Sendable {
     public let application: String?
     /// The method's label: the enrolled one when unlocking, the one being given when enrolling.
     public let label: String?
+    /// The id of the plugin that asks (`passphrase`, `fido2`, a root's id); nil for a request
+    /// made outside a plugin call. A host that keeps secrets it was given beforehand (the CLI's
+    /// descriptors) hands each only to the method it was given for, never to another plugin.
+    public let pluginID: String?
+    /// The enrolled method the secret unlocks (its ``KeybayMethod/id``) when a plugin unlocks or
+    /// verifies it; nil when a method is being enrolled (`isNew` or not: a device's existing PIN),
+    /// for a root, and outside a store.
+    public let methodID: String?
 }
 
 /// A secret a plugin hands the user to keep, e.g. a recovery key: the text to type back, and a
@@ -202,7 +210,8 @@ extension KeybaySecretRequest {
     /// A request made outside a plugin call: the C API's default interaction asked directly by
     /// its host (package access: no public API makes requests).
     package init(kind: Kind, prompt: String, isConfirmation: Bool) {
-        self.init(kind: kind, prompt: prompt, retriesLeft: nil, isNew: isConfirmation, isConfirmation: isConfirmation, application: nil, label: nil)
+        self.init(kind: kind, prompt: prompt, retriesLeft: nil, isNew: isConfirmation, isConfirmation: isConfirmation, application: nil, label: nil,
+                  pluginID: nil, methodID: nil)
     }
 }
 

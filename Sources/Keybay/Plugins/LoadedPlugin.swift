@@ -137,7 +137,7 @@ final class LoadedPlugin: @unchecked Sendable {
     /// carries the plugin's own explanation.
     func call(_ interaction: any KeybayInteraction, _ what: String, about: MethodCallContext = .none,
               _ body: (UnsafePointer<keybay_plugin>, UnsafePointer<keybay_host>) -> keybay_status) throws {
-        let bridge = HostBridge(interaction, about: about)
+        let bridge = HostBridge(interaction, pluginID: id, about: about)
         let status = callLock.withLock { _ in
             if let isolation { keybay_isolation_enter(isolation) }
             defer { if isolation != nil { keybay_isolation_leave() } }

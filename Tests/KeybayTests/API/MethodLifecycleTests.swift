@@ -76,9 +76,9 @@ import Testing
         // In process: the plugin writes its ".waiting" file, which the sandbox would refuse.
         env["KEYBAY_PLUGIN_ISOLATION"] = "none"
         #expect(try box.cli("set", "k", "v").status == 0)
-        for _ in 0..<2 { #expect(try box.cli(["enroll", "test-counting"], secret: "1", option: "--pin-fd", environment: env).status == 0) }
+        for _ in 0..<2 { #expect(try Self.cli(box, ["enroll", "test-counting"], secrets: ["--pin-fd": "1", "--new-pin-fd": "1"], environment: env).status == 0) }
         let methods = try methodIDs(box)
-        #expect(methods.count == 2)
+        try #require(methods.count == 2)
 
         let gate = box.root + "/gate"
         writeBytes(box.root + "/pin", Array("1\n".utf8))
@@ -172,7 +172,7 @@ import Testing
         let box = Sandbox()
         let passphrase = try Self.passphraseStore(box, passphrase: "pp")
         #expect(try Self.cli(box, ["enroll", "test-counting", "--method", passphrase],
-                             secrets: ["--passphrase-fd": "pp", "--pin-fd": "1111"]).status == 0)
+                             secrets: ["--passphrase-fd": "pp", "--new-pin-fd": "1111"]).status == 0)
         let pin = try methodIDs(box).last!
         let r = try Self.cli(box, ["change", pin, "--method", passphrase, "--no-input"],
                              secrets: ["--passphrase-fd": "pp", "--new-pin-fd": "2222"])

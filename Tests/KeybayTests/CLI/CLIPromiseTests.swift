@@ -10,11 +10,12 @@ import Testing
 @Suite struct CLIPromiseTests {
     static let pin = "1234"
 
-    /// A protected store with two test-counting methods (labels "one" and "two"), their ids.
+    /// A protected store with two test-counting methods (labels "one" and "two"), their ids. The
+    /// second's new PIN is given as new: the unlock descriptor is the first method's.
     static func twoMethods(_ box: Sandbox) throws -> [String] {
         #expect(try box.cli("set", "k", "v").status == 0)
         for label in ["one", "two"] {
-            let r = try box.cli(["enroll", "test-counting", "--label", label], secret: pin, option: "--pin-fd")
+            let r = try MethodLifecycleTests.cli(box, ["enroll", "test-counting", "--label", label], secrets: ["--pin-fd": pin, "--new-pin-fd": pin])
             #expect(r.status == 0, "\(r.stderr)")
         }
         return try methodIDs(box)
