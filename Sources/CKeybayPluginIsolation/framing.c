@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 static void wipe(void *p, size_t n) {
     if (p != NULL && n > 0) explicit_bzero(p, n);
@@ -68,13 +69,28 @@ void keybay_frame_discard(keybay_frame_out *f) {
     memset(f, 0, sizeof *f);
 }
 
-int keybay_frame_send(int fd, keybay_frame_out *f) {
+/* One send of what is left from `from`; the first one (from 0) carries `descriptor` when >= 0. */
+static ssize_t send_part(int fd, const keybay_frame_out *f, size_t from, int descriptor) {
+    if (from > 0 || descriptor < 0) return send(fd, f->data + from, f->length - from, MSG_NOSIGNAL);
+    union { char bytes[CMSG_SPACE(sizeof(int))]; struct cmsghdr align; } control;
+    memset(&control, 0, sizeof control);
+    struct iovec part = { .iov_base = f->data, .iov_len = f->length };
+    struct msghdr m = { .msg_iov = &part, .msg_iovlen = 1, .msg_control = control.bytes, .msg_controllen = sizeof control.bytes };
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &descriptor, sizeof(int));
+    return sendmsg(fd, &m, MSG_NOSIGNAL);
+}
+
+int keybay_frame_send_descriptor(int fd, keybay_frame_out *f, int descriptor) {
     int result = -1;
     if (!f->failed && f->data != NULL) {
         put_le32(f->data, (uint32_t)(f->length - 4));
         size_t sent = 0;
         while (sent < f->length) {
-            ssize_t n = send(fd, f->data + sent, f->length - sent, MSG_NOSIGNAL);
+            ssize_t n = send_part(fd, f, sent, descriptor);
             if (n < 0 && errno == EINTR) continue;
             if (n <= 0) break;
             sent += (size_t)n;
@@ -84,6 +100,8 @@ int keybay_frame_send(int fd, keybay_frame_out *f) {
     keybay_frame_discard(f);
     return result;
 }
+
+int keybay_frame_send(int fd, keybay_frame_out *f) { return keybay_frame_send_descriptor(fd, f, -1); }
 
 static int64_t now_ms(void) {
     struct timespec t;
@@ -159,6 +177,42 @@ int keybay_frame_receive(int fd, int timeout_ms, int whole_ms, keybay_frame_in *
         at += n;
     }
     return 0;
+}
+
+/* Takes the descriptors that arrive with the next byte without reading it (MSG_PEEK installs
+   them; it waits for that byte): exactly one is kept in `*descriptor`. 0, or -1 when more came
+   or on error. */
+static int peek_descriptor(int fd, int *descriptor) {
+    union { char bytes[CMSG_SPACE(2 * sizeof(int))]; struct cmsghdr align; } control;
+    memset(&control, 0, sizeof control);
+    uint8_t first;
+    struct iovec part = { .iov_base = &first, .iov_len = 1 };
+    struct msghdr m = { .msg_iov = &part, .msg_iovlen = 1, .msg_control = control.bytes, .msg_controllen = sizeof control.bytes };
+    ssize_t n;
+    do { n = recvmsg(fd, &m, MSG_PEEK | MSG_CMSG_CLOEXEC); } while (n < 0 && errno == EINTR);
+    if (n < 0) return -1;
+    int extra = (m.msg_flags & MSG_CTRUNC) != 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c != NULL; c = CMSG_NXTHDR(&m, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < count; i++) {
+            int d;
+            memcpy(&d, CMSG_DATA(c) + i * sizeof(int), sizeof d);
+            if (*descriptor < 0) *descriptor = d;
+            else { close(d); extra = 1; }
+        }
+    }
+    if (extra && *descriptor >= 0) { close(*descriptor); *descriptor = -1; }
+    return extra ? -1 : 0;
+}
+
+int keybay_frame_receive_descriptor(int fd, keybay_frame_in *f, int *descriptor) {
+    memset(f, 0, sizeof *f);
+    *descriptor = -1;
+    int r = peek_descriptor(fd, descriptor);
+    if (r == 0) r = keybay_frame_receive(fd, -1, -1, f);
+    if (r != 0 && *descriptor >= 0) { close(*descriptor); *descriptor = -1; }
+    return r;
 }
 
 void keybay_frame_release(keybay_frame_in *f) {

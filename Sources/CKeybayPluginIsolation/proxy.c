@@ -40,6 +40,7 @@ struct keybay_isolated {
     uint8_t *hello; /* the first HELLO frame: a restarted helper must send the same */
     size_t hello_length;
     keybay_option_spec *options;
+    const char **sandbox; /* the declaration's entries, NULL-terminated: the host serves unix: ones */
 };
 
 static __thread keybay_isolated *current;
@@ -279,6 +280,13 @@ static int build_descriptor(keybay_isolated *p, const keybay_frame_in *hello) {
         p->options[i] = (keybay_option_spec){ option_name, help };
     }
     if (keybay_frame_u32(hello, at, &entries) != 0 || entries > 32 || hello->item_count != at + 1 + 2 * (size_t)entries) return -1;
+    p->sandbox = calloc((size_t)entries + 1, sizeof *p->sandbox);
+    if (p->sandbox == NULL) return -1;
+    for (size_t i = 0; i < entries; i++) {
+        char *entry;
+        if (keybay_frame_string(hello, at + 1 + 2 * i, &entry) != 0 || entry == NULL) return -1;
+        p->sandbox[i] = entry;
+    }
     /* As the host checks the plugin's own: the same abi_version, and a struct_size below the
        first version's when the plugin's is (the host refuses both); otherwise all of this header's fields. */
     d->abi_version = abi;
@@ -287,6 +295,7 @@ static int build_descriptor(keybay_isolated *p, const keybay_frame_in *hello) {
     d->flags = flags;
     d->options = p->options;
     d->option_count = option_count;
+    if (entries > 0) d->sandbox = p->sandbox;
     if (mask & 0x40u) d->free_buffer = proxy_free_buffer;
     if (mask & KEYBAY_HAS_PROBE) d->probe = proxy_probe;
     if (mask & KEYBAY_HAS_ENROLL) d->enroll = proxy_enroll;
@@ -415,7 +424,7 @@ static int serve_service(keybay_isolated *p, const keybay_host *host, const keyb
     if (keybay_frame_u32(f, 0, &service) != 0) return -1;
     keybay_frame_out reply;
     keybay_frame_begin(&reply, KEYBAY_FRAME_REPLY);
-    int user = 0;
+    int user = 0, passed = -1;
     char *a = NULL, *b = NULL;
     uint32_t x = 0, y = 0, z = 0;
     switch (service) {
@@ -473,12 +482,26 @@ static int serve_service(keybay_isolated *p, const keybay_host *host, const keyb
         if (f->item_count != 6 || keybay_frame_string(f, 1, &a) != 0 || keybay_frame_u32(f, 3, &z) != 0 || keybay_frame_string(f, 4, &b) != 0) goto malformed;
         if (KEYBAY_HOST_HAS(host, set_error_detail)) host->set_error_detail(host->context, a ? a : "", (int32_t)z, b);
         goto one_way;
+    case KEYBAY_SERVICE_OPEN_FILE:
+    case KEYBAY_SERVICE_CONNECT_SOCKET: {
+        if (f->item_count != 3 || keybay_frame_string(f, 1, &a) != 0 || a == NULL) goto malformed;
+        keybay_status s = KEYBAY_ERR_UNSUPPORTED;
+        if (service == KEYBAY_SERVICE_OPEN_FILE && KEYBAY_HOST_HAS(host, open_file)) s = host->open_file(host->context, a, &passed);
+        if (service == KEYBAY_SERVICE_CONNECT_SOCKET && KEYBAY_HOST_HAS(host, connect_socket)) s = host->connect_socket(host->context, a, &passed);
+        if (s != KEYBAY_OK && passed >= 0) { close(passed); passed = -1; }
+        if (s == KEYBAY_OK && passed < 0) s = KEYBAY_ERR_INTERNAL;
+        keybay_frame_add_u32(&reply, (uint32_t)s);
+        break;
+    }
     default:
         goto malformed;
     }
     if (a) { explicit_bzero(a, strlen(a)); free(a); }
     if (b) { explicit_bzero(b, strlen(b)); free(b); }
-    return keybay_frame_send(p->fd, &reply) == 0 ? user : -1;
+    /* The helper's descriptor is a copy: the host's is closed once it is sent. */
+    int sent = keybay_frame_send_descriptor(p->fd, &reply, passed);
+    if (passed >= 0) close(passed);
+    return sent == 0 ? user : -1;
 one_way:
     free(a);
     free(b);

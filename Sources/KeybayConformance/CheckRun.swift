@@ -26,7 +26,7 @@ final class CheckRun {
     /// What probe returned (nil: OK).
     var probe: CallOutcome?
     /// The first enrollment with the scripted host, and the secret it showed (a recovery key), if any.
-    var enrolled: (params: [UInt8], secret: SecureBytes)?
+    var enrolled: PluginUnderCheck.Enrolled?
     var shownKey: [UInt8]?
     /// The secret a second enrollment showed, when the first showed one.
     var otherKey: [UInt8]?

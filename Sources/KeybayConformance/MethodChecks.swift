@@ -54,7 +54,7 @@ enum MethodChecks {
               appliesTo: Applies.methods { $0.plugin?.isInteractive == true }) { run in
             let plugin = try run.needs(run.plugin, "loaded plugin"), enrolled = try run.needs(run.enrolled, "enrollment")
             let refusing = ScriptedHost(secret: "", refuse: true)
-            let got = CallOutcome { _ = try plugin.unwrap(params: enrolled.params, interaction: refusing) }
+            let got = CallOutcome { _ = try plugin.unwrap(enrolled, interaction: refusing) }
             if got.code == nil && refusing.asked == 0 {
                 return .skip("unwrap asked the host for nothing (its interaction is a touch or a device), so there was nothing to refuse")
             }
@@ -100,7 +100,7 @@ enum MethodChecks {
         Check(which, "\(which) of the enrolled parameters returns the same M", appliesTo: Applies.methods) { run in
             let plugin = try run.needs(run.plugin, "loaded plugin"), enrolled = try run.needs(run.enrolled, "enrollment")
             let host = ScriptedHost(secret: secret, pin: run.pin, recoveryKey: run.shownKey)
-            switch Result(catching: { try plugin.unwrap(params: enrolled.params, interaction: host, forVerification: forVerification) }) {
+            switch Result(catching: { try plugin.unwrap(enrolled, interaction: host, forVerification: forVerification) }) {
             case .success(let m): return .check(m.equals(enrolled.secret), "\(which) answered '\(secret)' as at enroll returned another M")
             case .failure(let e): return .fail("\(which) answered '\(secret)' as at enroll returned \(e)")
             }
@@ -114,7 +114,7 @@ enum MethodChecks {
             let params = variant(enrolled.params)
             guard params != enrolled.params else { return .skip("these are the enrolled parameters (\(params.count) bytes)") }
             let host = ScriptedHost(secret: secret, pin: run.pin, recoveryKey: run.shownKey)
-            let got = CallOutcome { _ = try plugin.unwrap(params: params, interaction: host) }
+            let got = CallOutcome { _ = try plugin.unwrap(enrolled, params: params, interaction: host) }
             return .check(got.code == .malformed && host.gaveErrorLine,
                           got.code != .malformed ? "unwrap of \(params.count) bytes returned \(got.text)"
                           : host.gaveErrorLine ? "" : "unwrap of \(params.count) bytes returned MALFORMED_PARAMS without a set_error line saying what is wrong")
@@ -128,7 +128,7 @@ enum MethodChecks {
         let host = ScriptedHost(secret: otherSecret, recoveryKey: run.otherKey)
         let tried = run.otherKey != nil ? "unwrap answered with the secret a second enrollment showed"
                                         : "unwrap answered '\(otherSecret)' (enrolled with \(run.pin != nil ? "the --pin-fd PIN" : "'\(secret)'"))"
-        switch Result(catching: { try plugin.unwrap(params: enrolled.params, interaction: host) }) {
+        switch Result(catching: { try plugin.unwrap(enrolled, interaction: host) }) {
         case .failure(let e as KeybayError) where e.code == .wrongSecret:
             return .pass("\(tried) returned WRONG_SECRET")
         case .failure(let e):
@@ -158,11 +158,11 @@ enum MethodChecks {
             let other = try plugin.enroll(options: secondOptions, interaction: secondHost)
             step = "unwrap of the parameters enrolled with \(second)"
             let otherHost = ScriptedHost(secret: secret, pin: run.pin, recoveryKey: secondHost.shownSecret)
-            guard try plugin.unwrap(params: other.params, interaction: otherHost).equals(other.secret) else {
+            guard try plugin.unwrap(other, interaction: otherHost).equals(other.secret) else {
                 return .fail("\(step) returned another M than that enroll")
             }
             step = "unwrap of the parameters enrolled with \(first), after enrolling \(second)"
-            guard try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: secret, pin: run.pin, recoveryKey: run.shownKey)).equals(enrolled.secret) else {
+            guard try plugin.unwrap(enrolled, interaction: ScriptedHost(secret: secret, pin: run.pin, recoveryKey: run.shownKey)).equals(enrolled.secret) else {
                 return .fail("\(step) returned another M than at enroll (does unwrap use state the last enroll left?)")
             }
             guard !other.secret.equals(enrolled.secret) else {
@@ -197,7 +197,7 @@ enum MethodChecks {
                          : "/bin/sh -c '\(command)' exited \(status); the credential was not changed")
         }
         let tried = "unwrap of the parameters enrolled before '\(command)', answered as at enroll,"
-        switch Result(catching: { try plugin.unwrap(params: enrolled.params, interaction: ScriptedHost(secret: secret, pin: run.pin, recoveryKey: run.shownKey)) }) {
+        switch Result(catching: { try plugin.unwrap(enrolled, interaction: ScriptedHost(secret: secret, pin: run.pin, recoveryKey: run.shownKey)) }) {
         case .success(let m):
             return .check(!m.equals(enrolled.secret), "\(tried) returned the enrolled M: M does not depend on the credential")
         case .failure(let e as KeybayError) where e.code == .wrongSecret:

@@ -57,13 +57,17 @@ static void send_or_exit(keybay_frame_out *f) {
     if (keybay_frame_send(HOST_FD, f) != 0) _exit(0); /* the host is gone */
 }
 
-/* Waits for the REPLY to a service call; its first item is a status. */
-static keybay_status await_reply(keybay_frame_in *reply) {
+/* Waits for the REPLY to a service call; its first item is a status. With `descriptor`, the
+   descriptor the REPLY carries (or -1) is taken too. */
+static keybay_status await_reply_taking(keybay_frame_in *reply, int *descriptor) {
     uint32_t status;
-    if (keybay_frame_receive(HOST_FD, -1, -1, reply) != 0) _exit(0);
+    int got = descriptor ? keybay_frame_receive_descriptor(HOST_FD, reply, descriptor) : keybay_frame_receive(HOST_FD, -1, -1, reply);
+    if (got != 0) _exit(0);
     if (reply->type != KEYBAY_FRAME_REPLY || keybay_frame_u32(reply, 0, &status) != 0) _exit(2);
     return (keybay_status)status;
 }
+
+static keybay_status await_reply(keybay_frame_in *reply) { return await_reply_taking(reply, NULL); }
 
 static void begin_service(keybay_frame_out *f, uint32_t service) {
     keybay_frame_begin(f, KEYBAY_FRAME_SERVICE);
@@ -171,6 +175,33 @@ static keybay_status helper_show_secret(void *context, keybay_secret_kind kind, 
     return simple_service(&f, NULL);
 }
 
+/* open_file and connect_socket: the host's REPLY carries the descriptor when it says OK. */
+static keybay_status descriptor_service(uint32_t service, const char *name, int *fd_out) {
+    *fd_out = -1;
+    keybay_frame_out f;
+    begin_service(&f, service);
+    keybay_frame_add_string(&f, name);
+    send_or_exit(&f);
+    keybay_frame_in reply;
+    int passed = -1;
+    keybay_status status = await_reply_taking(&reply, &passed);
+    keybay_frame_release(&reply);
+    if (status == KEYBAY_OK && passed < 0) status = KEYBAY_ERR_INTERNAL;
+    if (status != KEYBAY_OK && passed >= 0) { close(passed); passed = -1; }
+    *fd_out = passed;
+    return status;
+}
+
+static keybay_status helper_open_file(void *context, const char *option, int *fd_out) {
+    (void)context;
+    return descriptor_service(KEYBAY_SERVICE_OPEN_FILE, option, fd_out);
+}
+
+static keybay_status helper_connect_socket(void *context, const char *path, int *fd_out) {
+    (void)context;
+    return descriptor_service(KEYBAY_SERVICE_CONNECT_SOCKET, path, fd_out);
+}
+
 static keybay_host make_host(void) {
     keybay_host h;
     memset(&h, 0, sizeof h);
@@ -185,6 +216,8 @@ static keybay_host make_host(void) {
     h.application_id = application_id;
     h.show_secret = helper_show_secret;
     h.set_error_detail = helper_set_error_detail;
+    h.open_file = helper_open_file;
+    h.connect_socket = helper_connect_socket;
     return h;
 }
 
@@ -334,6 +367,8 @@ static void inspect(const char *path, sandbox_grant *grant, const char **env_nam
         if (strncmp(record, "env:", 4) == 0) {
             if (record[4] == 0 || strchr(record + 4, '=') != NULL) refuse(0, "sandbox-declaration", "an env: entry names no variable");
             env_names[(*env_count)++] = record + 4;
+        } else if (strncmp(record, "unix:", 5) == 0) {
+            /* A socket the host connects for the plugin (connect_socket); the host checks the entry. */
         } else if (sandbox_add_declaration(grant, record, &why) != 0) {
             char line[512];
             snprintf(line, sizeof line, "the plugin's sandbox entry '%.255s' is refused: %s", record, why);

@@ -89,7 +89,7 @@ static int plain_path_below(const char *path, const char *const *roots) {
 
 /* One kind of declaration entry: where its paths may lie, which of those roots may not be
    named whole, and whether a trailing '*' is allowed. In the order of sandbox_add_declaration's
-   lists in the grant (device, read, unix_socket). */
+   lists in the grant (device, read). unix: entries are the host's to serve and to check. */
 typedef struct entry_kind {
     const char *prefix;
     const char *const *roots;
@@ -100,15 +100,12 @@ typedef struct entry_kind {
 
 static const char *const dev_roots[] = { "/dev", NULL };
 static const char *const readable_roots[] = { "/dev", "/sys", "/run", "/etc", "/usr/share", NULL };
-static const char *const run_roots[] = { "/run", NULL };
 static const char *const not_whole_dev[] = { "/dev", "/dev/*", NULL };
 static const char *const not_whole_readable[] = { "/dev", "/run", "/etc", NULL };
-static const char *const not_whole_run[] = { "/run", NULL };
 
 static const entry_kind entry_kinds[] = {
     { "device:", dev_roots, not_whole_dev, 1, "a device is a path below /dev (a '*' may only end it)" },
     { "read:", readable_roots, not_whole_readable, 0, "a read: path is below /dev, /sys, /run, /etc or /usr/share" },
-    { "unix:", run_roots, not_whole_run, 0, "a unix: socket is a path below /run" },
 };
 
 static int listed(const char *path, const char *const *list) {
@@ -118,8 +115,8 @@ static int listed(const char *path, const char *const *list) {
 }
 
 int sandbox_add_declaration(sandbox_grant *grant, const char *entry, const char **why) {
-    const char **lists[] = { grant->device, grant->read, grant->unix_socket };
-    size_t *counts[] = { &grant->device_count, &grant->read_count, &grant->unix_count };
+    const char **lists[] = { grant->device, grant->read };
+    size_t *counts[] = { &grant->device_count, &grant->read_count };
     for (size_t k = 0; k < sizeof entry_kinds / sizeof entry_kinds[0]; k++) {
         const entry_kind *kind = &entry_kinds[k];
         if (!starts_with(entry, kind->prefix)) continue;
@@ -254,9 +251,6 @@ static int enter_landlock(const sandbox_grant *grant, const char **why) {
     }
     for (size_t i = 0; i < grant->read_count; i++) failed |= allow(ruleset, grant->read[i], LL_FS_READ_FILE | LL_FS_READ_DIR, handled);
     for (size_t i = 0; i < grant->device_count; i++) failed |= allow_devices(ruleset, grant->device[i], device, handled);
-    /* A socket is reached by connect(2), which Landlock does not mediate; the path is granted
-       read so that a library may stat it first. */
-    for (size_t i = 0; i < grant->unix_count; i++) failed |= allow(ruleset, grant->unix_socket[i], LL_FS_READ_FILE, handled);
     if (failed) { close(ruleset); *why = "cannot grant the plugin's paths to its sandbox"; return -1; }
     long r = syscall(SYS_landlock_restrict_self, ruleset, 0);
     close(ruleset);
@@ -378,5 +372,6 @@ static int enter_seccomp(int sockets, const char **why) {
 
 int sandbox_enter(const sandbox_grant *grant, const char **why) {
     if (enter_landlock(grant, why) != 0) return -1;
-    return enter_seccomp(grant->unix_count > 0, why);
+    /* No socket of its own for any plugin: the host connects declared unix: sockets for it. */
+    return enter_seccomp(0, why);
 }

@@ -16,8 +16,6 @@ typedef struct sandbox_grant {
     size_t device_count;
     const char *read[SANDBOX_MAX_ENTRIES];
     size_t read_count;
-    const char *unix_socket[SANDBOX_MAX_ENTRIES];
-    size_t unix_count;
     const char *library[SANDBOX_MAX_LIBRARIES];
     size_t library_count;
     /* The host's LD_LIBRARY_PATH (the dynamic loader keeps searching it after the environment is

@@ -43,6 +43,9 @@ MAX_METHODS = 32
 MAX_PLUGIN_ID = 64
 MAX_LABEL = 64
 MAX_PARAMS = 4096
+MAX_GRANTS = 4096  # the grants field of a policy-2 envelope
+MAX_GRANT_COUNT = 8
+MAX_GRANT_PATH = 4095
 # §11 passphrase parameters and passphrase
 PASSPHRASE_PARAMS_LEN = 33
 ARGON2_VERSION = 0x13
@@ -429,15 +432,17 @@ def decode_package(pt: bytes):
 
 
 class Envelope:
-    """§10.1 envelope."""
-    __slots__ = ("method_id", "plugin_id", "label", "params", "salt", "public_key", "enc", "sealed_key")
+    """§10.1 envelope; `grants` is the raw grants field of a policy-2 package, None under policy 1."""
+    __slots__ = ("method_id", "plugin_id", "label", "params", "grants", "salt", "public_key", "enc", "sealed_key")
 
-    def __init__(self, **kw):
+    def __init__(self, grants=None, **kw):
+        self.grants = grants
         for k, v in kw.items():
             setattr(self, k, v)
 
     def encode(self) -> bytes:
         return (self.method_id + LP(self.plugin_id) + LP(self.label) + LP(self.params)
+                + (LP(self.grants) if self.grants is not None else b"")
                 + self.salt + self.public_key + self.enc + self.sealed_key)
 
 
@@ -452,12 +457,42 @@ def check_label(label: bytes):
         raise FormatError("methods package: label contains a control character")
 
 
+def decode_grants(grants: bytes):
+    """§10.1: (LP(option) | LP(path)) * n, n <= 8: option [a-z0-9][a-z0-9._-]{0,63}, path absolute
+    UTF-8 of 2..4095 bytes without NUL, no option twice. Returns [(option, path)]."""
+    r = Reader(grants, "grants")
+    out = []
+
+    def lp(what, lo, hi):
+        n = r.u32()
+        if not lo <= n <= hi:
+            raise FormatError(f"methods package: grant {what} length {n} out of range {lo}..{hi}")
+        return r.take(n)
+    while r.p < len(grants):
+        if len(out) == MAX_GRANT_COUNT:
+            raise FormatError(f"methods package: more than {MAX_GRANT_COUNT} grants")
+        option, path = lp("option", 1, MAX_PLUGIN_ID), lp("path", 2, MAX_GRANT_PATH)
+        if not PLUGIN_ID_RE.match(option):
+            raise FormatError(f"methods package: malformed grant option {option!r}")
+        try:
+            path.decode("utf-8", errors="strict")
+        except UnicodeDecodeError:
+            raise FormatError("methods package: grant path is not UTF-8") from None
+        if not path.startswith(b"/") or b"\0" in path:
+            raise FormatError("methods package: grant path is not an absolute path")
+        if any(option == o for o, _ in out):
+            raise FormatError(f"methods package: option {option!r} granted twice")
+        out.append((option, path))
+    return out
+
+
 def decode_methods_package(pt: bytes):
-    """§10.1: storeId(16) | epoch:u64 | policy:u8 (= 1) | count:u8 | envelope * count."""
+    """§10.1: storeId(16) | epoch:u64 | policy:u8 (1 or 2) | count:u8 | envelope * count; under
+    policy 2 each envelope has LP(grants) after LP(params), and at least one grant is there."""
     r = Reader(pt, "methods package")
     store_id, epoch, policy = r.take(16), r.u64(), r.u8()
-    if policy != 1:
-        raise FormatError(f"methods package: unsupported policy {policy} (suite 2 requires 1)")
+    if policy not in (1, 2):
+        raise FormatError(f"methods package: unsupported policy {policy} (suite 2 requires 1 or 2)")
     if not 1 <= epoch <= (1 << 63) - 1:
         raise FormatError(f"methods package: epoch {epoch} out of range")
     count = r.u8()
@@ -479,13 +514,18 @@ def decode_methods_package(pt: bytes):
         label = lp("label", 1, MAX_LABEL)
         check_label(label)
         params = lp("params", 0, MAX_PARAMS)
+        grants = lp("grants", 0, MAX_GRANTS) if policy == 2 else None
+        if grants is not None:
+            decode_grants(grants)
         salt, public_key, enc, sealed_key = r.take(16), r.take(32), r.take(32), r.take(48)
         if method_id in ids:
             raise FormatError(f"methods package: duplicate method id {method_id.hex()}")
         ids.add(method_id)
-        envelopes.append(Envelope(method_id=method_id, plugin_id=plugin_id, label=label, params=params,
+        envelopes.append(Envelope(method_id=method_id, plugin_id=plugin_id, label=label, params=params, grants=grants,
                                   salt=salt, public_key=public_key, enc=enc, sealed_key=sealed_key))
     r.finish()
+    if policy == 2 and not any(e.grants for e in envelopes):
+        raise FormatError("methods package: policy 2 without a single grant")
     return store_id, epoch, envelopes
 
 
@@ -898,6 +938,27 @@ def self_test_methods_suite():
     two = decode_methods_package(package[:25] + b"\x02" + package[26:] + b"\x41" + package[27:])
     if len(two[2]) != 2:
         raise FormatError("self-test: §10.5 two passphrase envelopes did not decode as two")
+    # Policy 2: the same envelope with one file grant after its params (§10.5).
+    grants = LP(b"path") + LP(b"/home/user/keys/a.key")
+    check("grants field", grants, H("0000000470617468000000152f686f6d652f757365722f6b6579732f612e6b6579"))
+    env.grants = grants
+    with_grants = store_id + u64(epoch) + b"\x02" + b"\x01" + env.encode()
+    check("methodsPackage with a grant", with_grants, H(
+        "101112131415161718191a1b1c1d1e1f00000000000000080201404142434445464748494a4b4c4d4e4f0000000a7061737370"
+        "6872617365000000046d61696e000000210100000013000100000000000300000004a0a1a2a3a4a5a6a7a8a9aaabacadaeaf00"
+        "0000210000000470617468000000152f686f6d652f757365722f6b6579732f612e6b6579505152535455565758595a5b5c5d5e"
+        "5f4c42916b2a866f7d719490078b495c6fa22d267b29ed6288a28232bfd3d264530a4244187e020c1b51d51502593322001217"
+        "c1db3bc91bf837491c9b71807605e7652ee4029f2972103df040337696109f8e1f478a4ffb0a4553140a25c9064ee2192fc513"
+        "f0bf5ce71c15ee0133fc7d"))
+    sid, ep, envelopes = decode_methods_package(with_grants)
+    check("grants decode", decode_grants(envelopes[0].grants), [(b"path", b"/home/user/keys/a.key")])
+    check("Kstore (policy 2)", open_envelope(m, sid, ep, select_envelope(envelopes, None)), kstore)
+    at = with_grants.index(grants) - 4
+    def regranted(g): return with_grants[:at] + LP(g) + with_grants[at + 4 + len(grants):]
+    bad.update({"policy 2 without a grant": regranted(b""), "a relative path": regranted(LP(b"path") + LP(b"keys/a")),
+                "an option granted twice": regranted(grants + grants), "policy 3": with_grants[:24] + b"\x03" + with_grants[25:],
+                "an uppercase option": regranted(LP(b"Path") + LP(b"/a")),
+                "nine grants": regranted(b"".join(LP(b"o%d" % i) + LP(b"/a") for i in range(9)))})
     for name, blob in bad.items():
         try:
             decode_methods_package(blob)

@@ -189,6 +189,26 @@ typedef struct keybay_host {
        directory the failure is about (the one the line names). The host drops a token that breaks
        the pattern and a path that is not absolute. */
     void (*set_error_detail)(void *context, const char *reason, int32_t tries_left, const char *path) KEYBAY_NONNULL(2);
+    /* Opens, read-only, the file the user named in the enroll option `option` (a key file's
+       "path"), and writes the descriptor (close-on-exec, the plugin's to close) to `*fd_out`. At
+       enroll the host opens the option's value (an absolute path) and records it for the method;
+       at unwrap and verify it opens what it recorded then, whatever the parameters say: a plugin
+       never gets a file the user did not name, and never a path it could open itself. The host
+       checks the file as it checks a plugin file (a regular file with one name, owned by the user
+       or root, not writable by group or others, no link out of its directory, nothing inside
+       Keybay's own directories). A refusal is a status after set_error_detail (a reason:
+       docs/plugins.md, "Host services") and a line naming the file; pass it on unchanged.
+       UNSUPPORTED means the host holds no file for that option (a method enrolled before the host
+       recorded files, or a call other than enroll, unwrap and verify): a plugin that can open the
+       file itself (in process) may do so. `*fd_out` is -1 unless KEYBAY_OK. */
+    keybay_status (*open_file)(void *context, const char *option, int *fd_out) KEYBAY_NONNULL(2, 3) KEYBAY_WARN_UNUSED_RESULT;
+    /* Connects a stream socket to the unix socket the plugin declared as "unix:" `path` in its
+       sandbox list (`path` exactly as declared, "$XDG_RUNTIME_DIR/..." included: the host expands
+       it) and writes the connected descriptor (close-on-exec, the plugin's to close) to `*fd_out`;
+       inside the sandbox a plugin cannot make a socket itself. Never the Keybay agent's socket or
+       the session bus, whatever was declared. A refusal is a status after set_error_detail and a
+       line, as for open_file. `*fd_out` is -1 unless KEYBAY_OK. */
+    keybay_status (*connect_socket)(void *context, const char *path, int *fd_out) KEYBAY_NONNULL(2, 3) KEYBAY_WARN_UNUSED_RESULT;
 } keybay_host;
 
 /* True if `host` is non-NULL, its struct_size covers `field` (an older host may lack the newer
@@ -317,9 +337,10 @@ typedef struct keybay_plugin {
        bytes: "device:/dev/hidraw*" (read, write and ioctl on a device, or on every device in
        that directory whose name starts with what precedes the '*'; below /dev), "read:/sys"
        (read-only below a path under /dev, /sys, /run, /etc or /usr/share), "unix:/run/pcscd/pcscd.comm"
-       (AF_UNIX sockets may be opened, and that socket reached; below /run), "env:NAME" (the
-       variable is kept; the rest of the environment is emptied). The host reads it before it
-       loads the plugin for use and refuses an entry it does not know. */
+       (the socket the host's connect_socket may connect to; below /run, or
+       "unix:$XDG_RUNTIME_DIR/..." below the user's runtime directory), "env:NAME" (the variable is
+       kept; the rest of the environment is emptied). The host reads it before it loads the plugin
+       for use and refuses an entry it does not know. */
     const char *const *sandbox;
 } keybay_plugin;
 

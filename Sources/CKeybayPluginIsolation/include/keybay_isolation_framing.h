@@ -42,6 +42,8 @@
 #define KEYBAY_SERVICE_SET_ERROR        6u /* one-way */
 #define KEYBAY_SERVICE_SHOW_SECRET      7u
 #define KEYBAY_SERVICE_SET_ERROR_DETAIL 8u /* one-way */
+#define KEYBAY_SERVICE_OPEN_FILE        9u /* the REPLY carries the descriptor (SCM_RIGHTS) when OK */
+#define KEYBAY_SERVICE_CONNECT_SOCKET  10u /* likewise */
 
 /* Bits of the descriptor's operation mask (HELLO): which operations the plugin has. */
 #define KEYBAY_HAS_PROBE    0x1u
@@ -76,6 +78,9 @@ void keybay_frame_add_u32(keybay_frame_out *f, uint32_t value);
 void keybay_frame_add_string(keybay_frame_out *f, const char *text);
 /* Sends the frame (MSG_NOSIGNAL) and wipes and frees its buffer. 0 on success, -1 otherwise. */
 int keybay_frame_send(int fd, keybay_frame_out *f);
+/* keybay_frame_send with `descriptor` passed alongside (SCM_RIGHTS, on the frame's first byte);
+   -1 passes none. The caller keeps, and closes, its own copy. */
+int keybay_frame_send_descriptor(int fd, keybay_frame_out *f, int descriptor);
 /* Wipes and frees a frame that will not be sent. */
 void keybay_frame_discard(keybay_frame_out *f);
 
@@ -86,6 +91,11 @@ void keybay_frame_discard(keybay_frame_out *f);
    keybay_frame_release. */
 int keybay_frame_receive(int fd, int timeout_ms, int whole_ms, keybay_frame_in *f);
 void keybay_frame_release(keybay_frame_in *f);
+/* keybay_frame_receive, waiting without a bound, of a frame that may carry one descriptor
+   (SCM_RIGHTS) on its first byte: `*descriptor` is it (close-on-exec, the caller's to close), or
+   -1. A frame with more than one is refused (-1, none kept). Descriptors sent with any other frame
+   are dropped by keybay_frame_receive, which reads without taking them. */
+int keybay_frame_receive_descriptor(int fd, keybay_frame_in *f, int *descriptor);
 
 /* Item accessors: 0 on success, -1 when item `i` is missing or of the wrong size. */
 int keybay_frame_u32(const keybay_frame_in *f, size_t i, uint32_t *out);

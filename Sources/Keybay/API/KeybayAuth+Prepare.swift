@@ -121,8 +121,7 @@ extension KeybayAuth {
         if let reason = plugin.probe() {
             throw KeybayError(.methodUnavailable, "\(plugin.id) cannot be enrolled here: \(reason)")
         }
-        let (params, secret) = try plugin.enroll(options: options, interaction: interaction,
-                                                 about: MethodCallContext(applicationID: configuration.applicationID, label: label))
-        return Enrollment(pluginId: plugin.id, label: label, params: params, secret: secret)
+        let (params, secret, grants) = try plugin.enroll(options: options, interaction: interaction, about: MethodCallContext(configuration, label: label))
+        return Enrollment(pluginId: plugin.id, label: label, params: params, secret: secret, grants: grants)
     }
 }

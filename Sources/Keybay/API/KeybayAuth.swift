@@ -163,7 +163,7 @@ public struct KeybayAuth: Sendable {
     func verifyMethod(_ id: String, interaction: (any KeybayInteraction)? = nil) throws {
         let current = try session.freshSnapshot()
         let method = try method(id, in: current)
-        let about = MethodCallContext.unlocking(method, of: session.configuration.applicationID)
+        let about = MethodCallContext(session.configuration, label: method.label, grants: method.grants, unlocking: method.methodId)
         do {
             let secret = try session.loadMethodPlugin(method.pluginId).unwrap(params: method.params, interaction: interaction ?? session.interaction,
                                                                               about: about, forVerification: true)

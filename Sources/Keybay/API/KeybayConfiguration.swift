@@ -129,9 +129,9 @@ public struct KeybayConfiguration: Sendable, Equatable {
     ///
     /// - Returns: The socket path the agent listens on for this user's session, or nil.
     public static func defaultAgentSocket() -> String? {
-        guard let runtime = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), runtime.hasPrefix("/") else { return nil }
-        return trimmed(runtime) + "/keybay/agent.socket"
+        BaseDirectories.runtime().map { $0 + "/keybay/agent.socket" }
     }
+
 
     /// Whether `id` is a valid application id: 1–120 bytes of `[A-Za-z0-9._-]`, starting with a
     /// letter or digit.
@@ -147,41 +147,11 @@ public struct KeybayConfiguration: Sendable, Equatable {
     static let maxBaseDirectoryBytes = 4095 - 8 - 120 - 20
 
     private static func baseDirectory(explicit: String?, variable: String, fallback: String) throws -> String {
-        let directory = try resolvedDirectory(explicit: explicit, variable: variable, fallback: fallback)
+        let directory = try BaseDirectories.resolved(explicit: explicit, variable: variable, fallback: fallback)
         guard directory.utf8.count <= maxBaseDirectoryBytes else {
             throw KeybayError(.invalidArgument, "base directory \(directory.prefix(64))… is \(directory.utf8.count) bytes long, limit \(maxBaseDirectoryBytes): paths under it would exceed PATH_MAX")
         }
         return directory
-    }
-
-    private static func resolvedDirectory(explicit: String?, variable: String, fallback: String) throws -> String {
-        if let explicit {
-            guard explicit.hasPrefix("/") else {
-                throw KeybayError(.invalidArgument, "base directory \(explicit) is not an absolute path")
-            }
-            return trimmed(explicit)
-        }
-        // The XDG spec says relative values are invalid and must be ignored.
-        if let value = getenv(variable).map({ String(cString: $0) }), value.hasPrefix("/") {
-            return trimmed(value)
-        }
-        guard let home = homeDirectory() else {
-            throw KeybayError(.invalidArgument, "neither \(variable) nor a home directory is set")
-        }
-        return trimmed(home) + "/" + fallback
-    }
-
-    private static func homeDirectory() -> String? {
-        if let h = getenv("HOME").map({ String(cString: $0) }), h.hasPrefix("/") { return h }
-        guard let pw = getpwuid(geteuid()), let dir = pw.pointee.pw_dir else { return nil }
-        let s = String(cString: dir)
-        return s.hasPrefix("/") ? s : nil
-    }
-
-    private static func trimmed(_ path: String) -> String {
-        var p = Substring(path)
-        while p.count > 1 && p.hasSuffix("/") { p = p.dropLast() }
-        return String(p)
     }
 }
 
@@ -191,4 +161,19 @@ extension KeybayPluginSearch {
     /// pkcs11 loads whatever module the user names, neither of which a sandbox declaration can
     /// describe. (The first-party ids live with the configuration's other defaults.)
     public static let defaultInProcessMethodPlugins = ["tpm2-pin", "pkcs11"]
+}
+
+extension MethodCallContext {
+    /// A call for the store of `configuration`, on the method labelled `label` (whose grants
+    /// `grants` are, and whose id `unlocking` is, when it unlocks); the host hands its plugin none
+    /// of the configuration's Keybay directories or its agent socket.
+    init(_ configuration: KeybayConfiguration, label: String, grants: [FileGrant]? = nil, unlocking methodID: [UInt8]? = nil) {
+        self.init()
+        applicationID = configuration.applicationID
+        self.label = label
+        self.methodID = methodID.map { hexString($0) }
+        files = grants.map { .unlocking($0) } ?? .none
+        keybay = KeybayPaths(directories: [configuration.dataHome + "/keybay", configuration.stateHome + "/keybay"],
+                             sockets: configuration.agentSocket.map { [$0] } ?? [])
+    }
 }

@@ -105,10 +105,10 @@ public enum KeybayPlugins {
                 .with(pluginID: id, reason: "no-calibration")
         }
         let throwaway = ThrowawaySecret(forwardingTo: interaction)
-        let (params, _) = try plugin.enroll(options: options, interaction: throwaway)
+        let (params, _, grants) = try plugin.enroll(options: options, interaction: throwaway)
         var start = timespec(), end = timespec()
         clock_gettime(CLOCK_MONOTONIC, &start)
-        _ = try plugin.unwrap(params: params, interaction: throwaway)
+        _ = try plugin.unwrap(params: params, interaction: throwaway, about: .unlocking(grants))
         clock_gettime(CLOCK_MONOTONIC, &end)
         let seconds = Double(end.tv_sec - start.tv_sec) + Double(end.tv_nsec - start.tv_nsec) / 1e9
         return (try plugin.describe(params: params), seconds)

@@ -142,7 +142,7 @@ public enum KeybayStore {
     static func ceremony(_ configuration: KeybayConfiguration, _ interaction: any KeybayInteraction) -> MethodCeremony {
         { method in
             try PluginLoader.loadMethod(method.pluginId, search: configuration.pluginSearch)
-                .unwrap(params: method.params, interaction: interaction, about: .unlocking(method, of: configuration.applicationID))
+                .unwrap(params: method.params, interaction: interaction, about: MethodCallContext(configuration, label: method.label, grants: method.grants, unlocking: method.methodId))
         }
     }
 

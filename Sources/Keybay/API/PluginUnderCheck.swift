@@ -38,12 +38,21 @@ package final class PluginUnderCheck: @unchecked Sendable {
         try plugin.call(interaction, "probe") { d, h in d.pointee.probe(h) }
     }
 
-    package func enroll(options: [(String, String)], interaction: any KeybayInteraction) throws -> (params: [UInt8], secret: SecureBytes) {
-        try plugin.enroll(options: options, interaction: interaction)
+    /// An enrollment: its parameters, M, and the files the host opened for it (open_file).
+    package struct Enrolled: Sendable {
+        package let params: [UInt8]
+        package let secret: SecureBytes
+        let grants: [FileGrant]
     }
 
-    package func unwrap(params: [UInt8], interaction: any KeybayInteraction, forVerification: Bool = false) throws -> SecureBytes {
-        try plugin.unwrap(params: params, interaction: interaction, forVerification: forVerification)
+    package func enroll(options: [(String, String)], interaction: any KeybayInteraction) throws -> Enrolled {
+        let (params, secret, grants) = try plugin.enroll(options: options, interaction: interaction)
+        return Enrolled(params: params, secret: secret, grants: grants)
+    }
+
+    /// unwrap of `params` (the enrolled ones unless given), the host opening the files `enrolled` was granted.
+    package func unwrap(_ enrolled: Enrolled, params: [UInt8]? = nil, interaction: any KeybayInteraction, forVerification: Bool = false) throws -> SecureBytes {
+        try plugin.unwrap(params: params ?? enrolled.params, interaction: interaction, about: .unlocking(enrolled.grants), forVerification: forVerification)
     }
 
     package func describe(params: [UInt8]) throws -> String {

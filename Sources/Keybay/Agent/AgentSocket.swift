@@ -13,23 +13,6 @@ enum AgentSocket {
         return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
 
-    /// `sockaddr_un` for `path`, or nil when the path does not fit in `sun_path`.
-    static func address(_ path: String) -> sockaddr_un? {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        return address
-    }
-
-    static func withAddress<R>(_ address: sockaddr_un, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
-        var address = address
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-    }
-
     /// Why a connection to the agent was not made: the caller goes on without one. The text is
     /// made only when someone reads it (a command without an agent never formats it).
     enum Unreachable: Error {
@@ -49,18 +32,14 @@ enum AgentSocket {
     /// A connected socket to the agent at `path`, whose peer (the process that listens) runs as
     /// this user; the connect itself is bounded by `timeout` (SO_SNDTIMEO applies to it).
     static func connect(_ path: String, timeout: Double) throws(Unreachable) -> Int32 {
-        guard let address = address(path) else { throw .tooLong(path) }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .failed("make a socket for", path: path, errno: errno) }
-        var bound = timeval(tv_sec: Int(timeout), tv_usec: Int((timeout - Double(Int(timeout))) * 1e6))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, socklen_t(MemoryLayout<timeval>.size))
-        var connected: Int32 = -1
-        repeat { connected = withAddress(address) { Glibc.connect(fd, $0, $1) } } while connected != 0 && errno == EINTR
-        guard connected == 0 else {
-            let code = errno
-            close(fd)
-            throw .failed("connect to", path: path, errno: code)
+        let fd: Int32
+        do throws(UnixSocket.Failure) {
+            fd = try UnixSocket.connect(path, timeout: timeout)
+        } catch {
+            switch error {
+            case .tooLong: throw .tooLong(path)
+            case .failed(let what, let code): throw .failed(what, path: path, errno: code)
+            }
         }
         var uid: uid_t = 0, pid: pid_t = 0
         guard keybay_peer_credentials(fd, &uid, &pid) == 0, uid == geteuid() else {

@@ -143,13 +143,13 @@ final class AgentListener {
             }
             guard unlinkat(directory.fd, socketName, 0) == 0 else { throw KeybayError.posix("cannot remove the stale socket", path) }
         }
-        guard let address = AgentSocket.address(path) else {
+        guard let address = UnixSocket.address(path) else {
             throw KeybayError(.invalidArgument, "\(path) is too long for a socket address (\(path.utf8.count) bytes)")
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw KeybayError.posix("cannot make a socket for", path) }
         let previous = umask(0o177)
-        let bound = AgentSocket.withAddress(address) { Glibc.bind(fd, $0, $1) }
+        let bound = UnixSocket.withAddress(address) { Glibc.bind(fd, $0, $1) }
         umask(previous)
         guard bound == 0, fchmodat(directory.fd, socketName, 0o600, 0) == 0, listen(fd, 64) == 0 else {
             let e = KeybayError.posix("cannot listen on", path)

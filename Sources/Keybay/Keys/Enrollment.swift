@@ -7,6 +7,8 @@ struct Enrollment: Sendable {
     let label: String
     let params: [UInt8]
     let secret: SecureBytes
+    /// The files the host opened for the plugin at enrollment, recorded with the method.
+    var grants: [FileGrant] = []
 
     /// The first method of a store not made yet, and the store id it is made for.
     func first() -> FirstMethod {
@@ -20,7 +22,8 @@ struct Enrollment: Sendable {
         let methodId = Sodium.randomBytes(MethodEnvelope.idBytes)
         let salt = Sodium.randomBytes(MethodEnvelope.saltBytes)
         let publicKey = MethodEnvelope.keyPair(secret: secret, storeId: storeId, methodId: methodId, pluginId: pluginId, salt: salt).publicKey
-        return MethodEnvelope.Public(methodId: methodId, pluginId: pluginId, label: label, params: params, salt: salt, publicKey: publicKey)
+        return MethodEnvelope.Public(methodId: methodId, pluginId: pluginId, label: label, params: params, salt: salt, publicKey: publicKey,
+                                     grants: grants)
     }
 }
 

@@ -168,6 +168,12 @@ struct Keyring: Sendable {
             : MethodsPackage(storeId: storeId, epoch: epoch, envelopes: methods.map {
                 try MethodEnvelope.seal(storeKey: storeKey, to: $0, storeId: storeId, epoch: epoch)
             }).encode()
+        // Grants can make a package longer than a reader takes (docs/format.md §5): refused before
+        // the root seals anything.
+        guard plaintext.count + XChaCha20Poly1305.overhead <= suite.maxSealedPackageBytes else {
+            throw KeybayError(.storeFull, "\(context): the methods would make a key package of \(plaintext.count + XChaCha20Poly1305.overhead) bytes, more than the \(suite.maxSealedPackageBytes) a store holds; remove a method first")
+                .with(reason: "package-too-large")
+        }
         // The package length goes into the bootstrap, which the package's own AAD binds: a root
         // must seal to exactly plaintext + nonce + tag.
         let bootstrap = Bootstrap(suite: suite, providerState: providerState,

@@ -4,18 +4,26 @@ import CSodium
 import Glibc
 
 /// Whose store a plugin call serves: the application (`keybay_host.application_id`, and prompts
-/// that say whose secret they ask for), the method's label, and the enrolled method it unlocks
-/// (nil when one is being enrolled). Empty outside a store.
+/// that say whose secret they ask for), the method's label, the enrolled method it unlocks (nil
+/// when one is being enrolled); the files open_file may open (an unlock's grants) and the Keybay
+/// paths of the store's configuration, which the host never hands a plugin. Empty outside a store.
 struct MethodCallContext: Sendable {
     var applicationID: String?
     var label: String?
     var methodID: String?
+    var files: FileAccess = .none
+    /// The configuration's Keybay paths; the environment's defaults are added when a service needs them.
+    var keybay: KeybayPaths?
 
-    static let none = MethodCallContext()
+    static var none: MethodCallContext { MethodCallContext() }
 
-    /// A call that unlocks or verifies the enrolled `method` of `applicationID`'s store.
-    static func unlocking(_ method: MethodEnvelope.Public, of applicationID: String) -> MethodCallContext {
-        MethodCallContext(applicationID: applicationID, label: method.label, methodID: hexString(method.methodId))
+    init() {}
+
+    /// A call outside a store that unlocks with `grants` (plugin-check, benchmark).
+    static func unlocking(_ grants: [FileGrant]) -> MethodCallContext {
+        var context = MethodCallContext()
+        context.files = .unlocking(grants)
+        return context
     }
 }
 
@@ -33,13 +41,16 @@ final class HostBridge {
     var errorDetail: ErrorDetail?
     var pendingDetail: ErrorDetail?
     var failure: KeybayError?
+    /// What open_file and connect_socket may hand the plugin in this call.
+    let access: HostAccess
     /// `about.applicationID` as the C string the host struct points at, for the call's duration.
     private let applicationID: UnsafeMutablePointer<CChar>?
 
-    init(_ interaction: any KeybayInteraction, pluginID: String, about: MethodCallContext = .none) {
+    init(_ interaction: any KeybayInteraction, pluginID: String, about: MethodCallContext = .none, access: HostAccess) {
         self.interaction = interaction
         self.pluginID = pluginID
         self.about = about
+        self.access = access
         applicationID = about.applicationID.flatMap { strdup($0) }
     }
 
@@ -60,6 +71,8 @@ final class HostBridge {
         host.application_id = UnsafePointer(applicationID)
         host.show_secret = bridgeShowSecret
         host.set_error_detail = bridgeSetErrorDetail
+        host.open_file = bridgeOpenFile
+        host.connect_socket = bridgeConnectSocket
         return try withExtendedLifetime(self) { try withUnsafePointer(to: &host) { try body($0) } }
     }
 
@@ -79,6 +92,32 @@ final class HostBridge {
         default: return KEYBAY_ERR_CANCELLED
         }
     }
+}
+
+/// open_file and connect_socket: the descriptor `body` gives, or its refusal, which becomes the
+/// call's error line and detail (a plugin that passes the status on reports the host's cause).
+private func bridgeDescriptor(_ context: UnsafeMutableRawPointer?, _ name: UnsafePointer<CChar>?, _ fdOut: UnsafeMutablePointer<Int32>?,
+                              _ body: (HostAccess, String) throws(HostAccess.Refusal) -> Int32) -> keybay_status {
+    let bridge = HostBridge.from(context)
+    guard let name, let fdOut else { return KEYBAY_ERR_INTERNAL }
+    fdOut.pointee = -1
+    do throws(HostAccess.Refusal) {
+        fdOut.pointee = try body(bridge.access, String(cString: name))
+        return KEYBAY_OK
+    } catch {
+        bridge.errorText = error.error.message
+        bridge.errorDetail = ErrorDetail(reason: error.error.reason, triesLeft: nil, path: error.error.path)
+        bridge.pendingDetail = nil
+        return error.status
+    }
+}
+
+private func bridgeOpenFile(_ context: UnsafeMutableRawPointer?, _ option: UnsafePointer<CChar>?, _ fdOut: UnsafeMutablePointer<Int32>?) -> keybay_status {
+    bridgeDescriptor(context, option, fdOut) { access, option throws(HostAccess.Refusal) in try access.openFile(option) }
+}
+
+private func bridgeConnectSocket(_ context: UnsafeMutableRawPointer?, _ path: UnsafePointer<CChar>?, _ fdOut: UnsafeMutablePointer<Int32>?) -> keybay_status {
+    bridgeDescriptor(context, path, fdOut) { access, path throws(HostAccess.Refusal) in try access.connectSocket(path) }
 }
 
 private func bridgeAskSecret(_ context: UnsafeMutableRawPointer?, _ kind: keybay_secret_kind, _ flags: UInt32,

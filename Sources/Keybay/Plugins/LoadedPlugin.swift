@@ -24,6 +24,8 @@ final class LoadedPlugin: @unchecked Sendable {
     /// Enrollment tunes a cost to this machine on any secret (`benchmark` can run it).
     let calibrates: Bool
     let options: [(name: String, help: String)]
+    /// The `unix:` sockets a method plugin declares: what connect_socket may connect it to.
+    let sockets: [String]
     /// The helper the plugin runs in, when isolated: `descriptor`'s operations are its proxies,
     /// which find it through keybay_isolation_enter (see `call`).
     let isolation: OpaquePointer?
@@ -99,6 +101,7 @@ final class LoadedPlugin: @unchecked Sendable {
             throw refuse("unknown-kind", "unknown plugin kind \(d.kind)")
         }
         guard d.option_count <= 64, d.option_count == 0 || d.options != nil else { throw refuse("malformed-options", "malformed option list") }
+        let sockets = kind == KEYBAY_KIND_METHOD ? try DeclaredSockets.of(d, path: path) : []
         kept = true
         self.descriptor = descriptor
         self.path = path
@@ -112,6 +115,7 @@ final class LoadedPlugin: @unchecked Sendable {
         self.needsDevice = d.flags & KEYBAY_FLAG_NEEDS_DEVICE != 0
         self.isOnePerStore = d.flags & KEYBAY_FLAG_ONE_PER_STORE != 0
         self.calibrates = d.flags & KEYBAY_FLAG_CALIBRATES != 0
+        self.sockets = sockets
         self.options = (0..<d.option_count).compactMap { i in
             let o = d.options[i]
             guard let n = o.name else { return nil }
@@ -137,7 +141,18 @@ final class LoadedPlugin: @unchecked Sendable {
     /// carries the plugin's own explanation.
     func call(_ interaction: any KeybayInteraction, _ what: String, about: MethodCallContext = .none,
               _ body: (UnsafePointer<keybay_plugin>, UnsafePointer<keybay_host>) -> keybay_status) throws {
-        let bridge = HostBridge(interaction, pluginID: id, about: about)
+        try call(interaction, what, about: about, access: access(for: about), body)
+    }
+
+    /// What open_file and connect_socket may hand the plugin in a call for `about`.
+    func access(for about: MethodCallContext) -> HostAccess {
+        HostAccess(plugin: id, files: about.files, sockets: sockets, keybay: about.keybay)
+    }
+
+    /// `call` with the host services of `access`, which keeps what they opened (an enrollment's grants).
+    func call(_ interaction: any KeybayInteraction, _ what: String, about: MethodCallContext, access: HostAccess,
+              _ body: (UnsafePointer<keybay_plugin>, UnsafePointer<keybay_host>) -> keybay_status) throws {
+        let bridge = HostBridge(interaction, pluginID: id, about: about, access: access)
         let status = callLock.withLock { _ in
             if let isolation { keybay_isolation_enter(isolation) }
             defer { if isolation != nil { keybay_isolation_leave() } }

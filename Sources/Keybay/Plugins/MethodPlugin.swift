@@ -21,18 +21,21 @@ extension LoadedPlugin {
     }
 
     /// Runs the enrollment ceremony for the store and label `about` names; returns the public
-    /// parameters and M.
+    /// parameters, M, and the files the host opened for the plugin (open_file), to record.
     func enroll(options: [(String, String)], interaction: any KeybayInteraction,
-                about: MethodCallContext = .none) throws -> (params: [UInt8], secret: SecureBytes) {
+                about: MethodCallContext = .none) throws -> (params: [UInt8], secret: SecureBytes, grants: [FileGrant]) {
         var params = keybay_buffer()
+        var enrolling = about
+        enrolling.files = .enrolling(options)
+        let access = access(for: enrolling)
         let secret = try SecureBytes(count: Self.methodSecretBytes) { out in
             try withOptions(options) { opts, count in
-                try call(interaction, "enrollment failed", about: about) { d, h in
+                try call(interaction, "enrollment failed", about: enrolling, access: access) { d, h in
                     d.pointee.enroll(h, opts, count, &params, out.baseAddress!.assumingMemoryBound(to: UInt8.self))
                 }
             }
         }
-        let enrolled = (try take(&params, limit: MethodEnvelope.maxParamsBytes, what: "parameters"), secret)
+        let enrolled = (try take(&params, limit: MethodEnvelope.maxParamsBytes, what: "parameters"), secret, access.granted)
         try Self.refuseIfCancelled(interaction)
         return enrolled
     }
@@ -43,7 +46,8 @@ extension LoadedPlugin {
         if interaction.isCancelled { throw KeybayError(.cancelled, "cancelled: the task waiting for this was cancelled while the method ran") }
     }
 
-    /// Runs the unlock ceremony for `params`; `forVerification` uses the plugin's verify entry.
+    /// Runs the unlock ceremony for `params` (the host opens the files `about.files` grants);
+    /// `forVerification` uses the plugin's verify entry.
     func unwrap(params: [UInt8], interaction: any KeybayInteraction, about: MethodCallContext = .none,
                 forVerification: Bool = false) throws -> SecureBytes {
         let secret = try SecureBytes(count: Self.methodSecretBytes) { out in

@@ -70,39 +70,7 @@ enum PluginLoader {
 
     /// Checks the directory and the file and returns the file's resolved path.
     static func checkedPath(_ path: String, directory: String) throws -> String {
-        guard let realDirectory = realPath(directory) else {
-            throw KeybayError(.pluginRefused, "cannot resolve plugin directory \(directory)").with(path: directory, reason: "unresolved")
-        }
-        try checkOwnerAndMode(realDirectory, what: "plugin directory", shown: directory, directory: true)
-        guard let realFile = realPath(path) else {
-            throw KeybayError(.pluginRefused, "cannot resolve plugin \(path) (a dangling link?)").with(path: path, reason: "unresolved")
-        }
-        let fileDirectory = realFile.lastIndex(of: "/").map { String(realFile[..<$0]) } ?? ""
-        guard fileDirectory == realDirectory || (realDirectory == "/" && fileDirectory.isEmpty) else {
-            throw KeybayError(.pluginRefused, "plugin \(path) is a link leading out of \(directory) (to \(realFile)); refusing to load it").with(path: path, reason: "link-out")
-        }
-        try checkOwnerAndMode(realFile, what: "plugin", shown: path, directory: false)
-        return realFile
-    }
-
-    private static func checkOwnerAndMode(_ path: String, what: String, shown: String, directory: Bool) throws {
-        var st = stat()
-        guard stat(path, &st) == 0 else { throw KeybayError.posix("cannot inspect \(what)", shown) }
-        if directory ? (st.st_mode & S_IFMT) != S_IFDIR : (st.st_mode & S_IFMT) != S_IFREG {
-            throw KeybayError(.pluginRefused, "\(what) \(shown) is not a \(directory ? "directory" : "regular file"); refusing to load from it").with(path: shown, reason: "wrong-type")
-        }
-        if st.st_uid != geteuid() && st.st_uid != 0 {
-            throw KeybayError(.pluginRefused, "\(what) \(shown) is owned by uid \(st.st_uid), neither this user nor root; refusing to load from it").with(path: shown, reason: "not-owner")
-        }
-        if st.st_mode & 0o022 != 0 {
-            throw KeybayError(.pluginRefused, "\(what) \(shown) is writable by group or others (mode \(String(st.st_mode & 0o777, radix: 8))); refusing to load from it").with(path: shown, reason: "mode")
-        }
-    }
-
-    private static func realPath(_ path: String) -> String? {
-        guard let p = realpath(path, nil) else { return nil }
-        defer { free(p) }
-        return String(cString: p)
+        try CheckedPath.plugin.check(path, directory: directory)
     }
 
     /// The plugin file `resolved` where `placement` says, from the cache or loaded now.

@@ -66,7 +66,7 @@ enum InProcessTokens {
         Self.checkPrefix(p, kind: 1, id: 1)
         #expect(p[53] == 1 || p[53] == 2, "padding place")
         #expect(Array(p[54..<56]) == [0x01, 0x00], "ciphertext length 256")
-        #expect(try plugin.unwrap(params: p, interaction: Self.pin()).equals(enrolled.secret))
+        #expect(try plugin.unwrap(enrolled, interaction: Self.pin()).equals(enrolled.secret))
 
         // OpenSSL encrypts our own M with RSA-OAEP (SHA-256, MGF1-SHA-256): the plugin recovers it.
         let dir = try InProcessTokens.made.get().box.root + "/rsa-\(UUID().uuidString)"
@@ -79,7 +79,7 @@ enum InProcessTokens {
         let ciphertext = try #require(readBytes(dir + "/c"))
         try #require(ciphertext.count == 256)
         let built = Array(p[0..<56]) + ciphertext
-        #expect(try plugin.unwrap(params: built, interaction: Self.pin()).equals(SecureBytes(copying: m)))
+        #expect(try plugin.unwrap(enrolled, params: built, interaction: Self.pin()).equals(SecureBytes(copying: m)))
     }
 
     @Test func ecParametersAndTheHKDFContextAreAsDocumented() throws {
@@ -94,7 +94,7 @@ enum InProcessTokens {
         let tokenPoint = Array(try #require(readBytes(tokenPublic)).suffix(65))
         #expect(Array(p[53..<118]) == tokenPoint, "the token key's public point")
         #expect(p[118] == 0x04, "the ephemeral point, uncompressed")
-        #expect(try plugin.unwrap(params: p, interaction: Self.pin()).equals(enrolled.secret))
+        #expect(try plugin.unwrap(enrolled, interaction: Self.pin()).equals(enrolled.secret))
 
         // An ephemeral key of OpenSSL's, its ECDH with the token's public key, and the core's HKDF
         // over the documented context: the plugin derives the same M on the token.
@@ -108,7 +108,7 @@ enum InProcessTokens {
         let prk = shared.withUnsafeBytes { HKDF.extract(salt: [], ikm: $0) }
         let m = HKDF.expand(prk: prk, info: info, count: 32)
         let built = Array(p[0..<53]) + tokenPoint + ephemeralPoint
-        #expect(try plugin.unwrap(params: built, interaction: Self.pin()).equals(m))
+        #expect(try plugin.unwrap(enrolled, params: built, interaction: Self.pin()).equals(m))
     }
 
     /// TamperTests' byte flips on a store an RSA pkcs11 method protects: each is a typed failure.

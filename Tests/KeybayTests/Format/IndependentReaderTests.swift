@@ -66,4 +66,27 @@ import Testing
         let plain = try Self.read(box)
         #expect(plain.status == 0 && plain.out == all, "\(plain.out) \(plain.stderr)")
     }
+
+    /// A store whose second method had the host open a file for it (its envelope carries a grant:
+    /// policy 2) still opens with its passphrase method in the reader.
+    @Test func readsAStoreWhoseMethodsCarryAFileGrant() throws {
+        let box = Sandbox()
+        #expect(try box.cli("set", "service/token", "correct horse").status == 0)
+        let enrolled = try PassphraseTests.cli(box, ["enroll", "passphrase", "--label", "main"] + PassphraseTests.fast, passphrase: "hunter2 is long")
+        #expect(enrolled.status == 0, "\(enrolled.stderr)")
+        let key = HostAccessTests.keyFile(box)
+        let dir = try HostAccessTests.build(box, "granted", enroll: """
+            int fd = -1; keybay_status st = h->open_file(h->context, "path", &fd);
+            if (st != KEYBAY_OK) return st;
+            close(fd);
+            \(HostAccessTests.succeed)
+            """, unwrap: "memset(s, 7, 32); return KEYBAY_OK;")
+        let granted = try PassphraseTests.cli(box, ["enroll", "granted", "--opt", "path=" + key, "--plugin-dir", dir], passphrase: "hunter2 is long")
+        #expect(granted.status == 0, "\(granted.stderr)")
+
+        let good = box.root + "/good"
+        try "hunter2 is long\n".write(toFile: good, atomically: true, encoding: .utf8)
+        let read = try Self.read(box, ["--passphrase-file", good, "--key", "service/token"])
+        #expect(read.status == 0 && read.out == "correct horse", "\(read.out) \(read.stderr)")
+    }
 }

@@ -84,6 +84,20 @@ import Testing
         return line.replacingOccurrences(of: "cc -std=c11", with: "cc \(extraFlags) -std=c11")
     }
 
+    /// The key-file fixture, built in `dir` (made private) as the installed guide says, against
+    /// `prefix`, with `extraFlags` after `cc`; returns the plugin's path.
+    static func buildKeyFile(_ box: Sandbox, prefix: String, in dir: String, extraFlags: String = "") throws -> String {
+        var env = box.environment
+        env["PKG_CONFIG_PATH"] = prefix + "/lib/pkgconfig"
+        _ = try pluginDirectory(dir)
+        try FileManager.default.copyItem(atPath: packageDirectory + "/Tests/TestPlugins/keyfile/keyfile.c", toPath: dir + "/keyfile.c")
+        let line = try guideBuildLine(prefix, id: "com.example.keyfile", source: "keyfile.c", extraFlags: extraFlags)
+        #expect(line.contains("-Wl,-z,defs") && line.contains("keyfile.c $(pkg-config --libs libsodium)\n"), "\(line)")
+        let built = try run("/bin/sh", ["-c", "cd '\(dir)' && " + line], environment: env)
+        #expect(built.status == 0, "\(line)\n\(built.stderr)")
+        return dir + "/libkeybay-com.example.keyfile.so"
+    }
+
     /// A key-file method (no prompt: the credential is a file named at enrollment), written from
     /// the installed guide and built with its build line against the installed prefix: plugin-check
     /// passes it with the documented `--opt path=A --wrong-opt path=B --change-credential 'cp B A'`,
@@ -94,27 +108,19 @@ import Testing
     @Test func keyFileMethodBuiltFromTheInstalledGuidePassesPluginCheck() throws {
         let box = Sandbox()
         let prefix = try Self.installDev(box)
-        var env = box.environment
-        env["PKG_CONFIG_PATH"] = prefix + "/lib/pkgconfig"
         func build(in dir: String, extraFlags: String = "") throws -> String {
-            _ = try Self.pluginDirectory(dir)
-            try FileManager.default.copyItem(atPath: packageDirectory + "/Tests/TestPlugins/keyfile/keyfile.c", toPath: dir + "/keyfile.c")
-            let line = try Self.guideBuildLine(prefix, id: "com.example.keyfile", source: "keyfile.c", extraFlags: extraFlags)
-            #expect(line.contains("-Wl,-z,defs") && line.contains("keyfile.c $(pkg-config --libs libsodium)\n"), "\(line)")
-            let built = try run("/bin/sh", ["-c", "cd '\(dir)' && " + line], environment: env)
-            #expect(built.status == 0, "\(line)\n\(built.stderr)")
-            return dir + "/libkeybay-com.example.keyfile.so"
+            try Self.buildKeyFile(box, prefix: prefix, in: dir, extraFlags: extraFlags)
         }
         let plugin = try build(in: box.root + "/keyfile")
         let keyA = box.root + "/a.key", keyB = box.root + "/b.key"
         writeBytes(keyA, Array(repeating: 0x41, count: 64))
         writeBytes(keyB, Array(repeating: 0x42, count: 64))
 
-        // In process, as the guide says: the plugin reads key files in the test's home, which the sandbox refuses.
-        let inProcess = box.environment.merging(["KEYBAY_PLUGIN_ISOLATION": "none"]) { $1 }
-        func cli(_ arguments: String...) throws -> RunResult { try run(cliPath, arguments, environment: inProcess) }
+        // Isolated, as every third-party plugin runs: the key files lie in the test's home, which
+        // the sandbox refuses the plugin; the host opens them for it (open_file).
+        func cli(_ arguments: String...) throws -> RunResult { try run(cliPath, arguments, environment: box.environment) }
         func check(_ path: String, _ options: [String]) throws -> RunResult {
-            try run(cliPath, ["plugin-check", path] + options, environment: inProcess)
+            try run(cliPath, ["plugin-check", path] + options, environment: box.environment)
         }
         // The command copies B over A (a.key's bytes are put back before every check that runs it).
         let change = "cp '\(keyB)' '\(keyA)'"
@@ -127,6 +133,7 @@ import Testing
         }
         let passed = try checkChanging(plugin, ["--opt", "path=" + keyA, "--wrong-opt", "path=" + keyB])
         #expect(passed.status == 0 && passed.out.contains(" 0 failed") && !passed.out.contains("FAIL"), "\(passed.out)")
+        #expect(passed.out.contains("isolated, in keybay-plugin-host"), "\(passed.out)")
         #expect(passed.out.contains("PASS  a second credential (--wrong-opt path=\(keyB)) gives a different M"), "\(passed.out)")
         #expect(passed.out.contains("SKIP  a wrong secret gives a different M (or WRONG_SECRET): unwrap asked the host for no secret"), "\(passed.out)")
         #expect(passed.out.contains("PASS  describe returns one line of text: \"key file \(keyA)\""), "\(passed.out)")
@@ -178,7 +185,7 @@ import Testing
         let help = try cli("enroll", "com.example.keyfile", "--help", "--plugin-dir", dir)
         #expect(help.status == 0 && help.out.contains("--opt path=…  absolute path of the key file"), "\(help.out)\(help.stderr)")
         let typo = try cli("enroll", "com.example.keyfile", "--opt", "path=" + box.root + "/nope.key", "--plugin-dir", dir, "--json")
-        #expect(typo.status == 2 && typo.error?.code == "invalid-argument" && typo.error?.reason == "no-key-file" && typo.error?.path == box.root + "/nope.key",
+        #expect(typo.status == 2 && typo.error?.code == "invalid-argument" && typo.error?.reason == "no-file" && typo.error?.path == box.root + "/nope.key",
                 "\(typo.status) \(typo.out)")
         #expect(try cli("status", "--json").out.contains("\"state\":\"absent\""))
         let enrolled = try cli("enroll", "com.example.keyfile", "--opt", "path=" + keyA, "--plugin-dir", dir, "--no-input")
@@ -200,7 +207,37 @@ import Testing
         #expect(wrong.status == 1 && wrong.stderr.contains("wrong-secret"), "\(wrong.status) \(wrong.stderr)")
         unlink(keyA)
         let absent = try cli("get", "k", "--plugin-dir", dir, "--no-input", "--json")
-        #expect(absent.status == 1 && absent.error?.code == "method-unavailable" && absent.error?.reason == "no-key-file" && absent.error?.path == keyA
+        #expect(absent.status == 1 && absent.error?.code == "method-unavailable" && absent.error?.reason == "no-file" && absent.error?.path == keyA
                 && absent.error?.pluginID == "com.example.keyfile", "\(absent.status) \(absent.out)")
+    }
+
+    /// A key-file method enrolled before the host recorded the files it opens (here by a build
+    /// that opens the file itself, run in process) holds no grant. Isolated, unlocking fails
+    /// naming that cause (`no-file-grant`); in process the plugin opens the file itself; `change`
+    /// run once in process records the grant, and the method unlocks isolated from then on.
+    @Test func aKeyFileMethodEnrolledBeforeGrantsSaysSoAndIsMigratedByChange() throws {
+        let box = Sandbox()
+        let prefix = try Self.installDev(box)
+        _ = try Self.buildKeyFile(box, prefix: prefix, in: box.root + "/old", extraFlags: "-DKEYFILE_OWN_OPEN")
+        _ = try Self.buildKeyFile(box, prefix: prefix, in: box.root + "/current")
+        let key = box.root + "/a.key"
+        writeBytes(key, Array(repeating: 0x41, count: 64))
+        let inProcess = box.environment.merging(["KEYBAY_PLUGIN_ISOLATION": "none"]) { $1 }
+        func cli(_ environment: [String: String], _ arguments: String...) throws -> RunResult { try run(cliPath, arguments, environment: environment) }
+        #expect(try cli(box.environment, "set", "k", "v").status == 0)
+        let enrolled = try cli(inProcess, "enroll", "com.example.keyfile", "--opt", "path=" + key, "--plugin-dir", box.root + "/old")
+        try #require(enrolled.status == 0, "\(enrolled.stderr)")
+
+        let current = box.root + "/current"
+        let isolated = try cli(box.environment, "get", "k", "--plugin-dir", current, "--json")
+        #expect(isolated.status == 1 && isolated.error?.code == "unsupported" && isolated.error?.reason == "no-file-grant"
+                && isolated.error?.pluginID == "com.example.keyfile", "\(isolated.status) \(isolated.out)")
+        #expect(try cli(inProcess, "get", "k", "--plugin-dir", current).out == "v")
+
+        let method = try #require(try methodIDs(box).first)
+        let changed = try cli(inProcess, "change", method, "--opt", "path=" + key, "--plugin-dir", current, "--no-input")
+        #expect(changed.status == 0, "\(changed.stderr)")
+        let migrated = try cli(box.environment, "get", "k", "--plugin-dir", current)
+        #expect(migrated.status == 0 && migrated.out == "v", "\(migrated.stderr)")
     }
 }

@@ -59,10 +59,10 @@ final class AgentSandbox: Sendable {
 
     /// The pid of the process listening on the sandbox's socket (SO_PEERCRED), if one answers.
     var agentPID: pid_t? {
-        guard let address = AgentSocket.address(socketPath) else { return nil }
+        guard let address = UnixSocket.address(socketPath) else { return nil }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         defer { close(fd) }
-        guard AgentSocket.withAddress(address, { connect(fd, $0, $1) }) == 0 else { return nil }
+        guard UnixSocket.withAddress(address, { connect(fd, $0, $1) }) == 0 else { return nil }
         var uid: uid_t = 0, pid: pid_t = 0
         guard keybay_peer_credentials(fd, &uid, &pid) == 0 else { return nil }
         return pid

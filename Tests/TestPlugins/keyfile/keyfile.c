@@ -2,8 +2,8 @@
 /*
  * libkeybay-com.example.keyfile.so — a test fixture: a third-party method plugin written from the
  * installed plugin guide alone (share/doc/keybay/plugins.md), built against the installed header
- * with the guide's build line. It asks the host for nothing: the credential is a file the user
- * names at enrollment.
+ * with the guide's build line. The credential is a file the user names at enrollment, which the
+ * host opens for it (open_file): the sandbox it runs in lets it open no file of the user's itself.
  *
  *     enroll --opt path=/absolute/key/file
  *     params = format u8 (1) | path length u16 (big-endian) | path bytes
@@ -16,6 +16,8 @@
  * Built with -DKEYFILE_BROKEN_SALTED it ignores the file too, but its parameters carry a random
  * salt that M is derived from: two enrollments differ, so `--wrong-opt` alone is inconclusive;
  * `--change-credential 'cp b.key a.key'` must catch it.
+ * Built with -DKEYFILE_OWN_OPEN it opens the file itself, as a plugin written before open_file
+ * did (which works only in process).
  */
 #define _DEFAULT_SOURCE /* explicit_bzero, O_NOFOLLOW with -std=c11 */
 
@@ -69,25 +71,44 @@ static keybay_status kf_probe(const keybay_host *host) {
     return KEYBAY_OK;
 }
 
+/* Opens the key file: the host opens it when it can (open_file: the file the user named at
+   enrollment, whatever the parameters say), and its refusal, which names the cause and the file,
+   is passed on unchanged. A host without open_file (an older one), or one that holds no file for
+   this method (UNSUPPORTED: enrolled before hosts recorded them), leaves it to the plugin, which
+   can open it only in process: inside the sandbox that is refused, and the host's cause stands. */
+static keybay_status kf_open(const keybay_host *host, const char *path, int enrolling, int *fd) {
+    keybay_status hosted = KEYBAY_ERR_UNSUPPORTED;
+#ifndef KEYFILE_OWN_OPEN
+    if (KEYBAY_HOST_HAS(host, open_file)) hosted = host->open_file(host->context, "path", fd);
+    if (hosted != KEYBAY_ERR_UNSUPPORTED) return hosted;
+#endif
+    *fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (*fd >= 0) return KEYBAY_OK;
+    if (errno == EACCES && hosted == KEYBAY_ERR_UNSUPPORTED && KEYBAY_HOST_HAS(host, open_file)) return hosted;
+    if (errno == ENOENT || errno == ENOTDIR)
+        return enrolling ? kf_detailed_error(host, KEYBAY_ERR_INVALID_OPTION, "no-key-file", "no key file at %s", path)
+                         : kf_detailed_error(host, KEYBAY_ERR_NOT_AVAILABLE, "no-key-file", "the key file %s is absent (is its disk mounted?)", path);
+    if (errno == ELOOP) return kf_error(host, KEYBAY_ERR_INSECURE, "the key file %s is a symbolic link", path);
+    return kf_error(host, KEYBAY_ERR_IO, "cannot open the key file %s", path);
+}
+
 /* Reads the key file and derives M. `enrolling` picks the statuses: at enroll a path that is not
    there is the user's typo (INVALID_OPTION); at unlock the file is absent (NOT_AVAILABLE). */
 static keybay_status kf_derive(const keybay_host *host, const char *path, const uint8_t *salt, int enrolling,
                                uint8_t m[KEYBAY_METHOD_SECRET_BYTES]) {
     if (sodium_init() < 0) return kf_error(host, KEYBAY_ERR_INTERNAL, "%s: libsodium cannot start", KF_ID);
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
-        return enrolling ? kf_detailed_error(host, KEYBAY_ERR_INVALID_OPTION, "no-key-file", "no key file at %s", path)
-                         : kf_detailed_error(host, KEYBAY_ERR_NOT_AVAILABLE, "no-key-file", "the key file %s is absent (is its disk mounted?)", path);
-    if (fd < 0 && errno == ELOOP) return kf_error(host, KEYBAY_ERR_INSECURE, "the key file %s is a symbolic link", path);
-    if (fd < 0) return kf_error(host, KEYBAY_ERR_IO, "cannot open the key file %s", path);
+    int fd = -1;
+    keybay_status opened = kf_open(host, path, enrolling, &fd);
+    if (opened != KEYBAY_OK) return opened;
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
         return kf_error(host, enrolling ? KEYBAY_ERR_INVALID_OPTION : KEYBAY_ERR_IO, "%s is not a regular file", path);
     }
-    if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    /* As the host's own rule: no one else may write it (a FAT stick shows every file as 0644). */
+    if (st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
         close(fd);
-        return kf_error(host, KEYBAY_ERR_INSECURE, "the key file %s must be yours and readable by you alone (chmod 600)", path);
+        return kf_error(host, KEYBAY_ERR_INSECURE, "the key file %s must be yours and writable by you alone (chmod 600)", path);
     }
     if (st.st_size < KF_FILE_MIN || st.st_size > KF_FILE_MAX) {
         close(fd);
