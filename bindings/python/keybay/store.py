@@ -15,7 +15,15 @@ KEYBAY_ERR_CLOSED = 30
 def _utf8(value, what):
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a str, not {type(value).__name__}")
-    return value.encode("utf-8")
+    return _c_string(value.encode("utf-8"), what)
+
+
+def _c_string(data, what):
+    # The library reads a C string: it would end at a NUL and act on what precedes it (another
+    # key, another application's store). Refused here, before the library is called.
+    if b"\0" in data:
+        raise ValueError(f"{what} contains a NUL character, which no C string can carry")
+    return data
 
 
 def _options(app_id, root=None, method=None, no_input=False, plugin_dirs=None):
@@ -26,7 +34,8 @@ def _options(app_id, root=None, method=None, no_input=False, plugin_dirs=None):
     options.method_id = None if method is None else _utf8(method, "method")
     options.no_input = 1 if no_input else 0
     if plugin_dirs:
-        directories = (ctypes.c_char_p * (len(plugin_dirs) + 1))(*[os.fsencode(d) for d in plugin_dirs], None)
+        directories = (ctypes.c_char_p * (len(plugin_dirs) + 1))(*[_c_string(os.fsencode(d), "plugin_dirs entry")
+                                                               for d in plugin_dirs], None)
         options.plugin_dirs = ctypes.cast(directories, ctypes.POINTER(ctypes.c_char_p))
         options._directories = directories  # alive as long as the options
     return options
@@ -45,7 +54,8 @@ def _option_strings(options):
     for name, value in options.items():
         if isinstance(value, bool):
             value = "true" if value else "false"
-        strings.append(f"{name.replace('_', '-')}={value}".encode("utf-8"))
+        name = _c_string(name.replace("_", "-").encode("utf-8"), "option name")
+        strings.append(name + b"=" + _c_string(str(value).encode("utf-8"), f"option {name.decode()}'s value"))
     return (ctypes.c_char_p * (len(strings) + 1))(*strings, None)
 
 
