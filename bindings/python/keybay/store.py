@@ -62,9 +62,12 @@ def _option_strings(options):
 class Store:
     """An open session on one application's store (keybay_store *). Close it, or use `with`."""
 
-    def __init__(self, handle, interaction):
+    def __init__(self, handle, interaction, bridge=None):
         self._handle = handle
         self._interaction = interaction
+        # The library keeps open's keybay_interaction (its callbacks and their struct) until
+        # keybay_close and may call it on any later call (keybay.h): it lives as long as the handle.
+        self._bridge = bridge
 
     def __enter__(self):
         return self
@@ -81,6 +84,7 @@ class Store:
         handle, self._handle = getattr(self, "_handle", None), None
         if handle:
             c.lib.keybay_close(handle)
+        self._bridge = None  # only once the library has let go of it
 
     def _open_handle(self):
         if not self._handle:
@@ -174,7 +178,7 @@ def open(app_id, *, root=None, method=None, interaction=None, no_input=False, pl
     handle = c.lib.keybay_open(ctypes.byref(options), bridge.pointer(), ctypes.byref(slot))
     if not handle:
         _raise(errors.CODE_NAMES.index("invalid-argument") + 1, slot, bridge)
-    return Store(handle, interaction)
+    return Store(handle, interaction, bridge)
 
 
 def status(app_id, *, root=None, plugin_dirs=None):
