@@ -27,7 +27,8 @@
 # for PREFIX=/usr on Debian, PREFIX/lib/python3.X/dist-packages or site-packages otherwise), with
 # keybay/_installed.py written beside it naming PREFIX/lib/libkeybay.so.1, which it loads after
 # KEYBAY_LIBRARY and before the soname: no LD_LIBRARY_PATH or ldconfig is needed (docs/python.md).
-# `pip install ./bindings/python` finds the prefix through KEYBAY_PREFIX or keybay.pc (setup.py).
+# `pip install ./bindings/python` finds the prefix through KEYBAY_PREFIX or keybay.pc (its backend,
+# bindings/python/_build/keybay_build.py).
 #
 # As root into a system prefix (PREFIX /usr or /usr/local) and without DESTDIR, the install ends
 # with $(LDCONFIG), so the linker's cache knows the new library; a staging install (DESTDIR, the

@@ -3,7 +3,7 @@
 import ctypes
 import os
 
-try:  # written by `make install` and by `pip install` (setup.py): the library installed with it
+try:  # written by `make install` and by `pip install` (_build/keybay_build.py): the library installed with it
     from ._installed import LIBRARY as INSTALLED_LIBRARY
 except ImportError:  # the source tree
     INSTALLED_LIBRARY = None
