@@ -24,9 +24,15 @@
 #
 # The Python package (bindings/python, pure Python over libkeybay.so.1) goes into pythondir:
 # by default the directory under PREFIX that $(PYTHON) imports from (/usr/lib/python3/dist-packages
-# for PREFIX=/usr on Debian, PREFIX/lib/python3.X/dist-packages or site-packages otherwise); it
-# loads the library by its soname, so a PREFIX outside the linker's path needs LD_LIBRARY_PATH
-# or KEYBAY_LIBRARY (docs/python.md).
+# for PREFIX=/usr on Debian, PREFIX/lib/python3.X/dist-packages or site-packages otherwise), with
+# keybay/_installed.py written beside it naming PREFIX/lib/libkeybay.so.1, which it loads after
+# KEYBAY_LIBRARY and before the soname: no LD_LIBRARY_PATH or ldconfig is needed (docs/python.md).
+# `pip install ./bindings/python` finds the prefix through KEYBAY_PREFIX or keybay.pc (its backend,
+# bindings/python/_build/keybay_build.py).
+#
+# As root into a system prefix (PREFIX /usr or /usr/local) and without DESTDIR, the install ends
+# with $(LDCONFIG), so the linker's cache knows the new library; a staging install (DESTDIR, the
+# Debian packages: their trigger runs it) and one into any other prefix never run it.
 #
 # The CLI links the Swift runtime statically (-static-stdlib, see Package.swift), so the
 # installed binary needs no Swift toolchain; only sanitizer builds (KEYBAY_SANITIZE, not
@@ -43,6 +49,7 @@ INSTALL ?= install
 # their debug info and symbols (a debug install; debian/rules leaves it to dh_strip).
 STRIP ?= strip
 PYTHON ?= python3
+LDCONFIG ?= ldconfig
 TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 
 bindir = $(PREFIX)/bin
@@ -107,10 +114,14 @@ install: $(if $(BIN),,build) install-dev install-integrations
 	@test -n "$(pythondir)" || { echo "make install: $(PYTHON) did not say where its packages go under $(PREFIX); give pythondir=DIR" >&2; exit 1; }
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(pythondir)/keybay"
 	for f in $(PYTHON_PACKAGE); do $(INSTALL) -m 0644 "$(TOP)/bindings/python/keybay/$$f" "$(DESTDIR)$(pythondir)/keybay/$$f" || exit 1; done
+	$(PYTHON) -c 'import sys; open(sys.argv[1], "w").write("# Written by make install: the library this package loads.\nLIBRARY = %r\nFOUND_BY = %r\n" % (sys.argv[2], sys.argv[3]))' \
+		"$(DESTDIR)$(pythondir)/keybay/_installed.py" "$(libdir)/libkeybay.so.1" "make install PREFIX=$(PREFIX)"
+	chmod 0644 "$(DESTDIR)$(pythondir)/keybay/_installed.py"
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(userunitdir)"
 	$(INSTALL) -m 0644 "$(TOP)/systemd/keybay-agent.socket" "$(DESTDIR)$(userunitdir)/keybay-agent.socket"
 	sed -e 's|@PREFIX@|$(PREFIX)|g' "$(TOP)/systemd/keybay-agent.service.in" > "$(DESTDIR)$(userunitdir)/keybay-agent.service"
 	chmod 0644 "$(DESTDIR)$(userunitdir)/keybay-agent.service"
+	$(if $(DESTDIR),,$(if $(filter /usr /usr/local,$(PREFIX)),if [ "$$(id -u)" = 0 ]; then $(LDCONFIG); fi))
 
 # The credential helpers (integrations/, docs/integrations.md): C programs over libkeybay.so.1,
 # compiled with cc from its header and linked against the built library (BIN, else this build's);
@@ -155,7 +166,7 @@ uninstall:
 		"$(DESTDIR)$(PREFIX)/share/bash-completion/completions/keybay-methods" \
 		"$(DESTDIR)$(userunitdir)/keybay-agent.socket" "$(DESTDIR)$(userunitdir)/keybay-agent.service"
 	for p in $(PLUGINS); do rm -f "$(DESTDIR)$(plugindir)/$$p"; done
-	test -z "$(pythondir)" || { for f in $(PYTHON_PACKAGE); do rm -f "$(DESTDIR)$(pythondir)/keybay/$$f"; done; \
+	test -z "$(pythondir)" || { for f in $(PYTHON_PACKAGE) _installed.py; do rm -f "$(DESTDIR)$(pythondir)/keybay/$$f"; done; \
 		rm -rf "$(DESTDIR)$(pythondir)/keybay/__pycache__"; rmdir "$(DESTDIR)$(pythondir)/keybay" 2>/dev/null || true; }
 	for d in $(DOCS) keybay_plugin.h; do rm -f "$(DESTDIR)$(docdir)/$$d"; done
 	for f in $(EXAMPLE_FILES); do rm -f "$(DESTDIR)$(docdir)/$(EXAMPLE)/$$f"; done

@@ -218,15 +218,8 @@ static keybay_status ask_pin(const keybay_host *host, uint32_t flags, const char
 
 /* ---------------------------------------------------------------- method operations */
 
-/* Usable here: tpm2-tss loads, the variables are valid and, for a device, it is there and this
-   user may use it. The TPM itself is not reached (probe never blocks for long). */
-static keybay_status probe(const keybay_host *host) {
-    keybay_tpm2 t;
-    keybay_status s = keybay_tpm2_begin(host, &t, PLUGIN, USER);
-    if (s == KEYBAY_OK && t.device && access(t.device, R_OK | W_OK) != 0) s = keybay_tpm2_unreachable(host, &t, 0);
-    keybay_tpm2_close(&t);
-    return s == KEYBAY_ERR_INVALID_OPTION ? KEYBAY_ERR_NOT_AVAILABLE : s;
-}
+/* Usable here: keybay_tpm2_probe (the TPM itself is not reached; probe never blocks for long). */
+static keybay_status probe(const keybay_host *host) { return keybay_tpm2_probe(host, PLUGIN, USER); }
 
 static keybay_status enroll(const keybay_host *host, const keybay_option *options, size_t option_count, keybay_buffer *params_out,
                             uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {

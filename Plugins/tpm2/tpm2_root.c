@@ -560,6 +560,9 @@ static const keybay_option_spec option_specs[] = {
               "of any invalidates the root" },
 };
 
+/* Usable here (`plugins`): keybay_tpm2_probe, as tpm2-pin's; the TPM itself is not reached. */
+static keybay_status root_probe(const keybay_host *host) { return keybay_tpm2_probe(host, "tpm2", "tpm2 root"); }
+
 static const keybay_plugin descriptor = {
     .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
     .struct_size = sizeof(keybay_plugin),
@@ -571,6 +574,7 @@ static const keybay_plugin descriptor = {
     .options = option_specs,
     .option_count = sizeof option_specs / sizeof option_specs[0],
     .free_buffer = keybay_rf_free_buffer,
+    .probe = root_probe,
     .root_exists = root_exists,
     .root_seal = root_seal,
     .root_reset = root_reset,

@@ -482,6 +482,14 @@ keybay_status keybay_tpm2_begin(const keybay_host *host, keybay_tpm2 *t, const c
     return KEYBAY_OK;
 }
 
+keybay_status keybay_tpm2_probe(const keybay_host *host, const char *plugin, const char *user) {
+    keybay_tpm2 t;
+    keybay_status s = keybay_tpm2_begin(host, &t, plugin, user);
+    if (s == KEYBAY_OK && t.device && access(t.device, R_OK | W_OK) != 0) s = keybay_tpm2_unreachable(host, &t, 0);
+    keybay_tpm2_close(&t);
+    return s == KEYBAY_ERR_INVALID_OPTION ? KEYBAY_ERR_NOT_AVAILABLE : s;
+}
+
 keybay_status keybay_tpm2_connect(const keybay_host *host, keybay_tpm2 *t) {
     keybay_status s = bounded_start(host, t);
     TSS2_RC rc = TSS2_RC_SUCCESS;

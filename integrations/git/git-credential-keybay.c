@@ -5,7 +5,7 @@
  * C API. docs/integrations.md describes its records and behaviour.
  *
  *   git config --global credential.helper keybay
- *   git-credential-keybay [--app ID] get|store|erase    (git runs it; attributes on stdin)
+ *   git-credential-keybay [--app ID] [--use-http-path] get|store|erase    (git runs it; attributes on stdin)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,9 +30,74 @@ static const char *const attribute_names[RECORD_MAX_TAG + 1] = {
 static const uint8_t group_tags[] = {PROTOCOL, HOST};
 static const uint8_t identity_tags[] = {PROTOCOL, HOST, PATH, USERNAME};
 
+static int hex_digit(uint8_t c) {
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* bytes[0..length) %-decoded in place as git's url_decode does ('+' stays; a '%' without two hex
+ * digits after it stays); the field points at the result. */
+static void set_decoded(record_field *field, uint8_t *bytes, size_t length) {
+    size_t out = 0;
+    for (size_t i = 0; i < length; i++) {
+        int high, low;
+        if (bytes[i] == '%' && i + 2 < length && (high = hex_digit(bytes[i + 1])) >= 0 && (low = hex_digit(bytes[i + 2])) >= 0) {
+            bytes[out++] = (uint8_t)(high * 16 + low);
+            i += 2;
+        } else {
+            bytes[out++] = bytes[i];
+        }
+    }
+    *field = (record_field){1, bytes, out};
+}
+
+static int is_http(const record_field *protocol) {
+    return (protocol->length == 4 && memcmp(protocol->bytes, "http", 4) == 0)
+        || (protocol->length == 5 && memcmp(protocol->bytes, "https", 5) == 0);
+}
+
+/* url=: git's credential_from_url. The URL's parts (protocol, host with its port, username,
+ * password, path) replace every attribute read before it, as if they had been sent; attributes
+ * after it override them. Username, password, host and path are %-decoded; the path loses its
+ * leading and trailing slashes. An http(s) URL's path is dropped unless `use_http_path` (git
+ * drops it itself unless credential.useHttpPath is set, and then sends path=). -1 for a URL
+ * without a scheme or with a newline in a decoded part, which git refuses too. */
+static int parse_url(uint8_t *url, size_t length, integration_record *query, int use_http_path) {
+    memset(query->fields, 0, sizeof query->fields);
+    uint8_t *end = url + length, *protocol_end = NULL;
+    for (uint8_t *p = url; p + 3 <= end; p++)
+        if (memcmp(p, "://", 3) == 0) { protocol_end = p; break; }
+    if (!protocol_end || protocol_end == url) return -1;
+    uint8_t *start = protocol_end + 3, *slash = start;
+    while (slash < end && *slash != '/' && *slash != '?' && *slash != '#') slash++;
+    uint8_t *at = memchr(start, '@', (size_t)(end - start)), *colon = memchr(start, ':', (size_t)(end - start));
+    uint8_t *host = start;
+    if (at && at < slash) {
+        if (colon && colon < at) {
+            set_decoded(&query->fields[USERNAME], start, (size_t)(colon - start));
+            set_decoded(&query->fields[PASSWORD], colon + 1, (size_t)(at - colon - 1));
+        } else {
+            set_decoded(&query->fields[USERNAME], start, (size_t)(at - start));
+        }
+        host = at + 1;
+    }
+    query->fields[PROTOCOL] = (record_field){1, url, (size_t)(protocol_end - url)};
+    set_decoded(&query->fields[HOST], host, (size_t)(slash - host));
+    while (slash < end && *slash == '/') slash++;
+    if (slash < end) {
+        set_decoded(&query->fields[PATH], slash, (size_t)(end - slash));
+        while (query->fields[PATH].length > 1 && query->fields[PATH].bytes[query->fields[PATH].length - 1] == '/')
+            query->fields[PATH].length--;
+    }
+    for (int tag = PROTOCOL; tag <= PASSWORD; tag++)
+        if (query->fields[tag].present && memchr(query->fields[tag].bytes, '\n', query->fields[tag].length)) return -1;
+    if (!use_http_path && is_http(&query->fields[PROTOCOL])) query->fields[PATH] = (record_field){0, NULL, 0};
+    return 0;
+}
+
 /* Attributes as git sends them: "key=value" lines up to a blank line or the end. A trailing CR
- * is dropped, as git's own reader does; unknown attributes are ignored; a later line wins. */
-static int parse_attributes(guarded_buffer *input, integration_record *query) {
+ * is dropped, as git's own reader does; unknown attributes are ignored; a later line wins.
+ * -1 for a line that is not key=value, -2 for a url= that cannot be parsed. */
+static int parse_attributes(guarded_buffer *input, integration_record *query, int use_http_path) {
     memset(query, 0, sizeof *query);
     query->kind = RECORD_KIND_GIT;
     size_t at = 0;
@@ -46,6 +111,10 @@ static int parse_attributes(guarded_buffer *input, integration_record *query) {
         uint8_t *equals = memchr(line, '=', length);
         if (!equals) return -1;
         size_t name_length = (size_t)(equals - line);
+        if (name_length == 3 && memcmp(line, "url", 3) == 0) {
+            if (parse_url(equals + 1, length - 4, query, use_http_path) != 0) return -2;
+            continue;
+        }
         for (int tag = 1; tag <= RECORD_MAX_TAG; tag++) {
             if (strlen(attribute_names[tag]) == name_length && memcmp(attribute_names[tag], line, name_length) == 0) {
                 query->fields[tag] = (record_field){1, equals + 1, length - name_length - 1};
@@ -207,15 +276,17 @@ static int erase(keybay_store *store, const integration_record *query) {
 }
 
 static int usage(int status) {
-    fprintf(status ? stderr : stdout, "usage: " PROGRAM " [--app ID] get|store|erase   (credential.helper \"keybay [--app ID]\")\n");
+    fprintf(status ? stderr : stdout, "usage: " PROGRAM " [--app ID] [--use-http-path] get|store|erase   (credential.helper \"keybay [--app ID]\")\n");
     return status;
 }
 
 int main(int argc, char **argv) {
     limit_core_dumps();
     const char *app = DEFAULT_APP, *operation = NULL;
+    int use_http_path = 0;
     for (int i = 1; i < argc; i++) {
         if (helper_app_argument(argc, argv, &i, &app)) continue;
+        if (strcmp(argv[i], "--use-http-path") == 0) { use_http_path = 1; continue; }
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return usage(0);
         else if (argv[i][0] == '-' || operation) return usage(2);
         else operation = argv[i];
@@ -231,9 +302,12 @@ int main(int argc, char **argv) {
     guarded_buffer input = {0};
     int read = guarded_read_all(STDIN_FILENO, INPUT_LIMIT, &input);
     integration_record query;
-    if (read != 0 || parse_attributes(&input, &query) != 0) {
+    int parsed = read == 0 ? parse_attributes(&input, &query, use_http_path) : 0;
+    if (read != 0 || parsed != 0) {
+        /* The URL itself is not repeated: it may hold a password. */
         say(read == -2 ? PROGRAM ": the input is longer than 1 MiB" : read != 0 ? PROGRAM ": cannot read standard input"
-                       : PROGRAM ": a line of the input is not key=value");
+            : parsed == -2 ? PROGRAM ": the url attribute cannot be parsed (no scheme, or a newline in a %-decoded part)"
+                           : PROGRAM ": a line of the input is not key=value");
         guarded_free(&input);
         return 1;
     }

@@ -295,3 +295,71 @@ def test_records_are_as_documented(git, home, monkeypatch):
         assert sorted(keys) == sorted([first, second])
         assert documented_value(store.get(first)) == {1: b"https", 2: b"example.com", 4: b"doc-user", 5: b"doc-pass"}
         assert documented_value(store.get(second)) == {1: b"https", 2: b"example.com", 3: b"r.git", 4: b"", 5: b""}
+
+
+def test_url_is_parsed_as_git_does(git):
+    """url=: its protocol, host (with the port), username and password, %-decoded, as if sent one
+    by one (git-credential(1)); an http(s) URL's path only with --use-http-path."""
+    assert git.helper("store", attributes(protocol="https", host="a.example", username="a", password="pa")).returncode == 0
+    # The acceptance case: another host's URL is a miss, not the first credential stored.
+    for miss in [b"url=https://b.example/\n\n", b"url=http://a.example/\n\n", b"url=https://a.example:8443/\n\n",
+                 b"url=https://other@a.example/\n\n"]:
+        got = git.helper("get", miss)
+        assert (got.returncode, got.stdout, got.stderr) == (0, b"", b""), miss
+    for hit in [b"url=https://a.example\n", b"url=https://a.example/\n\n", b"url=https://a@a.example/repo.git/\n",
+                b"url=https://a.example/x?y#z\n", b"url=https://%61@a.example\n"]:
+        got = git.helper("get", hit)
+        assert (got.returncode, got.stdout, got.stderr) == (0, attributes(username="a", password="pa"), b""), hit
+    # Stored from a URL: the port is part of the host, user and password are %-decoded.
+    assert git.helper("store", b"url=https://us%40er:p%3Ass@c.example:8443/some/repo.git\n").returncode == 0
+    got = git.helper("get", attributes(protocol="https", host="c.example:8443"))
+    assert got.stdout == attributes(username="us@er", password="p:ss")
+    assert git.helper("get", attributes(protocol="https", host="c.example")).stdout == b""
+
+
+def test_url_attributes_after_it_override_and_before_it_are_cleared(git):
+    assert git.helper("store", attributes(protocol="https", host="a.example", username="a", password="pa")).returncode == 0
+    assert git.helper("get", b"url=https://a.example\nhost=b.example\n").stdout == b""
+    assert git.helper("get", b"host=b.example\nusername=b\nurl=https://a.example\n").stdout == attributes(username="a", password="pa")
+    assert git.helper("get", b"url=https://b.example\nhost=a.example\n").stdout == attributes(username="a", password="pa")
+
+
+def test_url_path_is_kept_only_when_told(git):
+    assert git.helper("store", attributes(protocol="https", host="a.example", path="one.git", username="one", password="p1"),
+                      ).returncode == 0
+    # Without --use-http-path the URL's path is dropped, as git drops it unless credential.useHttpPath.
+    assert git.helper("get", b"url=https://a.example/two.git\n").stdout == attributes(username="one", password="p1")
+    told = ["--use-http-path"]
+    assert git.helper("get", b"url=https://a.example/two.git\n", *told).stdout == b""
+    assert git.helper("get", b"url=https://a.example//one.git//\n", *told).stdout == attributes(username="one", password="p1")
+    # Other protocols keep it (useHttpPath concerns http and https only); no host is an empty host.
+    assert git.helper("store", b"url=cert:///etc/cert.pem\nusername=c\npassword=pc\n").returncode == 0
+    assert git.helper("get", attributes(protocol="cert", host="", path="etc/cert.pem")).stdout == attributes(username="c", password="pc")
+    assert git.helper("get", b"url=cert:///etc/other.pem\n").stdout == b""
+
+
+def test_an_unparseable_url_is_refused_without_repeating_it(git):
+    assert git.helper("store", attributes(protocol="https", host="a.example", username="a", password="pa")).returncode == 0
+    for bad in [b"url=a.example\n", b"url=://a.example\n", b"url=https://a.example/%0a\n",
+                b"url=https://us%0Aer:secret-pass@a.example\n"]:
+        got = git.helper("get", bad)
+        assert got.returncode == 1 and got.stdout == b"", bad
+        assert got.stderr.count(b"\n") == 1 and b"url" in got.stderr and b"secret-pass" not in got.stderr, got.stderr
+
+
+def test_url_matches_gits_credential_store(git, home):
+    """git's own credential-store, given the same url= lines, finds the same credentials."""
+    store_file = home.root / "git-credentials"
+    urls = [b"https://u1:p1@a.example", b"https://u2:p2@a.example:8443", b"http://u3:p%403@a.example",
+            b"https://%75%34:p4@b.example"]
+    for url in urls:
+        assert git.helper("store", b"url=" + url + b"\n").returncode == 0
+        theirs = home.run(["git", "credential-store", "--file", str(store_file), "store"], stdin=b"url=" + url + b"\n")
+        assert theirs.returncode == 0, theirs.stderr
+    for query in [b"https://a.example", b"https://u1@a.example", b"https://u2@a.example", b"https://a.example:8443",
+                  b"http://a.example", b"https://b.example", b"https://u4@b.example", b"https://c.example",
+                  b"ftp://a.example"]:
+        ours = git.helper("get", b"url=" + query + b"\n")
+        theirs = home.run(["git", "credential-store", "--file", str(store_file), "get"], stdin=b"url=" + query + b"\n")
+        assert ours.returncode == theirs.returncode == 0
+        assert ours.stdout == theirs.stdout, query

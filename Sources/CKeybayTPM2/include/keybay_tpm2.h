@@ -167,6 +167,13 @@ keybay_status keybay_tpm2_connect(const keybay_host *host, keybay_tpm2 *t);
 /* Releases what begin, lock and connect took; safe on a zeroed or half-opened `t`. */
 void keybay_tpm2_close(keybay_tpm2 *t);
 
+/* A plugin's probe: OK when tpm2-tss loads, the variables are valid and, for a device (the
+   default /dev/tpmrm0 or /dev/tpm0, or KEYBAY_TPM2_TCTI=device:...), it exists and this user may
+   read and write it; else NOT_AVAILABLE saying why (reason no-tpm, device-permission,
+   tcti-refused, ...). The TPM itself is not reached: a simulator or resource manager that
+   KEYBAY_TPM2_TCTI names is taken as there, and a probe never blocks for long. */
+keybay_status keybay_tpm2_probe(const keybay_host *host, const char *plugin, const char *user);
+
 /* Why the TPM cannot be used (timed out, device missing or not this user's, what tss2 said). */
 keybay_status keybay_tpm2_unreachable(const keybay_host *host, const keybay_tpm2 *t, TSS2_RC rc);
 

@@ -8,6 +8,7 @@ docs/python.md in the repository describes the API, the errors and the interacti
 """
 from . import errors as _errors
 from ._library import lib as _lib
+from ._version import __version__
 from .errors import CODE_NAMES, Error
 from .interaction import MESSAGE_INFO, MESSAGE_WARNING, default_interaction
 from .store import Store, open, reset, status

@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """Loads libkeybay.so.1 and declares the C API's functions (keybay.h, version 1)."""
 import ctypes
-import ctypes.util
 import os
+
+try:  # written by `make install` and by `pip install` (_build/keybay_build.py): the library installed with it
+    from ._installed import LIBRARY as INSTALLED_LIBRARY
+except ImportError:  # the source tree
+    INSTALLED_LIBRARY = None
 
 SONAME = "libkeybay.so.1"
 INTERACTION_ABI_VERSION = 1
@@ -16,14 +20,25 @@ def _load():
             return ctypes.CDLL(named)
         except OSError as error:
             raise ImportError(f"keybay: cannot load KEYBAY_LIBRARY={named}: {error}") from error
+    # The library this package was installed with, when it is still there (else the soname).
+    missing = ""
+    if INSTALLED_LIBRARY:
+        if os.path.exists(INSTALLED_LIBRARY):
+            try:
+                return ctypes.CDLL(INSTALLED_LIBRARY)
+            except OSError as error:
+                raise ImportError(f"keybay: cannot load {INSTALLED_LIBRARY}, the library this package was installed "
+                                  f"with (keybay/_installed.py): {error}") from error
+        missing = f"{INSTALLED_LIBRARY}, the library this package was installed with, is gone; "
     try:
         return ctypes.CDLL(SONAME)
     except OSError as first:
-        found = ctypes.util.find_library("keybay")
+        from ctypes import util  # only for this fallback: it is slow to import and runs programs
+        found = util.find_library("keybay")
         # Only the soname of this ABI: a libkeybay.so.2 would be another API.
         if found and os.path.basename(found) == SONAME:
             return ctypes.CDLL(found)
-        raise ImportError(f"keybay: cannot load {SONAME} ({first}); install it (make install) "
+        raise ImportError(f"keybay: {missing}cannot load {SONAME} ({first}); install it (make install) "
                           "or set KEYBAY_LIBRARY to its file") from first
 
 

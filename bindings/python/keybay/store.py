@@ -15,7 +15,15 @@ KEYBAY_ERR_CLOSED = 30
 def _utf8(value, what):
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a str, not {type(value).__name__}")
-    return value.encode("utf-8")
+    return _c_string(value.encode("utf-8"), what)
+
+
+def _c_string(data, what):
+    # The library reads a C string: it would end at a NUL and act on what precedes it (another
+    # key, another application's store). Refused here, before the library is called.
+    if b"\0" in data:
+        raise ValueError(f"{what} contains a NUL character, which no C string can carry")
+    return data
 
 
 def _options(app_id, root=None, method=None, no_input=False, plugin_dirs=None):
@@ -26,7 +34,8 @@ def _options(app_id, root=None, method=None, no_input=False, plugin_dirs=None):
     options.method_id = None if method is None else _utf8(method, "method")
     options.no_input = 1 if no_input else 0
     if plugin_dirs:
-        directories = (ctypes.c_char_p * (len(plugin_dirs) + 1))(*[os.fsencode(d) for d in plugin_dirs], None)
+        directories = (ctypes.c_char_p * (len(plugin_dirs) + 1))(*[_c_string(os.fsencode(d), "plugin_dirs entry")
+                                                               for d in plugin_dirs], None)
         options.plugin_dirs = ctypes.cast(directories, ctypes.POINTER(ctypes.c_char_p))
         options._directories = directories  # alive as long as the options
     return options
@@ -45,16 +54,20 @@ def _option_strings(options):
     for name, value in options.items():
         if isinstance(value, bool):
             value = "true" if value else "false"
-        strings.append(f"{name.replace('_', '-')}={value}".encode("utf-8"))
+        name = _c_string(name.replace("_", "-").encode("utf-8"), "option name")
+        strings.append(name + b"=" + _c_string(str(value).encode("utf-8"), f"option {name.decode()}'s value"))
     return (ctypes.c_char_p * (len(strings) + 1))(*strings, None)
 
 
 class Store:
     """An open session on one application's store (keybay_store *). Close it, or use `with`."""
 
-    def __init__(self, handle, interaction):
+    def __init__(self, handle, interaction, bridge=None):
         self._handle = handle
         self._interaction = interaction
+        # The library keeps open's keybay_interaction (its callbacks and their struct) until
+        # keybay_close and may call it on any later call (keybay.h): it lives as long as the handle.
+        self._bridge = bridge
 
     def __enter__(self):
         return self
@@ -71,6 +84,7 @@ class Store:
         handle, self._handle = getattr(self, "_handle", None), None
         if handle:
             c.lib.keybay_close(handle)
+        self._bridge = None  # only once the library has let go of it
 
     def _open_handle(self):
         if not self._handle:
@@ -164,7 +178,7 @@ def open(app_id, *, root=None, method=None, interaction=None, no_input=False, pl
     handle = c.lib.keybay_open(ctypes.byref(options), bridge.pointer(), ctypes.byref(slot))
     if not handle:
         _raise(errors.CODE_NAMES.index("invalid-argument") + 1, slot, bridge)
-    return Store(handle, interaction)
+    return Store(handle, interaction, bridge)
 
 
 def status(app_id, *, root=None, plugin_dirs=None):

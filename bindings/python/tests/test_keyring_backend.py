@@ -187,7 +187,11 @@ def venv(tmp_path_factory):
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True, timeout=120)
     source = top / "python"
     shutil.copytree(PACKAGE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "tests"))
-    installed = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", str(source)],
+    # The build records a prefix's library (docs/python.md); this build's, which KEYBAY_LIBRARY names anyway.
+    (top / "prefix" / "lib").mkdir(parents=True)
+    (top / "prefix" / "lib" / "libkeybay.so.1").symlink_to(os.environ["KEYBAY_LIBRARY"])
+    installed = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "--no-index", "--disable-pip-version-check",
+                                str(source)], env=dict(os.environ, KEYBAY_PREFIX=str(top / "prefix")),
                                capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stderr
     return venv

@@ -4,6 +4,7 @@ import ctypes
 import pytest
 
 import keybay
+from conftest import FAST
 
 
 def test_set_get_keys_delete(app_id, home):
@@ -98,3 +99,57 @@ def test_plugin_dirs_are_taken_as_paths(app_id):
     assert keybay.status(app_id, plugin_dirs=[build])["state"] == "platform-only"
     with pytest.raises(TypeError):
         keybay.open(app_id, plugin_dirs=[5])
+
+
+class _Watched:
+    """The library with every function call recorded (calls go through; a test may forbid some)."""
+
+    def __init__(self, lib):
+        self._lib, self.called = lib, []
+
+    def __getattr__(self, name):
+        function = getattr(self._lib, name)
+        if not name.startswith("keybay_") or name in ("keybay_error_free", "keybay_free_string"):
+            return function
+
+        def call(*arguments):
+            self.called.append(name)
+            return function(*arguments)
+        return call
+
+
+def test_a_nul_is_refused_before_the_library_is_called(app_id, monkeypatch):
+    from keybay import _library
+    with keybay.open(app_id) as store:
+        store.set("tokens/alice", "alice's")
+        watched = _Watched(_library.lib)
+        monkeypatch.setattr(_library, "lib", watched)
+        # Each entry point that takes a string, with a NUL where C would end the string.
+        refused = [
+            lambda: store.set("tokens/alice\0mallory", "mallory's"),
+            lambda: store.get("tokens/alice\0x"),
+            lambda: store["tokens/alice\0x"],
+            lambda: store.delete("tokens/alice\0x"),
+            lambda: store.enroll("passphrase\0x", **FAST),
+            lambda: store.enroll("passphrase", "main\0x", **FAST),
+            lambda: store.enroll("passphrase", **{"memory_kib\0x": 8192}),
+            lambda: store.enroll("passphrase", memory_kib="8192\0x"),
+            lambda: store.remove_method("0" * 32 + "\0x"),
+            lambda: keybay.open(app_id + "\0.other"),
+            lambda: keybay.open(app_id, root="file-root\0x"),
+            lambda: keybay.open(app_id, method="0" * 32 + "\0x"),
+            lambda: keybay.open(app_id, plugin_dirs=["/tmp\0/x"]),
+            lambda: keybay.open(app_id, plugin_dirs=[b"/tmp\0/x"]),
+            lambda: keybay.status(app_id + "\0.other"),
+            lambda: keybay.status(app_id, root="file-root\0x"),
+            lambda: keybay.reset(app_id + "\0.other"),
+            lambda: keybay.reset(app_id, root="file-root\0x"),
+        ]
+        for number, attempt in enumerate(refused):
+            with pytest.raises(ValueError, match="NUL"):
+                attempt()
+            assert watched.called == [], f"attempt {number} reached the library: {watched.called}"
+        monkeypatch.undo()
+        assert store.keys() == ["tokens/alice"]
+        assert store["tokens/alice"] == b"alice's"
+    assert keybay.status(app_id)["state"] == "platform-only"
