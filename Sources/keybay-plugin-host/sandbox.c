@@ -25,7 +25,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -289,7 +288,8 @@ static const int allowed_calls[] = {
     SYS_getresuid, SYS_getresgid, SYS_uname, SYS_sysinfo, SYS_getrandom, SYS_getrusage, SYS_getpriority,
     SYS_clock_gettime, SYS_clock_getres, SYS_clock_nanosleep, SYS_nanosleep, SYS_gettimeofday,
     SYS_sched_yield, SYS_sched_getaffinity, SYS_sched_getparam, SYS_sched_getscheduler,
-    /* sockets the plugin was allowed to make (socket itself is checked below), and fd 3 */
+    /* the socket to the host (fd 3) and the sockets the host connected for it (socket and
+       socketpair are never allowed) */
     SYS_connect, SYS_sendto, SYS_sendmsg, SYS_recvfrom, SYS_recvmsg, SYS_shutdown, SYS_getsockopt,
     SYS_setsockopt, SYS_getsockname, SYS_getpeername,
 #if defined(__x86_64__)
@@ -319,7 +319,7 @@ static void allow_if_argument(filter *f, int call, int arg, uint32_t value) {
     emit(f, LOAD_NR);
 }
 
-static int enter_seccomp(int sockets, const char **why) {
+static int enter_seccomp(const char **why) {
     filter f = { .length = 0 };
     emit(&f, STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
     emit(&f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, SECCOMP_ARCH, 1, 0));
@@ -350,11 +350,6 @@ static int enter_seccomp(int sockets, const char **why) {
     /* prctl: the thread's name, read or set. */
     allow_if_argument(&f, SYS_prctl, 0, PR_SET_NAME);
     allow_if_argument(&f, SYS_prctl, 0, PR_GET_NAME);
-    /* Local sockets, for a plugin that declared one (the accumulator holds nr on entry). */
-    if (sockets) {
-        allow_if_argument(&f, SYS_socket, 0, AF_UNIX);
-        allow_if_argument(&f, SYS_socketpair, 0, AF_UNIX);
-    }
     /* prlimit64 reading a limit (new_limit NULL), never raising one. */
     emit(&f, JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prlimit64, 0, 6));
     emit(&f, LOAD_ARG_LOW(2));
@@ -373,5 +368,5 @@ static int enter_seccomp(int sockets, const char **why) {
 int sandbox_enter(const sandbox_grant *grant, const char **why) {
     if (enter_landlock(grant, why) != 0) return -1;
     /* No socket of its own for any plugin: the host connects declared unix: sockets for it. */
-    return enter_seccomp(0, why);
+    return enter_seccomp(why);
 }

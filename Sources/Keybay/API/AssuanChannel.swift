@@ -141,15 +141,7 @@ final class AssuanChannel {
     private func send(_ bytes: [UInt8], by deadline: UInt64, seconds: Int) throws {
         var done = 0
         while done < bytes.count {
-            let now = Self.monotonicNanoseconds()
-            guard now < deadline else {
-                kill(pid, SIGKILL)
-                throw KeybayError(.timedOut, "the pinentry program \(program) read nothing within \(seconds) s")
-            }
-            var poller = pollfd(fd: socket, events: Int16(POLLOUT), revents: 0)
-            let ready = poll(&poller, 1, Int32(min((deadline - now) / 1_000_000 + 1, 60_000)))
-            if ready < 0 && errno != EINTR { throw protocolError(String(cString: strerror(errno))) }
-            guard ready > 0 else { continue }
+            guard try ready(for: POLLOUT, by: deadline, seconds: seconds, late: "read nothing") else { continue }
             let n = bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress! + done, bytes.count - done, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
             if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
             guard n > 0 else { throw KeybayError(.interactionRequired, "the pinentry program \(program) ended without answering") }
@@ -234,20 +226,26 @@ final class AssuanChannel {
                 return try body(buffer[0..<end])
             }
             guard receivedCount < Self.capacity else { throw protocolError("a line longer than Assuan allows") }
-            let now = Self.monotonicNanoseconds()
-            guard now < deadline else {
-                kill(pid, SIGKILL)
-                throw KeybayError(.timedOut, "the pinentry program \(program) gave no answer within \(seconds) s")
-            }
-            var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, Int32(min((deadline - now) / 1_000_000 + 1, 60_000)))
-            if ready < 0 && errno != EINTR { throw protocolError(String(cString: strerror(errno))) }
-            guard ready > 0 else { continue }
+            guard try ready(for: POLLIN, by: deadline, seconds: seconds, late: "gave no answer") else { continue }
             let n = recv(socket, received + receivedCount, Self.capacity - receivedCount, 0)
             if n < 0 { if errno == EINTR { continue }; throw protocolError(String(cString: strerror(errno))) }
             guard n > 0 else { throw KeybayError(.interactionRequired, "the pinentry program \(program) ended without answering") }
             receivedCount += n
         }
+    }
+
+    /// Whether the socket became ready for `events` (`POLLIN`, `POLLOUT`) within one slice of the
+    /// wait; past `deadline` the program is killed (`.timedOut`, saying it `late`).
+    private func ready(for events: Int32, by deadline: UInt64, seconds: Int, late: String) throws -> Bool {
+        let now = Self.monotonicNanoseconds()
+        guard now < deadline else {
+            kill(pid, SIGKILL)
+            throw KeybayError(.timedOut, "the pinentry program \(program) \(late) within \(seconds) s")
+        }
+        var poller = pollfd(fd: socket, events: Int16(events), revents: 0)
+        let ready = poll(&poller, 1, Int32(min((deadline - now) / 1_000_000 + 1, 60_000)))
+        if ready < 0 && errno != EINTR { throw protocolError(String(cString: strerror(errno))) }
+        return ready > 0
     }
 
     private func protocolError(_ what: String) -> KeybayError {
