@@ -10,6 +10,7 @@
  * The passphrase is "fork passphrase"; the record "k" is expected to hold "v". Exit 0 when every
  * read gave "v".
  */
+#define _POSIX_C_SOURCE 200809L /* O_CLOEXEC under -std=c11 */
 #include <keybay/keybay.h>
 
 #include <fcntl.h>
