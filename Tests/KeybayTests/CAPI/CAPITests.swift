@@ -95,7 +95,9 @@ import Testing
         // Daemon-style the child outlives the parent (and so any bound on it): it reports in a file,
         // which is read for 20 s at most, and the child is then killed whatever it did.
         let report = box.root + "/child-report"
-        let r = try run("/usr/bin/timeout", ["-s", "KILL", "20", program, box.app, mode] + (mode == "daemon" ? [report] : []), environment: environment)
+        // The daemon-style parent exits at once; the other is killed at 20 s with its child (its process group).
+        let r = mode == "daemon" ? try run(program, [box.app, mode, report], environment: environment)
+                                 : try run("/usr/bin/timeout", ["-s", "KILL", "20", program, box.app, mode], environment: environment)
         var out = r.out
         if mode == "daemon" {
             for _ in 0..<200 where (readBytes(report).map { String(decoding: $0, as: UTF8.self) } ?? "").components(separatedBy: "child: ").count < 3 {
