@@ -95,8 +95,11 @@ import Testing
         // Daemon-style the child outlives the parent (and so any bound on it): it reports in a file,
         // which is read for 20 s at most, and the child is then killed whatever it did.
         let report = box.root + "/child-report"
-        // The daemon-style parent exits at once; the other is killed at 20 s with its child (its process group).
-        let r = mode == "daemon" ? try run(program, [box.app, mode, report], environment: environment)
+        // The daemon-style parent exits at once, started with no descriptor but 0-2: Foundation's
+        // own watch on it, inherited by the child, would keep `run` waiting for a child that hangs.
+        // The other is killed at 20 s with its child (its process group).
+        let closing = "import os, sys; os.closerange(3, 65536); os.execv(sys.argv[1], sys.argv[1:])"
+        let r = mode == "daemon" ? try run("/usr/bin/python3", ["-c", closing, program, box.app, mode, report], environment: environment)
                                  : try run("/usr/bin/timeout", ["-s", "KILL", "20", program, box.app, mode], environment: environment)
         var out = r.out
         if mode == "daemon" {
