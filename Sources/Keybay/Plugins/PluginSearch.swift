@@ -97,17 +97,11 @@ public struct KeybayPluginSearch: Sendable, Equatable {
     /// Whether `directory` is one of the installation directories (items 3 and 4), compared as
     /// resolved paths: `.build/release` and the `.build/<triple>/release` it links to are one.
     static func isInstallationDirectory(_ directory: String) -> Bool {
-        guard let real = resolvedPath(directory) else { return false }
+        guard let real = CheckedPath.realPath(directory) else { return false }
         return resolvedInstallationDirectories.contains(real)
     }
 
-    private static let resolvedInstallationDirectories: Set<String> = Set(installationDirectories.compactMap(resolvedPath))
-
-    static func resolvedPath(_ path: String) -> String? {
-        guard let p = realpath(path, nil) else { return nil }
-        defer { free(p) }
-        return String(cString: p)
-    }
+    private static let resolvedInstallationDirectories: Set<String> = Set(installationDirectories.compactMap(CheckedPath.realPath))
 
     /// The directories named outside the installation (items 1 and 2), in search order; empty when
     /// external plugins are off. A relative entry is skipped here (searching refuses it).
