@@ -78,6 +78,39 @@ import Testing
                 #expect(recordReads, "\(outcome.description)")
             }
         }),
+        // A method whose enrollment writes a file grant (methods package policy 2): the plugin,
+        // isolated, reads its key file through open_file, at enroll and at unlock.
+        Scenario(name: "enroll of a method with a file grant", setup: { box in
+            try expectStatus(box.cli("set", "a", "1"), 0)
+            let dir = box.root + "/granted-plugin", key = box.root + "/granted.key"
+            writeBytes(key, Array(repeating: 0x4b, count: 32))
+            let read = """
+                int fd = -1; keybay_status st = h->open_file(h->context, "path", &fd); if (st != KEYBAY_OK) return st;
+                uint8_t k[32]; ssize_t got = read(fd, k, sizeof k); close(fd); if (got != 32) return KEYBAY_ERR_IO;
+                memcpy(s, k, 32); memset(k, 0, sizeof k);
+                """
+            let source = "#include <unistd.h>\n" + PluginLoaderTests.source(id: "granted", enroll: read + "p->data = calloc(1, 4); p->length = 4; return KEYBAY_OK;",
+                                                                              unwrap: read + "return KEYBAY_OK;")
+            try PluginLoaderTests.build(source, fileID: "granted", in: dir)
+            return ["dir": dir, "key": key]
+        }, command: { facts in
+            (["enroll", "granted", "--plugin-dir", facts["dir"]!, "--opt", "path=" + facts["key"]!, "--json"], nil)
+        }, check: { box, facts, outcome in
+            if outcome.outputLost {
+                let now = try state(box)
+                #expect(now == "platform-only" || now == "protected", "\(outcome.description): \(now)")
+            } else if let printed = outcome.printed {
+                // The grant was stored with the method: the isolated unlock opens the key file again.
+                let grantedOpens = try record(box, "a", method: printed["id"] as? String, pluginDirectory: facts["dir"]!) == "1"
+                #expect(grantedOpens, "\(outcome.description)")
+            } else {
+                #expect(outcome.status != 0, "\(outcome.description)")
+                let noMethod = try methodIDs(box).isEmpty
+                #expect(noMethod, "\(outcome.description): a method nobody was told of")
+                let recordReads = try record(box, "a") == "1"
+                #expect(recordReads, "\(outcome.description)")
+            }
+        }),
         Scenario(name: "the first enrollment, on an empty home", showsSecret: true, setup: { _ in [:] }, command: { _ in
             (["enroll", "recovery", "--json", "--no-input"], nil)
         }, check: { box, _, outcome in
@@ -316,9 +349,11 @@ private func state(_ box: Sandbox, environment: [String: String] = [:]) throws -
 
 /// The value of `key` as the store gives it with the credential given (nil when the store does
 /// not open with it or has no such record).
-private func record(_ box: Sandbox, _ key: String, method: String? = nil, key secret: String? = nil, passphrase: String? = nil) throws -> String? {
+private func record(_ box: Sandbox, _ key: String, method: String? = nil, key secret: String? = nil, passphrase: String? = nil,
+                    pluginDirectory: String? = nil) throws -> String? {
     var arguments = ["get", key, "--no-input"]
     if let method { arguments += ["--method", method] }
+    if let pluginDirectory { arguments += ["--plugin-dir", pluginDirectory] }
     if secret != nil { arguments += ["--recovery-key-fd", "0"] }
     if passphrase != nil { arguments += ["--passphrase-fd", "0"] }
     let r = try run(cliPath, arguments, environment: box.environment, stdin: (secret ?? passphrase).map { Array($0.utf8) })
