@@ -46,7 +46,9 @@
 #define ROOT_KEY_BYTES 32
 #define FILE_NAME "tpm2-root.sealed"
 #define FILE_MAGIC "KBT2"
-#define FILE_VERSION 1
+#define FILE_VERSION 1        /* a root without PCRs, as before */
+#define FILE_VERSION_FIELDS 2 /* followed by tagged fields: a root with PCRs */
+#define FIELD_PCR_VALUES 0x8001u /* resealable (high bit): outside the provider state's binding */
 #define MAX_FILE_BYTES 2048
 #define STATE_BYTES 44 /* nvIndex:u32 | base:u64 | binding(32) */
 #define NV_FIRST 0x01000000u /* the owner's NV range (TCG handle registry) */
@@ -102,13 +104,19 @@ static keybay_status tpm_open(const keybay_host *host, const keybay_root_context
 /* ---------------------------------------------------------------- the root file */
 
 /*
- * "KBT2" | version:u16 (= 1) | nvIndex:u32 | base:u64 | pcrs:u32 | nvName:LP16 | public:LP16 | private:LP16
+ * "KBT2" | version:u16 (1 or 2) | nvIndex:u32 | base:u64 | pcrs:u32 | nvName:LP16 | public:LP16 | private:LP16
  * public and private are TPM2B_PUBLIC / TPM2B_PRIVATE as the TPM marshals them (their own size
  * first); nvName is the NV counter's TPM name once written (nameAlg | SHA-256 of its public area).
+ * Version 2 goes on with fields, tag:u16 | value:LP16, tags strictly increasing, none unknown:
+ * 0x8001 the bound PCRs' SHA-256 values at sealing, in PCR order (docs/format.md §12).
  */
 typedef struct root_file {
     uint8_t bytes[MAX_FILE_BYTES];
     size_t length;
+    uint16_t version;
+    size_t fields_at;       /* version 2: where the fields begin */
+    int has_pcr_values;
+    uint8_t pcr_values[KEYBAY_TPM2_PCRS][32];
     uint32_t nv_index;
     uint64_t base;
     uint32_t pcrs;
@@ -117,12 +125,45 @@ typedef struct root_file {
     TPM2B_PRIVATE private;
 } root_file;
 
+/* popcount */
+static int pcr_count(uint32_t mask) { int n = 0; for (; mask; mask &= mask - 1) n++; return n; }
+
+/* Version 2's fields from f->bytes + *at, up to the end: *at is left at the end. */
+static keybay_status decode_fields(const keybay_host *host, const char *path, root_file *f, size_t *at) {
+    const uint8_t *p = f->bytes;
+    size_t n = f->length;
+    uint32_t previous = 0;
+    while (*at < n) {
+        if (n - *at < 4) return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is truncated", path);
+        uint32_t tag = (uint32_t)get_be(p + *at, 2);
+        size_t length = (size_t)get_be(p + *at + 2, 2);
+        if (length > n - *at - 4) return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is truncated", path);
+        const uint8_t *value = p + *at + 4;
+        if (tag <= previous) return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is malformed (field 0x%04x out of order)", path, tag);
+        if (tag == FIELD_PCR_VALUES) {
+            if (length != (size_t)pcr_count(f->pcrs) * 32 || f->pcrs == 0)
+                return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is malformed (PCR values)", path);
+            for (int pcr = 0, i = 0; pcr < KEYBAY_TPM2_PCRS; pcr++)
+                if (f->pcrs >> pcr & 1) memcpy(f->pcr_values[pcr], value + 32 * i++, 32);
+            f->has_pcr_values = 1;
+        } else {
+            return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s has a field (0x%04x) this tpm2 root does not know "
+                        "(a newer version wrote it)", path, tag);
+        }
+        previous = tag;
+        *at += 4 + length;
+    }
+    return KEYBAY_OK;
+}
+
 /* Decodes f->bytes strictly (exact lengths, no trailing bytes). */
 static keybay_status decode_file(const keybay_host *host, const char *path, root_file *f) {
     const uint8_t *p = f->bytes;
     size_t n = f->length, at = 22;
-    if (n < at || memcmp(p, FILE_MAGIC, 4) != 0 || get_be(p + 4, 2) != FILE_VERSION)
-        return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is not a version-1 tpm2 root file", path);
+    if (n < at || memcmp(p, FILE_MAGIC, 4) != 0 || (get_be(p + 4, 2) != FILE_VERSION && get_be(p + 4, 2) != FILE_VERSION_FIELDS))
+        return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is not a version-1 or -2 tpm2 root file", path);
+    f->version = (uint16_t)get_be(p + 4, 2);
+    f->has_pcr_values = 0;
     f->nv_index = (uint32_t)get_be(p + 6, 4);
     f->base = get_be(p + 10, 8);
     f->pcrs = (uint32_t)get_be(p + 18, 4);
@@ -134,6 +175,8 @@ static keybay_status decode_file(const keybay_host *host, const char *path, root
         parts[i] = p + at + 2;
         at += 2 + lengths[i];
     }
+    f->fields_at = at;
+    if (f->version == FILE_VERSION_FIELDS && decode_fields(host, path, f, &at) != KEYBAY_OK) return KEYBAY_ERR_ROOT_MISMATCH;
     size_t off_pub = 0, off_priv = 0;
     memset(&f->public, 0, sizeof f->public);
     memset(&f->private, 0, sizeof f->private);
@@ -148,10 +191,17 @@ static keybay_status decode_file(const keybay_host *host, const char *path, root
     return KEYBAY_OK;
 }
 
+static void put_field(uint8_t *p, size_t *at, uint32_t tag, size_t length) {
+    put_be(p + *at, tag, 2);
+    put_be(p + *at + 2, length, 2);
+    *at += 4;
+}
+
 static keybay_status encode_file(const keybay_host *host, root_file *f) {
     uint8_t *p = f->bytes;
+    f->version = f->has_pcr_values ? FILE_VERSION_FIELDS : FILE_VERSION;
     memcpy(p, FILE_MAGIC, 4);
-    put_be(p + 4, FILE_VERSION, 2);
+    put_be(p + 4, f->version, 2);
     put_be(p + 6, f->nv_index, 4);
     put_be(p + 10, f->base, 8);
     put_be(p + 18, f->pcrs, 4);
@@ -168,11 +218,22 @@ static keybay_status encode_file(const keybay_host *host, root_file *f) {
     if (T(Tss2_MU_TPM2B_PRIVATE_Marshal)(&f->private, p + at + 2, MAX_FILE_BYTES - at - 2, &offset) != TSS2_RC_SUCCESS)
         return fail(host, KEYBAY_ERR_INTERNAL, "the sealed object's private area does not fit the root file");
     put_be(p + at, offset, 2);
-    f->length = at + 2 + offset;
+    at += 2 + offset;
+    f->fields_at = at;
+    if (f->has_pcr_values) {
+        size_t length = (size_t)pcr_count(f->pcrs) * 32;
+        if (MAX_FILE_BYTES - at < 4 + length) return fail(host, KEYBAY_ERR_INTERNAL, "the PCR values do not fit the root file");
+        put_field(p, &at, FIELD_PCR_VALUES, length);
+        for (int pcr = 0; pcr < KEYBAY_TPM2_PCRS; pcr++)
+            if (f->pcrs >> pcr & 1) { memcpy(p + at, f->pcr_values[pcr], 32); at += 32; }
+    }
+    f->length = at;
     return KEYBAY_OK;
 }
 
-/* nvIndex:u32 | base:u64 | SHA-256(label | 0x00 | storageDomain | root file) */
+/* nvIndex:u32 | base:u64 | SHA-256(label | 0x00 | storageDomain | bound), where bound is the
+   whole root file for version 1; for version 2 what a reseal keeps: the first 22 bytes, nvName
+   (LP16) and each field whose tag is below 0x8000, as the file holds them. */
 static void provider_state(const root_file *f, const uint8_t *domain, uint8_t out[STATE_BYTES]) {
     crypto_hash_sha256_state h;
     const uint8_t zero = 0;
@@ -182,7 +243,16 @@ static void provider_state(const root_file *f, const uint8_t *domain, uint8_t ou
     crypto_hash_sha256_update(&h, (const uint8_t *)provider_state_label, sizeof provider_state_label - 1);
     crypto_hash_sha256_update(&h, &zero, 1);
     crypto_hash_sha256_update(&h, domain, 32);
-    crypto_hash_sha256_update(&h, f->bytes, f->length);
+    if (f->version == FILE_VERSION) {
+        crypto_hash_sha256_update(&h, f->bytes, f->length);
+    } else {
+        crypto_hash_sha256_update(&h, f->bytes, 22 + 2 + f->nv_name.size);
+        for (size_t at = f->fields_at; at + 4 <= f->length;) {
+            size_t length = (size_t)get_be(f->bytes + at + 2, 2);
+            if (get_be(f->bytes + at, 2) < 0x8000) crypto_hash_sha256_update(&h, f->bytes + at, 4 + length);
+            at += 4 + length;
+        }
+    }
     crypto_hash_sha256_final(&h, out + 12);
 }
 
@@ -206,11 +276,41 @@ static keybay_status load_file(const keybay_host *host, const keybay_root_contex
 
 /* ---------------------------------------------------------------- the sealed root key and the NV counter */
 
-/* Loads the sealed object and unseals the root key into `key` (guarded memory). */
-static keybay_status unseal_root(const keybay_host *host, tpm *t, const root_file *f, const char *path, uint8_t *key) {
-    ESYS_TR primary = ESYS_TR_NONE, object = ESYS_TR_NONE, session = ESYS_TR_NONE;
+/* The bound PCRs whose values now keep the object from unsealing: 0 when the values now in
+   effect give the object's policy; else those that differ from the values the file records,
+   or every bound PCR for a version-1 file (it records none) or values that all agree (the
+   policy itself was changed). */
+static keybay_status pcrs_in_the_way(const keybay_host *host, tpm *t, const root_file *f, uint32_t *differing) {
+    *differing = 0;
+    if (!f->pcrs) return KEYBAY_OK;
+    uint8_t now[KEYBAY_TPM2_PCRS][32], digest[32];
+    keybay_status s = keybay_tpm2_read_pcrs(host, t, f->pcrs, now);
+    if (s != KEYBAY_OK) return s;
+    keybay_tpm2_pcr_policy(f->pcrs, (const uint8_t (*)[32])now, digest);
+    const TPM2B_DIGEST *policy = &f->public.publicArea.authPolicy;
+    if (policy->size == sizeof digest && sodium_memcmp(policy->buffer, digest, sizeof digest) == 0) return KEYBAY_OK;
+    *differing = f->has_pcr_values ? keybay_tpm2_pcrs_differing(f->pcrs, (const uint8_t (*)[32])f->pcr_values, (const uint8_t (*)[32])now) : 0;
+    if (!*differing) *differing = f->pcrs;
+    return KEYBAY_OK;
+}
+
+/* The pcr-mismatch failure, naming the PCRs that changed (all the bound ones when they cannot be read). */
+static keybay_status pcr_mismatch(const keybay_host *host, tpm *t, const root_file *f) {
+    uint32_t differing = 0;
+    if (pcrs_in_the_way(NULL, t, f, &differing) != KEYBAY_OK || !differing) differing = f->pcrs;
+    char list[80];
+    keybay_tpm2_format_pcrs(differing, list, sizeof list);
+    keybay_host_error_reason(host, "pcr-mismatch");
+    keybay_host_error_pcrs(host, differing);
+    return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: PCR %s (SHA-256) no longer holds the value%s the root was sealed to "
+                "(a firmware, boot loader, kernel or Secure Boot change)", list, differing & (differing - 1) ? "s" : "");
+}
+
+/* Loads the sealed object (the caller flushes it); the primary is flushed. */
+static keybay_status load_object(const keybay_host *host, tpm *t, const root_file *f, const char *path, ESYS_TR *object) {
+    ESYS_TR primary = ESYS_TR_NONE;
     TSS2_RC rc;
-    keybay_status s = keybay_tpm2_load_sealed(host, t, &f->private, &f->public, &primary, &object, &rc);
+    keybay_status s = keybay_tpm2_load_sealed(host, t, &f->private, &f->public, &primary, object, &rc);
     if (s != KEYBAY_OK && rc != TSS2_RC_SUCCESS) {
         /* A foreign or damaged object is a format-one error on its parameters (integrity, size,
            key); a warning (memory, retry, lockout) is not the root's fault. */
@@ -220,17 +320,22 @@ static keybay_status unseal_root(const keybay_host *host, tpm *t, const root_fil
                                 : tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot load the sealed root key");
     }
     flush(t, &primary);
+    return s;
+}
+
+/* Loads the sealed object and unseals the root key into `key` (guarded memory). */
+static keybay_status unseal_root(const keybay_host *host, tpm *t, const root_file *f, const char *path, uint8_t *key) {
+    ESYS_TR object = ESYS_TR_NONE, session = ESYS_TR_NONE;
+    TSS2_RC rc;
+    keybay_status s = load_object(host, t, f, path, &object);
     if (s == KEYBAY_OK && f->pcrs) s = pcr_session(host, t, TPM2_SE_POLICY, f->pcrs, &session);
     TPM2B_SENSITIVE_DATA *out = NULL;
     if (s == KEYBAY_OK) {
         rc = T(Esys_Unseal)(t->esys, object, f->pcrs ? session : ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &out);
         if (rc != TSS2_RC_SUCCESS) {
             out = NULL;
-            if (rc_layer_is_tpm(rc) && rc_base(rc) == TPM2_RC_POLICY_FAIL) keybay_host_error_reason(host, "pcr-mismatch");
-            s = rc_layer_is_tpm(rc) && rc_base(rc) == TPM2_RC_POLICY_FAIL
-                ? fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the PCRs the root is bound to (mask 0x%06x, SHA-256) no longer "
-                       "hold the values it was sealed to (a firmware, boot loader or Secure Boot change)", (unsigned)f->pcrs)
-                : tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot unseal the root key");
+            s = rc_layer_is_tpm(rc) && rc_base(rc) == TPM2_RC_POLICY_FAIL ? pcr_mismatch(host, t, f)
+                                                                         : tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot unseal the root key");
         } else if (out->size != ROOT_KEY_BYTES) {
             s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the sealed object in %s holds %u bytes, not a root key", path, out->size);
         } else {
@@ -358,19 +463,26 @@ static keybay_status root_create_with_options(const keybay_host *host, const key
         .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_NODA | (pcrs ? 0 : TPMA_OBJECT_USERWITHAUTH),
         .parameters.keyedHashDetail.scheme = { .scheme = TPM2_ALG_NULL },
     } };
+    if (s == KEYBAY_OK) memset(f, 0, sizeof *f);
     if (s == KEYBAY_OK && pcrs) {
-        s = pcr_session(host, &t, TPM2_SE_TRIAL, pcrs, &trial);
+        /* The values are read, then the TPM computes the policy of the values in effect: they
+           must agree, or a PCR changed meanwhile (and the file would record the wrong ones). */
+        s = keybay_tpm2_read_pcrs(host, &t, pcrs, f->pcr_values);
+        if (s == KEYBAY_OK) s = pcr_session(host, &t, TPM2_SE_TRIAL, pcrs, &trial);
         TPM2B_DIGEST *policy = NULL;
         TSS2_RC rc;
         if (s == KEYBAY_OK && (rc = T(Esys_PolicyGetDigest)(t.esys, trial, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &policy)) != TSS2_RC_SUCCESS)
             s = tpm_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "cannot compute the PCR policy");
-        if (s == KEYBAY_OK) template.publicArea.authPolicy = *policy;
+        uint8_t expected[32];
+        keybay_tpm2_pcr_policy(pcrs, (const uint8_t (*)[32])f->pcr_values, expected);
+        if (s == KEYBAY_OK && (policy->size != sizeof expected || memcmp(policy->buffer, expected, sizeof expected) != 0))
+            s = fail(host, KEYBAY_ERR_INTERNAL, "the PCRs of %s changed while the tpm2 root was being sealed to them; try again", t.where);
+        if (s == KEYBAY_OK) { template.publicArea.authPolicy = *policy; f->has_pcr_values = 1; }
         if (policy) T(Esys_Free)(policy);
         flush(&t, &trial);
     }
     if (s == KEYBAY_OK) s = create_primary(host, &t, &primary);
     if (s == KEYBAY_OK) {
-        memset(f, 0, sizeof *f);
         memset(sensitive, 0, sizeof *sensitive);
         sensitive->sensitive.data.size = ROOT_KEY_BYTES;
         randombytes_buf(sensitive->sensitive.data.buffer, ROOT_KEY_BYTES);
@@ -535,6 +647,56 @@ static keybay_status copy_text(const keybay_host *host, const char *text, keybay
     return KEYBAY_OK;
 }
 
+/* A version-1 file without PCRs that names this store: no policy, said from the file alone
+   (tss2 is not loaded, the TPM not reached, as for `status`). Anything else takes the full check. */
+static int without_policy(const keybay_root_context *c, const uint8_t *state, size_t state_length, root_file *f) {
+    if (keybay_rf_read(NULL, c, FILE_NAME, "the tpm2 root file", f->bytes, sizeof f->bytes, &f->length) != KEYBAY_OK || f->length < 22 ||
+        f->length == sizeof f->bytes || memcmp(f->bytes, FILE_MAGIC, 4) != 0 || get_be(f->bytes + 4, 2) != FILE_VERSION || get_be(f->bytes + 18, 4) != 0)
+        return 0;
+    f->version = FILE_VERSION;
+    f->nv_index = (uint32_t)get_be(f->bytes + 6, 4);
+    f->base = get_be(f->bytes + 10, 8);
+    uint8_t expected[STATE_BYTES];
+    provider_state(f, c->storage_domain, expected);
+    return state_length == STATE_BYTES && sodium_memcmp(expected, state, STATE_BYTES) == 0;
+}
+
+/* Would the root open now? Everything open does but the unseal: the file, the object loaded in
+   this TPM, the counter, and the bound PCRs' values now against the object's policy. */
+static keybay_status root_check(const keybay_host *host, const keybay_root_context *c, const uint8_t *state, size_t state_length,
+                                keybay_buffer *report_out, uint32_t *pcrs_out) {
+    *pcrs_out = 0;
+    root_file *light = sodium_malloc(sizeof *light);
+    if (!light) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    int none = without_policy(c, state, state_length, light);
+    sodium_free(light);
+    if (none) return copy_text(host, "policy=none root-recovery=no", report_out);
+    tpm t;
+    keybay_status s = tpm_open(host, c, 0, &t);
+    if (s != KEYBAY_OK) return s;
+    char path[KEYBAY_ROOT_PATH_BYTES];
+    keybay_rf_path(c, FILE_NAME, path, sizeof path);
+    root_file *f = sodium_malloc(sizeof *f);
+    if (!f) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    if (s == KEYBAY_OK) s = load_file(host, c, state, state_length, f);
+    ESYS_TR object = ESYS_TR_NONE, nv = ESYS_TR_NONE;
+    if (s == KEYBAY_OK) s = load_object(host, &t, f, path, &object);
+    flush(&t, &object);
+    if (s == KEYBAY_OK) s = open_counter(host, &t, f, &nv);
+    if (nv != ESYS_TR_NONE) T(Esys_TR_Close)(t.esys, &nv);
+    if (s == KEYBAY_OK) s = pcrs_in_the_way(host, &t, f, pcrs_out);
+    if (s == KEYBAY_OK) {
+        char list[80], report[200];
+        keybay_tpm2_format_pcrs(f->pcrs, list, sizeof list);
+        if (f->pcrs) snprintf(report, sizeof report, "policy=pcrs bank=sha256 pcrs=%s recorded=%s root-recovery=no", list, f->has_pcr_values ? "yes" : "no");
+        else snprintf(report, sizeof report, "policy=none root-recovery=no");
+        s = copy_text(host, report, report_out);
+    }
+    if (f) sodium_free(f);
+    tpm_close(&t);
+    return s;
+}
+
 /* "<path> (sealed by the TPM at ...)": the file is enough, status needs no TPM access. */
 static keybay_status root_location(const keybay_host *host, const keybay_root_context *c, keybay_buffer *text_out) {
     char where[300], path[KEYBAY_ROOT_PATH_BYTES], text[4600];
@@ -583,6 +745,7 @@ static const keybay_plugin descriptor = {
     .root_open_with_floor = root_open_with_floor,
     .root_raise_floor = root_raise_floor,
     .root_create_with_options = root_create_with_options,
+    .root_check = root_check,
 };
 
 KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {

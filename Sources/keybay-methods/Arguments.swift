@@ -214,6 +214,8 @@ commands:
   root move ROOT [--opt NAME=VALUE ...]
                       move the store to another platform root (file-root, secret-service, auto):
                       one atomic re-seal, then the old root is removed
+  root check          exit 0 if the store's root would open now, 1 with pcr-mismatch naming
+                      the PCRs that changed (tpm2; nothing is unsealed)
   unlock [--for DURATION]
                       open a protected store once (asking as get would) and hand it to the
                       keybay agent for DURATION (90s, 15m, 2h, or seconds; default 15m; 0:

@@ -92,8 +92,9 @@ enum Command {
         config.excludeFromBackups = !a.flags.contains("--keep-in-backups")
         let unconfirmed = try tookEffect { try KeybayStore.initialize(config, interaction: c.interaction).close() }
         let root = try KeybayStore.status(config).rootPlugin
+        let warnings = initWarnings(config)
         a.json ? Output.line(JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath)),
-                                                  ("rootPlugin", .string(root))])))
+                                                  ("rootPlugin", .string(root))] + (warnings.isEmpty ? [] : [("warnings", .array(warnings))]))))
                : Output.line("initialized a platform-only store at \(config.storePath) on the root \(root)")
         return try succeeded(unless: unconfirmed)
     }
@@ -345,8 +346,9 @@ enum Command {
     /// another root, then the old root removed.
     static func root(_ c: Context) throws -> Int32 {
         let a = c.a
+        if a.positionals.first == "check" { return try rootCheck(c) }
         try a.expect(["move", "ROOT"])
-        guard a.positionals[0] == "move" else { throw Arguments.UsageError(message: "unknown root command '\(a.positionals[0])' (root move ROOT)") }
+        guard a.positionals[0] == "move" else { throw Arguments.UsageError(message: "unknown root command '\(a.positionals[0])' (root move ROOT, root check)") }
         let target = a.positionals[1]
         guard target == KeybayConfiguration.automaticRoot || KeybayPluginSearch.isValidPluginID(target) else {
             throw Arguments.UsageError(message: "'\(target)' is not a root plugin id (file-root, secret-service, auto, ...)")
@@ -452,8 +454,10 @@ enum Command {
 
     static func status(_ a: Arguments, _ config: KeybayConfiguration) throws -> Int32 {
         let s = try KeybayStore.status(config)
+        let policy = statusPolicy(config, s)
         if a.json {
-            Output.line(s.json)
+            guard case .object(let fields) = s.jsonValue else { return Exit.failure }
+            Output.line(JSON.render(.object(fields + (policy.map { [("rootPolicy", $0.json)] } ?? []))))
         } else {
             let methods = s.methods.isEmpty ? "none" : s.methods.map { "\($0.id) \($0.plugin) (\($0.label))" }.joined(separator: "\n            ")
             Output.out("""
@@ -461,7 +465,7 @@ enum Command {
                 store:      \(s.storePath)
                 root:       \(s.rootPlugin) at \(s.rootLocation)
                 methods:    \(methods)
-                note:       \(s.rootProtection)
+                note:       \(s.rootProtection)\(policy.map { "\npolicy:     " + $0.text } ?? "")
                 backups:    \(backupText(s.backupExclusion))\(s.state == .protected ? "\nunlocked:   " + (s.unlocked.map { untilText($0.until) } ?? "no") : "")
 
                 """)

@@ -51,6 +51,7 @@
     X(KEYBAY_TSS_ESYS, Esys_StartAuthSession) \
     X(KEYBAY_TSS_ESYS, Esys_TRSess_SetAttributes) \
     X(KEYBAY_TSS_ESYS, Esys_PolicyPCR) \
+    X(KEYBAY_TSS_ESYS, Esys_PCR_Read) \
     X(KEYBAY_TSS_ESYS, Esys_PolicyAuthValue) \
     X(KEYBAY_TSS_ESYS, Esys_PolicyGetDigest) \
     X(KEYBAY_TSS_ESYS, Esys_NV_DefineSpace) \
@@ -212,6 +213,22 @@ TPML_PCR_SELECTION keybay_tpm2_pcr_selection(uint32_t mask);
    has no symmetric algorithm. */
 keybay_status keybay_tpm2_policy_session(const keybay_host *host, keybay_tpm2 *t, TPM2_SE type, ESYS_TR salt_key, uint32_t pcr_mask,
                                          int auth_value, ESYS_TR *session);
+
+#define KEYBAY_TPM2_PCRS 24
+#define KEYBAY_TPM2_PCR_MASK 0x00ffffffu
+
+/* The SHA-256 values of the PCRs in `mask` into values[pcr] (the others untouched). */
+keybay_status keybay_tpm2_read_pcrs(const keybay_host *host, keybay_tpm2 *t, uint32_t mask, uint8_t values[KEYBAY_TPM2_PCRS][32]);
+
+/* The policy digest of a trial session with PolicyPCR over `mask` (SHA-256 bank) alone, when the
+   PCRs hold `values`: what TPM2_PolicyGetDigest would give, computed here. */
+void keybay_tpm2_pcr_policy(uint32_t mask, const uint8_t values[KEYBAY_TPM2_PCRS][32], uint8_t digest[32]);
+
+/* The PCRs of `mask` whose `recorded` and `now` values differ. */
+uint32_t keybay_tpm2_pcrs_differing(uint32_t mask, const uint8_t recorded[KEYBAY_TPM2_PCRS][32], const uint8_t now[KEYBAY_TPM2_PCRS][32]);
+
+/* "0,7": the PCRs of `mask`, for messages and reports; -1 when `size` is too small. */
+int keybay_tpm2_format_pcrs(uint32_t mask, char *out, size_t size);
 
 /* `pcrs=7` or `pcrs=0,2,7` (PCRs 0-23 of the SHA-256 bank), the only option either plugin takes:
    INVALID_OPTION for any other, or a bad value. */

@@ -33,9 +33,15 @@ protocol RootProvider: Sendable {
     var keepsFloor: Bool { get }
     /// Removes the root; idempotent.
     func reset() throws
+    /// Whether the root would open now, without unsealing (after checking that `providerState`
+    /// names it): its report line and the PCRs in the way (a bit mask, 0 when it would open);
+    /// nil for a root that offers no check.
+    func check(providerState: [UInt8]) throws -> (report: String, differingPCRs: UInt32)?
 }
 
 extension RootProvider {
+    func check(providerState: [UInt8]) throws -> (report: String, differingPCRs: UInt32)? { nil }
+
     func checkCreatable(options: [(String, String)]) throws {
         try refuseRepeatedOptionNames(options)
         _ = try exists()
