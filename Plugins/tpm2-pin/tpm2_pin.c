@@ -161,42 +161,6 @@ static keybay_status tpm_open(const keybay_host *host, keybay_tpm2 *t) {
     return s;
 }
 
-/* The dictionary-attack state: failures counted, the most allowed, seconds per failure forgiven. */
-typedef struct lockout {
-    uint32_t counter, max, interval;
-} lockout;
-
-static keybay_status read_lockout(const keybay_host *host, keybay_tpm2 *t, lockout *l) {
-    TPMS_CAPABILITY_DATA *data = NULL;
-    TPMI_YES_NO more = 0;
-    TSS2_RC rc = T(Esys_GetCapability)(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES,
-                                       TPM2_PT_LOCKOUT_COUNTER, 3, &more, &data);
-    if (rc != TSS2_RC_SUCCESS) return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot read the dictionary-attack counters");
-    int found = 0;
-    for (UINT32 i = 0; i < data->data.tpmProperties.count; i++) {
-        TPMS_TAGGED_PROPERTY *p = &data->data.tpmProperties.tpmProperty[i];
-        if (p->property == TPM2_PT_LOCKOUT_COUNTER) { l->counter = p->value; found |= 1; }
-        if (p->property == TPM2_PT_MAX_AUTH_FAIL) { l->max = p->value; found |= 2; }
-        if (p->property == TPM2_PT_LOCKOUT_INTERVAL) { l->interval = p->value; found |= 4; }
-    }
-    T(Esys_Free)(data);
-    if (found != 7) return fail(host, KEYBAY_ERR_INTERNAL, "tpm2-pin: %s did not report its dictionary-attack counters", t->where);
-    return KEYBAY_OK;
-}
-
-static int32_t tries_left(const lockout *l) { return l->counter >= l->max ? 0 : (int32_t)(l->max - l->counter); }
-
-static keybay_status locked_out(const keybay_host *host, const keybay_tpm2 *t, const lockout *l) {
-    keybay_host_error_detail(host, "lockout", 0, NULL);
-    if (l->interval == 0)
-        return fail(host, KEYBAY_ERR_LOCKED, "tpm2-pin: %s is in dictionary-attack lockout after %u wrong authorizations and does not "
-                    "recover by itself (TPM_PT_LOCKOUT_INTERVAL is 0): its lockout authorization must reset it (tpm2_dictionarylockout -c)",
-                    t->where, (unsigned)l->counter);
-    return fail(host, KEYBAY_ERR_LOCKED, "tpm2-pin: %s is in dictionary-attack lockout after %u wrong authorizations; it allows one more "
-                "try at most %u s from now (TPM_PT_LOCKOUT_INTERVAL), and one more every %u s after that",
-                t->where, (unsigned)l->counter, (unsigned)l->interval, (unsigned)l->interval);
-}
-
 /* Asks for the PIN into `pin` (MAX_PIN + 1 bytes, guarded): 4 to 32 bytes, no NUL. */
 static keybay_status ask_pin(const keybay_host *host, uint32_t flags, const char *prompt, int32_t retries, uint8_t *pin, size_t *length) {
     if (!KEYBAY_HOST_HAS(host, ask_secret)) return fail(host, KEYBAY_ERR_INTERACTION_UNAVAILABLE, "tpm2-pin: a PIN is needed but the host cannot ask for one");
@@ -240,50 +204,11 @@ static keybay_status enroll(const keybay_host *host, const keybay_option *option
     memset(&t, 0, sizeof t);
     t.lock = -1;
     if (s == KEYBAY_OK) s = tpm_open(host, &t);
-    ESYS_TR trial = ESYS_TR_NONE, primary = ESYS_TR_NONE, session = ESYS_TR_NONE;
-    TPM2B_PUBLIC template = { .publicArea = {
-        .type = TPM2_ALG_KEYEDHASH,
-        .nameAlg = TPM2_ALG_SHA256,
-        /* No userWithAuth: only the policy (which needs the PIN) unseals it. No noDA: every
-           wrong PIN counts towards the TPM's lockout. */
-        .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT,
-        .parameters.keyedHashDetail.scheme = { .scheme = TPM2_ALG_NULL },
-    } };
-    if (s == KEYBAY_OK) s = keybay_tpm2_policy_session(host, &t, TPM2_SE_TRIAL, ESYS_TR_NONE, pcrs, 1, &trial);
-    if (s == KEYBAY_OK) {
-        TPM2B_DIGEST *policy = NULL;
-        TSS2_RC rc = T(Esys_PolicyGetDigest)(t.esys, trial, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &policy);
-        if (rc != TSS2_RC_SUCCESS) s = keybay_tpm2_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot compute the policy");
-        else template.publicArea.authPolicy = *policy;
-        if (policy) T(Esys_Free)(policy);
-    }
-    if (trial != ESYS_TR_NONE) keybay_tpm2_flush(&t, &trial);
-    if (s == KEYBAY_OK) s = keybay_tpm2_create_primary(host, &t, &primary);
-    /* A session salted with the primary encrypts the sensitive part (PIN and M) on its way in. */
-    TSS2_RC rc = TSS2_RC_SUCCESS;
-    if (s == KEYBAY_OK) {
-        TPMT_SYM_DEF aes = { .algorithm = TPM2_ALG_AES, .keyBits.aes = 128, .mode.aes = TPM2_ALG_CFB };
-        rc = T(Esys_StartAuthSession)(t.esys, primary, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, NULL, TPM2_SE_HMAC, &aes,
-                                      TPM2_ALG_SHA256, &session);
-        if (rc == TSS2_RC_SUCCESS) rc = T(Esys_TRSess_SetAttributes)(t.esys, session, TPMA_SESSION_DECRYPT, TPMA_SESSION_DECRYPT);
-        if (rc != TSS2_RC_SUCCESS) s = keybay_tpm2_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot start an encrypted session");
-    }
     if (s == KEYBAY_OK) {
         sensitive->sensitive.data.size = KEYBAY_METHOD_SECRET_BYTES;
         randombytes_buf(sensitive->sensitive.data.buffer, KEYBAY_METHOD_SECRET_BYTES);
-        TPM2B_DATA outside = { 0 };
-        TPML_PCR_SELECTION none = { 0 };
-        TPM2B_PRIVATE *private = NULL;
-        TPM2B_PUBLIC *public = NULL;
-        rc = T(Esys_Create)(t.esys, primary, session, ESYS_TR_NONE, ESYS_TR_NONE, sensitive, &template, &outside, &none, &private, &public,
-                            NULL, NULL, NULL);
-        if (rc != TSS2_RC_SUCCESS) s = keybay_tpm2_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot seal the method's secret");
-        else { o->private = *private; o->public = *public; }
-        if (private) T(Esys_Free)(private);
-        if (public) T(Esys_Free)(public);
+        s = keybay_tpm2_seal_with_auth(host, &t, pcrs, sensitive, &o->public, &o->private);
     }
-    keybay_tpm2_flush(&t, &session);
-    keybay_tpm2_flush(&t, &primary);
     if (s == KEYBAY_OK) s = encode_params(host, o, params_out);
     if (s == KEYBAY_OK) memcpy(secret_out, sensitive->sensitive.data.buffer, KEYBAY_METHOD_SECRET_BYTES);
     keybay_tpm2_close(&t);
@@ -292,70 +217,49 @@ static keybay_status enroll(const keybay_host *host, const keybay_option *option
     return s;
 }
 
-/* Loads the sealed object under a fresh primary; `*primary` stays loaded (it salts the session).
-   Through the SAPI, as the session is (keybay_tpm2_session.h). */
-static keybay_status load_object(const keybay_host *host, keybay_tpm2 *t, const sealed_object *o, TPM2_HANDLE *primary,
-                                 TPM2B_PUBLIC *primary_public, TPM2_HANDLE *object, TPM2B_NAME *name) {
-    keybay_status s = KEYBAY_OK;
-    TSS2_RC rc = TSS2_RC_SUCCESS;
-    /* A full object memory flushes every transient object, the new primary too: make it again. */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if ((s = keybay_tpm2_sys_create_primary(host, t, primary, primary_public)) != KEYBAY_OK) return s;
-        rc = keybay_tpm2_sys_load(t, *primary, &o->private, &o->public, object, name);
-        if (rc == TSS2_RC_SUCCESS) return KEYBAY_OK;
-        keybay_tpm2_sys_flush(t, primary);
-        if (attempt || !keybay_tpm2_flush_leftovers(t, rc)) break;
-    }
-    *object = 0;
-    /* A foreign or damaged object is a format-one error on its parameters (integrity, size, key). */
-    if (keybay_tpm2_rc_is_tpm(rc) && (rc & TPM2_RC_FMT1)) {
-        keybay_host_error_reason(host, "foreign-object");
-        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: %s cannot load this method's sealed object: it was sealed by another "
-                    "machine's TPM, or this TPM was cleared since (%s); the method cannot be used here, and another method must open the store",
-                    t->where, T(Tss2_RC_Decode)(rc));
-    }
-    return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot load the method's sealed object");
-}
-
 /* Unseals M with `pin` in a policy session salted with the primary (M comes back encrypted). */
 static keybay_status unseal(const keybay_host *host, keybay_tpm2 *t, const sealed_object *o, const uint8_t *pin, size_t pin_length,
                             uint8_t *secret_out) {
-    TPM2_HANDLE primary = 0, object = 0;
-    TPM2B_PUBLIC primary_public;
-    TPM2B_NAME name;
     keybay_tpm2_session *session = keybay_method_secret_new(host, PLUGIN, sizeof *session);
     if (!session) return KEYBAY_ERR_INTERNAL;
-    keybay_status s = load_object(host, t, o, &primary, &primary_public, &object, &name);
-    if (s == KEYBAY_OK) s = keybay_tpm2_sys_policy_session(host, t, primary, &primary_public, o->pcrs, session);
-    keybay_tpm2_sys_flush(t, &primary);
-    if (s == KEYBAY_OK) {
-        TSS2_RC rc = keybay_tpm2_sys_unseal(t, session, object, &name, pin, pin_length);
-        TSS2_RC base = keybay_tpm2_rc_base(rc);
-        lockout l = { 0 };
-        if (rc == TSS2_RC_SUCCESS && session->unsealed_length == KEYBAY_METHOD_SECRET_BYTES) {
-            memcpy(secret_out, session->unsealed, KEYBAY_METHOD_SECRET_BYTES);
-        } else if (rc == TSS2_RC_SUCCESS) {
-            s = fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the sealed object holds %zu bytes, not a method secret", session->unsealed_length);
-        } else if (keybay_tpm2_rc_is_tpm(rc) && (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH)) {
-            s = read_lockout(host, t, &l);
-            if (s == KEYBAY_OK) {
-                keybay_host_error_detail(host, "wrong-pin", tries_left(&l), NULL);
-                s = fail(host, KEYBAY_ERR_WRONG_SECRET, "tpm2-pin: wrong PIN for %s; %d tr%s left before the TPM locks out%s", t->where,
-                         tries_left(&l), tries_left(&l) == 1 ? "y" : "ies", tries_left(&l) == 0 ? " (it is in lockout now)" : "");
-            }
-        } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_LOCKOUT) {
-            s = read_lockout(host, t, &l);
-            if (s == KEYBAY_OK) s = locked_out(host, t, &l);
-        } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_POLICY_FAIL) {
-            keybay_host_error_reason(host, "pcr-mismatch");
-            s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: the PCRs this method is bound to (mask 0x%06x, SHA-256) no longer hold the "
-                     "values it was sealed to (a firmware, boot loader or Secure Boot change); another method must open the store", (unsigned)o->pcrs);
-        } else {
-            s = keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot unseal the method's secret");
+    TSS2_RC rc = TSS2_RC_SUCCESS;
+    int loaded = 0;
+    keybay_status s = keybay_tpm2_unseal_with_auth(host, t, &o->public, &o->private, o->pcrs, pin, pin_length, session, &rc, &loaded);
+    TSS2_RC base = keybay_tpm2_rc_base(rc);
+    keybay_tpm2_lockout l = { 0 };
+    if (s == KEYBAY_OK && session->unsealed_length == KEYBAY_METHOD_SECRET_BYTES) {
+        memcpy(secret_out, session->unsealed, KEYBAY_METHOD_SECRET_BYTES);
+    } else if (s == KEYBAY_OK) {
+        s = fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the sealed object holds %zu bytes, not a method secret", session->unsealed_length);
+    } else if (rc == TSS2_RC_SUCCESS) {
+        /* explained already (the primary, the session) */
+    } else if (!loaded && keybay_tpm2_rc_is_tpm(rc) && (rc & TPM2_RC_FMT1)) {
+        /* A foreign or damaged object is a format-one error on its parameters (integrity, size, key). */
+        keybay_host_error_reason(host, "foreign-object");
+        s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: %s cannot load this method's sealed object: it was sealed by another "
+                 "machine's TPM, or this TPM was cleared since (%s); the method cannot be used here, and another method must open the store",
+                 t->where, T(Tss2_RC_Decode)(rc));
+    } else if (!loaded) {
+        s = keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot load the method's sealed object");
+    } else if (keybay_tpm2_rc_is_tpm(rc) && (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH)) {
+        s = keybay_tpm2_read_lockout(host, t, &l);
+        if (s == KEYBAY_OK) {
+            int32_t left = keybay_tpm2_tries_left(&l);
+            keybay_host_error_detail(host, "wrong-pin", left, NULL);
+            s = fail(host, KEYBAY_ERR_WRONG_SECRET, "tpm2-pin: wrong PIN for %s; %d tr%s left before the TPM locks out%s", t->where,
+                     left, left == 1 ? "y" : "ies", left == 0 ? " (it is in lockout now)" : "");
         }
+    } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_LOCKOUT) {
+        s = keybay_tpm2_read_lockout(host, t, &l);
+        if (s == KEYBAY_OK) s = keybay_tpm2_locked_out(host, t, &l);
+    } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_POLICY_FAIL) {
+        keybay_host_error_reason(host, "pcr-mismatch");
+        keybay_host_error_pcrs(host, o->pcrs);
+        s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: the PCRs this method is bound to (mask 0x%06x, SHA-256) no longer hold the "
+                 "values it was sealed to (a firmware, boot loader or Secure Boot change); another method must open the store", (unsigned)o->pcrs);
+    } else {
+        s = keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot unseal the method's secret");
     }
-    keybay_tpm2_sys_flush(t, &session->handle); /* 0 once the TPM ended it */
-    keybay_tpm2_sys_flush(t, &object);
     keybay_method_secret_free(session, sizeof *session);
     return s;
 }
@@ -371,16 +275,16 @@ static keybay_status unwrap(const keybay_host *host, const uint8_t *params, size
     keybay_tpm2_close(&t);
     if (s == KEYBAY_OK) s = decode_params(host, params, params_length, o);
     /* The tries left, read before asking; the TPM is let go while the user types. */
-    lockout l = { 0 };
+    keybay_tpm2_lockout l = { 0 };
     if (s == KEYBAY_OK && (s = tpm_open(host, &t)) == KEYBAY_OK) {
-        s = read_lockout(host, &t, &l);
-        if (s == KEYBAY_OK && tries_left(&l) == 0) s = locked_out(host, &t, &l);
+        s = keybay_tpm2_read_lockout(host, &t, &l);
+        if (s == KEYBAY_OK && keybay_tpm2_tries_left(&l) == 0) s = keybay_tpm2_locked_out(host, &t, &l);
         keybay_tpm2_close(&t);
     }
     uint8_t *pin = s == KEYBAY_OK ? keybay_method_secret_new(host, PLUGIN, MAX_PIN + 1) : NULL;
     if (s == KEYBAY_OK && !pin) s = KEYBAY_ERR_INTERNAL;
     size_t length = 0;
-    if (s == KEYBAY_OK) s = ask_pin(host, 0, "PIN for the TPM", tries_left(&l), pin, &length);
+    if (s == KEYBAY_OK) s = ask_pin(host, 0, "PIN for the TPM", keybay_tpm2_tries_left(&l), pin, &length);
     if (s == KEYBAY_OK && (s = tpm_open(host, &t)) == KEYBAY_OK) {
         s = unseal(host, &t, o, pin, length, secret_out);
         keybay_tpm2_close(&t);

@@ -69,6 +69,33 @@ TSS2_RC keybay_tpm2_sys_unseal(keybay_tpm2 *t, keybay_tpm2_session *session, TPM
 /* Flushes a handle the SAPI functions above returned (ignoring a failure), and sets it to 0. */
 void keybay_tpm2_sys_flush(keybay_tpm2 *t, TPM2_HANDLE *handle);
 
+/* ---- a secret under an authorization value (tpm2_auth_object.c): tpm2-pin's PIN, the tpm2 root's recovery secret ---- */
+
+/* The dictionary-attack state: failures counted, the most allowed, seconds per failure forgiven. */
+typedef struct keybay_tpm2_lockout {
+    uint32_t counter, max, interval;
+} keybay_tpm2_lockout;
+
+keybay_status keybay_tpm2_read_lockout(const keybay_host *host, keybay_tpm2 *t, keybay_tpm2_lockout *l);
+int32_t keybay_tpm2_tries_left(const keybay_tpm2_lockout *l);
+/* LOCKED, reason "lockout" with 0 tries left, saying when the TPM takes a try again. */
+keybay_status keybay_tpm2_locked_out(const keybay_host *host, const keybay_tpm2 *t, const keybay_tpm2_lockout *l);
+
+/* Seals `sensitive` (userAuth: the authorization value; data: the secret) in a keyed-hash object
+   under the storage primary: fixedTPM | fixedParent, no userWithAuth, not noDA (every wrong
+   value counts towards the TPM's lockout), its policy PolicyPCR over `pcr_mask` (when not 0) then
+   PolicyAuthValue. The sensitive part crosses to the TPM in a session salted with the primary. */
+keybay_status keybay_tpm2_seal_with_auth(const keybay_host *host, keybay_tpm2 *t, uint32_t pcr_mask, const TPM2B_SENSITIVE_CREATE *sensitive,
+                                         TPM2B_PUBLIC *public_out, TPM2B_PRIVATE *private_out);
+
+/* Loads such an object under a fresh primary and unseals it with `auth` in a policy session
+   salted with the primary (keybay_tpm2_sys_unseal): the secret in session->unsealed. A failed
+   primary or session: its status, explained, *rc 0. A failed load (*loaded 0) or unseal: INTERNAL,
+   unexplained, the TPM's answer in *rc for the caller to explain. Nothing is left loaded. */
+keybay_status keybay_tpm2_unseal_with_auth(const keybay_host *host, keybay_tpm2 *t, const TPM2B_PUBLIC *public, const TPM2B_PRIVATE *private,
+                                           uint32_t pcr_mask, const uint8_t *auth, size_t auth_length, keybay_tpm2_session *session,
+                                           TSS2_RC *rc, int *loaded);
+
 /* The cryptography, separately (tpm2_session_crypto.c). */
 
 /* KDFa (TPM 2.0 Part 1, 11.4.10.2) with HMAC-SHA-256: `bits` (a multiple of 8) into `out`. */
