@@ -38,7 +38,9 @@
 #include "keybay_plugin.h"
 #include "keybay_plugin_host.h"
 #include "keybay_root_files.h"
+#include "keybay_recovery_key.h"
 #include "keybay_tpm2.h"
+#include "keybay_tpm2_session.h"
 
 #define fail keybay_rf_fail
 #define buffer_alloc keybay_rf_buffer_alloc
@@ -48,7 +50,9 @@
 #define FILE_MAGIC "KBT2"
 #define FILE_VERSION 1        /* a root without PCRs, as before */
 #define FILE_VERSION_FIELDS 2 /* followed by tagged fields: a root with PCRs */
+#define FIELD_RECOVERY 0x0001u   /* the recovery object: kept for the root's life */
 #define FIELD_PCR_VALUES 0x8001u /* resealable (high bit): outside the provider state's binding */
+static const char recovery_auth_label[] = "keybay tpm2 root recovery v1 auth value";
 #define MAX_FILE_BYTES 2048
 #define STATE_BYTES 44 /* nvIndex:u32 | base:u64 | binding(32) */
 #define NV_FIRST 0x01000000u /* the owner's NV range (TCG handle registry) */
@@ -108,7 +112,8 @@ static keybay_status tpm_open(const keybay_host *host, const keybay_root_context
  * public and private are TPM2B_PUBLIC / TPM2B_PRIVATE as the TPM marshals them (their own size
  * first); nvName is the NV counter's TPM name once written (nameAlg | SHA-256 of its public area).
  * Version 2 goes on with fields, tag:u16 | value:LP16, tags strictly increasing, none unknown:
- * 0x8001 the bound PCRs' SHA-256 values at sealing, in PCR order (docs/format.md §12).
+ * 0x0001 the recovery object (public:LP16 | private:LP16), 0x8001 the bound PCRs' SHA-256 values
+ * at sealing, in PCR order (docs/format.md §12).
  */
 typedef struct root_file {
     uint8_t bytes[MAX_FILE_BYTES];
@@ -117,6 +122,9 @@ typedef struct root_file {
     size_t fields_at;       /* version 2: where the fields begin */
     int has_pcr_values;
     uint8_t pcr_values[KEYBAY_TPM2_PCRS][32];
+    int has_recovery;
+    TPM2B_PUBLIC recovery_public;
+    TPM2B_PRIVATE recovery_private;
     uint32_t nv_index;
     uint64_t base;
     uint32_t pcrs;
@@ -127,6 +135,24 @@ typedef struct root_file {
 
 /* popcount */
 static int pcr_count(uint32_t mask) { int n = 0; for (; mask; mask &= mask - 1) n++; return n; }
+
+/* public:LP16 | private:LP16, strictly (each area exactly its own size): 0, or -1. */
+static int decode_object(const uint8_t *p, size_t n, TPM2B_PUBLIC *public, TPM2B_PRIVATE *private) {
+    size_t at = 0, lengths[2];
+    const uint8_t *parts[2];
+    for (int i = 0; i < 2; i++) {
+        if (n - at < 2 || (lengths[i] = (size_t)get_be(p + at, 2)) > n - at - 2) return -1;
+        parts[i] = p + at + 2;
+        at += 2 + lengths[i];
+    }
+    size_t off_pub = 0, off_priv = 0;
+    memset(public, 0, sizeof *public);
+    memset(private, 0, sizeof *private);
+    return at == n && lengths[0] > 2 && get_be(parts[0], 2) == lengths[0] - 2 &&
+                   T(Tss2_MU_TPM2B_PUBLIC_Unmarshal)(parts[0], lengths[0], &off_pub, public) == TSS2_RC_SUCCESS && off_pub == lengths[0] &&
+                   lengths[1] > 2 && T(Tss2_MU_TPM2B_PRIVATE_Unmarshal)(parts[1], lengths[1], &off_priv, private) == TSS2_RC_SUCCESS &&
+                   off_priv == lengths[1] ? 0 : -1;
+}
 
 /* Version 2's fields from f->bytes + *at, up to the end: *at is left at the end. */
 static keybay_status decode_fields(const keybay_host *host, const char *path, root_file *f, size_t *at) {
@@ -140,7 +166,11 @@ static keybay_status decode_fields(const keybay_host *host, const char *path, ro
         if (length > n - *at - 4) return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is truncated", path);
         const uint8_t *value = p + *at + 4;
         if (tag <= previous) return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is malformed (field 0x%04x out of order)", path, tag);
-        if (tag == FIELD_PCR_VALUES) {
+        if (tag == FIELD_RECOVERY) {
+            if (decode_object(value, length, &f->recovery_public, &f->recovery_private) != 0)
+                return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is malformed (the recovery object)", path);
+            f->has_recovery = 1;
+        } else if (tag == FIELD_PCR_VALUES) {
             if (length != (size_t)pcr_count(f->pcrs) * 32 || f->pcrs == 0)
                 return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is malformed (PCR values)", path);
             for (int pcr = 0, i = 0; pcr < KEYBAY_TPM2_PCRS; pcr++)
@@ -164,6 +194,7 @@ static keybay_status decode_file(const keybay_host *host, const char *path, root
         return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is not a version-1 or -2 tpm2 root file", path);
     f->version = (uint16_t)get_be(p + 4, 2);
     f->has_pcr_values = 0;
+    f->has_recovery = 0;
     f->nv_index = (uint32_t)get_be(p + 6, 4);
     f->base = get_be(p + 10, 8);
     f->pcrs = (uint32_t)get_be(p + 18, 4);
@@ -177,6 +208,8 @@ static keybay_status decode_file(const keybay_host *host, const char *path, root
     }
     f->fields_at = at;
     if (f->version == FILE_VERSION_FIELDS && decode_fields(host, path, f, &at) != KEYBAY_OK) return KEYBAY_ERR_ROOT_MISMATCH;
+    if (f->version == FILE_VERSION_FIELDS && ((f->pcrs != 0) != f->has_pcr_values || (!f->has_pcr_values && !f->has_recovery)))
+        return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is malformed (a version-2 file without the fields it must have)", path);
     size_t off_pub = 0, off_priv = 0;
     memset(&f->public, 0, sizeof f->public);
     memset(&f->private, 0, sizeof f->private);
@@ -199,7 +232,7 @@ static void put_field(uint8_t *p, size_t *at, uint32_t tag, size_t length) {
 
 static keybay_status encode_file(const keybay_host *host, root_file *f) {
     uint8_t *p = f->bytes;
-    f->version = f->has_pcr_values ? FILE_VERSION_FIELDS : FILE_VERSION;
+    f->version = f->has_pcr_values || f->has_recovery ? FILE_VERSION_FIELDS : FILE_VERSION;
     memcpy(p, FILE_MAGIC, 4);
     put_be(p + 4, f->version, 2);
     put_be(p + 6, f->nv_index, 4);
@@ -220,6 +253,25 @@ static keybay_status encode_file(const keybay_host *host, root_file *f) {
     put_be(p + at, offset, 2);
     at += 2 + offset;
     f->fields_at = at;
+    if (f->has_recovery) {
+        size_t start = at;
+        if (MAX_FILE_BYTES - at < 8) return fail(host, KEYBAY_ERR_INTERNAL, "the recovery object does not fit the root file");
+        at += 4;
+        offset = 0;
+        if (T(Tss2_MU_TPM2B_PUBLIC_Marshal)(&f->recovery_public, p + at + 2, MAX_FILE_BYTES - at - 4, &offset) != TSS2_RC_SUCCESS)
+            return fail(host, KEYBAY_ERR_INTERNAL, "the recovery object does not fit the root file");
+        put_be(p + at, offset, 2);
+        at += 2 + offset;
+        offset = 0;
+        if (T(Tss2_MU_TPM2B_PRIVATE_Marshal)(&f->recovery_private, p + at + 2, MAX_FILE_BYTES - at - 2, &offset) != TSS2_RC_SUCCESS)
+            return fail(host, KEYBAY_ERR_INTERNAL, "the recovery object does not fit the root file");
+        put_be(p + at, offset, 2);
+        at += 2 + offset;
+        size_t field_end = at;
+        at = start;
+        put_field(p, &at, FIELD_RECOVERY, field_end - start - 4);
+        at = field_end;
+    }
     if (f->has_pcr_values) {
         size_t length = (size_t)pcr_count(f->pcrs) * 32;
         if (MAX_FILE_BYTES - at < 4 + length) return fail(host, KEYBAY_ERR_INTERNAL, "the PCR values do not fit the root file");
@@ -441,10 +493,132 @@ static void undefine_counter(tpm *t, const root_file *f) {
         T(Esys_NV_UndefineSpace)(t->esys, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE);
 }
 
+/* The root's creation options: pcrs (keybay_tpm2_parse_pcrs) and recovery=yes|no. */
+static keybay_status parse_options(const keybay_host *host, const keybay_option *options, size_t count, uint32_t *pcrs, int *recovery) {
+    *recovery = 0;
+    keybay_option rest[8];
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(options[i].name, "recovery") == 0) {
+            if (strcmp(options[i].value, "yes") != 0 && strcmp(options[i].value, "no") != 0) {
+                keybay_host_error_reason(host, "invalid-recovery");
+                return fail(host, KEYBAY_ERR_INVALID_OPTION, "tpm2 recovery=%s: give yes or no", options[i].value);
+            }
+            *recovery = strcmp(options[i].value, "yes") == 0;
+        } else if (n < sizeof rest / sizeof rest[0]) {
+            rest[n++] = options[i];
+        } else {
+            return fail(host, KEYBAY_ERR_INVALID_OPTION, "tpm2: too many options");
+        }
+    }
+    return keybay_tpm2_parse_pcrs(host, "tpm2", rest, n, pcrs);
+}
+
+/* Seals `key` (the root key) as the root's main object: bound to the PCRs of `f->pcrs` at their
+   values now (recorded in the file), or, without PCRs, to this TPM alone (userWithAuth, empty
+   password). Sets f->public, f->private and the PCR values. */
+static keybay_status seal_main(const keybay_host *host, tpm *t, root_file *f, const uint8_t *key) {
+    TPM2B_SENSITIVE_CREATE *sensitive = sodium_malloc(sizeof *sensitive);
+    if (!sensitive) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory sealing the tpm2 root");
+    keybay_status s = KEYBAY_OK;
+    ESYS_TR primary = ESYS_TR_NONE, trial = ESYS_TR_NONE;
+    TPM2B_PUBLIC template = { .publicArea = {
+        .type = TPM2_ALG_KEYEDHASH,
+        .nameAlg = TPM2_ALG_SHA256,
+        .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_NODA | (f->pcrs ? 0 : TPMA_OBJECT_USERWITHAUTH),
+        .parameters.keyedHashDetail.scheme = { .scheme = TPM2_ALG_NULL },
+    } };
+    f->has_pcr_values = 0;
+    if (f->pcrs) {
+        /* The values are read, then the TPM computes the policy of the values in effect: they
+           must agree, or a PCR changed meanwhile (and the file would record the wrong ones). */
+        s = keybay_tpm2_read_pcrs(host, t, f->pcrs, f->pcr_values);
+        if (s == KEYBAY_OK) s = pcr_session(host, t, TPM2_SE_TRIAL, f->pcrs, &trial);
+        TPM2B_DIGEST *policy = NULL;
+        TSS2_RC rc;
+        if (s == KEYBAY_OK && (rc = T(Esys_PolicyGetDigest)(t->esys, trial, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &policy)) != TSS2_RC_SUCCESS)
+            s = tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot compute the PCR policy");
+        uint8_t expected[32];
+        keybay_tpm2_pcr_policy(f->pcrs, (const uint8_t (*)[32])f->pcr_values, expected);
+        if (s == KEYBAY_OK && (policy->size != sizeof expected || memcmp(policy->buffer, expected, sizeof expected) != 0))
+            s = fail(host, KEYBAY_ERR_INTERNAL, "the PCRs of %s changed while the tpm2 root was being sealed to them; try again", t->where);
+        if (s == KEYBAY_OK) { template.publicArea.authPolicy = *policy; f->has_pcr_values = 1; }
+        if (policy) T(Esys_Free)(policy);
+        flush(t, &trial);
+    }
+    if (s == KEYBAY_OK) s = create_primary(host, t, &primary);
+    if (s == KEYBAY_OK) {
+        memset(sensitive, 0, sizeof *sensitive);
+        sensitive->sensitive.data.size = ROOT_KEY_BYTES;
+        memcpy(sensitive->sensitive.data.buffer, key, ROOT_KEY_BYTES);
+        TPM2B_DATA outside = { 0 };
+        TPML_PCR_SELECTION none = { 0 };
+        TPM2B_PRIVATE *private = NULL;
+        TPM2B_PUBLIC *public = NULL;
+        TSS2_RC rc = T(Esys_Create)(t->esys, primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, sensitive, &template, &outside, &none,
+                                    &private, &public, NULL, NULL, NULL);
+        if (rc != TSS2_RC_SUCCESS) s = tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot seal the root key");
+        else { f->private = *private; f->public = *public; }
+        if (private) T(Esys_Free)(private);
+        if (public) T(Esys_Free)(public);
+    }
+    flush(t, &primary);
+    sodium_memzero(sensitive, sizeof *sensitive);
+    sodium_free(sensitive);
+    return s;
+}
+
+/* Root recovery's secrets, in guarded memory. */
+typedef struct recovery_secret {
+    uint8_t raw[KEYBAY_RK_RAW_BYTES];
+    uint8_t symbols[KEYBAY_RK_SYMBOLS];
+    uint8_t hash[KEYBAY_RK_HASH_BYTES];
+    uint8_t auth[32];
+    char text[KEYBAY_RK_TEXT_BYTES + 1];
+    TPM2B_SENSITIVE_CREATE sensitive;
+} recovery_secret;
+
+/* The recovery object's authValue: keyed BLAKE2b-256 of the recovery key K over the label. */
+static void recovery_auth(recovery_secret *r) {
+    crypto_generichash(r->auth, sizeof r->auth, (const unsigned char *)recovery_auth_label, sizeof recovery_auth_label - 1, r->raw,
+                       KEYBAY_RK_KEY_BYTES);
+}
+
+/* Root recovery: a new recovery key, the root key sealed a second time under it (PolicyAuthValue,
+   no PCRs, counted by the TPM's lockout), and the key shown to the user through the host. */
+static keybay_status seal_recovery(const keybay_host *host, tpm *t, root_file *f, const uint8_t *key) {
+    recovery_secret *r = sodium_malloc(sizeof *r);
+    if (!r) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory sealing the tpm2 root's recovery");
+    memset(r, 0, sizeof *r);
+    keybay_rk_generate(r->raw, r->hash);
+    recovery_auth(r);
+    r->sensitive.sensitive.userAuth.size = sizeof r->auth;
+    memcpy(r->sensitive.sensitive.userAuth.buffer, r->auth, sizeof r->auth);
+    r->sensitive.sensitive.data.size = ROOT_KEY_BYTES;
+    memcpy(r->sensitive.sensitive.data.buffer, key, ROOT_KEY_BYTES);
+    keybay_status s = keybay_tpm2_seal_with_auth(host, t, 0, &r->sensitive, &f->recovery_public, &f->recovery_private);
+    if (s == KEYBAY_OK) {
+        f->has_recovery = 1;
+        keybay_rk_encode(r->raw, r->text);
+        size_t size = 0;
+        char *picture = keybay_rk_picture(host, "tpm2", r->text, &size);
+        s = host->show_secret(host->context, KEYBAY_SECRET_RECOVERY_KEY, r->text, picture);
+        keybay_rk_picture_free(picture, size);
+    }
+    sodium_memzero(r, sizeof *r);
+    sodium_free(r);
+    return s;
+}
+
 static keybay_status root_create_with_options(const keybay_host *host, const keybay_root_context *c, const keybay_option *options,
                                               size_t option_count, keybay_buffer *state_out) {
     uint32_t pcrs;
-    keybay_status s = keybay_tpm2_parse_pcrs(host, "tpm2", options, option_count, &pcrs);
+    int recovery;
+    keybay_status s = parse_options(host, options, option_count, &pcrs, &recovery);
+    if (s == KEYBAY_OK && recovery && !KEYBAY_HOST_HAS(host, show_secret)) {
+        keybay_host_error_reason(host, "cannot-show");
+        s = fail(host, KEYBAY_ERR_INTERACTION_UNAVAILABLE, "tpm2: the host cannot show a recovery key, so root recovery cannot be made");
+    }
     int exists = 0;
     if (s == KEYBAY_OK) s = keybay_rf_exists(host, c, FILE_NAME, &exists);
     char path[KEYBAY_ROOT_PATH_BYTES];
@@ -454,60 +628,25 @@ static keybay_status root_create_with_options(const keybay_host *host, const key
     tpm t;
     if ((s = tpm_open(host, c, 1, &t)) != KEYBAY_OK) return s;
     root_file *f = sodium_malloc(sizeof *f);
-    TPM2B_SENSITIVE_CREATE *sensitive = sodium_malloc(sizeof *sensitive);
-    ESYS_TR primary = ESYS_TR_NONE, trial = ESYS_TR_NONE;
-    if (!f || !sensitive) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory creating the tpm2 root");
-    TPM2B_PUBLIC template = { .publicArea = {
-        .type = TPM2_ALG_KEYEDHASH,
-        .nameAlg = TPM2_ALG_SHA256,
-        .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_NODA | (pcrs ? 0 : TPMA_OBJECT_USERWITHAUTH),
-        .parameters.keyedHashDetail.scheme = { .scheme = TPM2_ALG_NULL },
-    } };
-    if (s == KEYBAY_OK) memset(f, 0, sizeof *f);
-    if (s == KEYBAY_OK && pcrs) {
-        /* The values are read, then the TPM computes the policy of the values in effect: they
-           must agree, or a PCR changed meanwhile (and the file would record the wrong ones). */
-        s = keybay_tpm2_read_pcrs(host, &t, pcrs, f->pcr_values);
-        if (s == KEYBAY_OK) s = pcr_session(host, &t, TPM2_SE_TRIAL, pcrs, &trial);
-        TPM2B_DIGEST *policy = NULL;
-        TSS2_RC rc;
-        if (s == KEYBAY_OK && (rc = T(Esys_PolicyGetDigest)(t.esys, trial, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &policy)) != TSS2_RC_SUCCESS)
-            s = tpm_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "cannot compute the PCR policy");
-        uint8_t expected[32];
-        keybay_tpm2_pcr_policy(pcrs, (const uint8_t (*)[32])f->pcr_values, expected);
-        if (s == KEYBAY_OK && (policy->size != sizeof expected || memcmp(policy->buffer, expected, sizeof expected) != 0))
-            s = fail(host, KEYBAY_ERR_INTERNAL, "the PCRs of %s changed while the tpm2 root was being sealed to them; try again", t.where);
-        if (s == KEYBAY_OK) { template.publicArea.authPolicy = *policy; f->has_pcr_values = 1; }
-        if (policy) T(Esys_Free)(policy);
-        flush(&t, &trial);
-    }
-    if (s == KEYBAY_OK) s = create_primary(host, &t, &primary);
+    uint8_t *key = sodium_malloc(ROOT_KEY_BYTES);
+    if (!f || !key) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory creating the tpm2 root");
     if (s == KEYBAY_OK) {
-        memset(sensitive, 0, sizeof *sensitive);
-        sensitive->sensitive.data.size = ROOT_KEY_BYTES;
-        randombytes_buf(sensitive->sensitive.data.buffer, ROOT_KEY_BYTES);
-        TPM2B_DATA outside = { 0 };
-        TPML_PCR_SELECTION none = { 0 };
-        TPM2B_PRIVATE *private = NULL;
-        TPM2B_PUBLIC *public = NULL;
-        TSS2_RC rc = T(Esys_Create)(t.esys, primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, sensitive, &template, &outside, &none,
-                                    &private, &public, NULL, NULL, NULL);
-        sodium_memzero(sensitive, sizeof *sensitive);
-        if (rc != TSS2_RC_SUCCESS) s = tpm_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "cannot seal the root key");
-        else { f->private = *private; f->public = *public; f->pcrs = pcrs; }
-        if (private) T(Esys_Free)(private);
-        if (public) T(Esys_Free)(public);
+        memset(f, 0, sizeof *f);
+        f->pcrs = pcrs;
+        randombytes_buf(key, ROOT_KEY_BYTES);
+        s = seal_main(host, &t, f, key);
     }
-    flush(&t, &primary);
     int counter = 0;
     if (s == KEYBAY_OK && (s = define_counter(host, &t, c, f)) == KEYBAY_OK) counter = 1;
+    /* Shown last before the file is written: a host that cannot take it leaves nothing behind. */
+    if (s == KEYBAY_OK && recovery) s = seal_recovery(host, &t, f, key);
     if (s == KEYBAY_OK) s = encode_file(host, f);
     if (s == KEYBAY_OK) s = keybay_rf_create(host, c, FILE_NAME, f->bytes, f->length);
     if (s == KEYBAY_OK && !buffer_alloc(state_out, STATE_BYTES)) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
     if (s == KEYBAY_OK) provider_state(f, c->storage_domain, state_out->data);
     else if (counter) undefine_counter(&t, f); /* nothing names it: do not leave it behind */
     if (f) sodium_free(f);
-    if (sensitive) sodium_free(sensitive);
+    if (key) sodium_free(key);
     tpm_close(&t);
     return s;
 }
@@ -608,6 +747,103 @@ static keybay_status root_raise_floor(const keybay_host *host, const keybay_root
     return s;
 }
 
+/* Opens root recovery's copy of the root key with the recovery key the user typed (`secret`). */
+static keybay_status unseal_recovery(const keybay_host *host, tpm *t, const root_file *f, const char *path, const uint8_t *secret,
+                                     size_t secret_length, uint8_t *key) {
+    if (!f->has_recovery) {
+        keybay_host_error_reason(host, "no-root-recovery");
+        return fail(host, KEYBAY_ERR_UNSUPPORTED, "the tpm2 root %s has no root recovery (it is made with init --opt recovery=yes)", path);
+    }
+    if (secret_length > KEYBAY_RK_INPUT_BYTES) {
+        keybay_host_error_reason(host, "too-long");
+        return fail(host, KEYBAY_ERR_WRONG_SECRET, "tpm2: the recovery key is longer than %u bytes", KEYBAY_RK_INPUT_BYTES);
+    }
+    recovery_secret *r = sodium_malloc(sizeof *r);
+    keybay_tpm2_session *session = sodium_malloc(sizeof *session);
+    keybay_status s = r && session ? KEYBAY_OK : fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    /* A typo is told before the TPM is asked: it counts nothing towards the lockout. */
+    if (s == KEYBAY_OK) s = keybay_rk_decode(host, "tpm2", secret, secret_length, r->symbols, r->hash, r->raw);
+    TSS2_RC rc = TSS2_RC_SUCCESS;
+    int loaded = 0;
+    if (s == KEYBAY_OK) {
+        recovery_auth(r);
+        s = keybay_tpm2_unseal_with_auth(host, t, &f->recovery_public, &f->recovery_private, 0, r->auth, sizeof r->auth, session, &rc, &loaded);
+    }
+    TSS2_RC base = rc_base(rc);
+    keybay_tpm2_lockout l = { 0 };
+    if (s == KEYBAY_OK && session->unsealed_length == ROOT_KEY_BYTES) {
+        memcpy(key, session->unsealed, ROOT_KEY_BYTES);
+    } else if (s == KEYBAY_OK) {
+        s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the recovery object in %s holds %zu bytes, not a root key", path,
+                 session->unsealed_length);
+    } else if (rc == TSS2_RC_SUCCESS) {
+        /* explained already: a typo, the primary, the session */
+    } else if (!loaded && rc_layer_is_tpm(rc) && (rc & TPM2_RC_FMT1)) {
+        keybay_host_error_detail(host, "foreign-object", -1, path);
+        s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s cannot load the recovery object in %s (another machine's "
+                 "TPM, or its storage hierarchy was cleared): %s", t->where, path, T(Tss2_RC_Decode)(rc));
+    } else if (!loaded) {
+        s = tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot load the root's recovery object");
+    } else if (rc_layer_is_tpm(rc) && (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH)) {
+        s = keybay_tpm2_read_lockout(host, t, &l);
+        if (s == KEYBAY_OK) {
+            int32_t left = keybay_tpm2_tries_left(&l);
+            keybay_host_error_detail(host, "wrong-recovery-key", left, NULL);
+            s = fail(host, KEYBAY_ERR_WRONG_SECRET, "tpm2: this is not the root's recovery key; %d tr%s left before %s locks out%s", left,
+                     left == 1 ? "y" : "ies", t->where, left == 0 ? " (it is in lockout now)" : "");
+        }
+    } else if (rc_layer_is_tpm(rc) && base == TPM2_RC_LOCKOUT) {
+        s = keybay_tpm2_read_lockout(host, t, &l);
+        if (s == KEYBAY_OK) s = keybay_tpm2_locked_out(host, t, &l);
+    } else {
+        s = tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot unseal the root's recovery object");
+    }
+    if (r) { sodium_memzero(r, sizeof *r); sodium_free(r); }
+    if (session) { sodium_memzero(session, sizeof *session); sodium_free(session); }
+    return s;
+}
+
+/* Root recovery: the root key from the recovery object, sealed again to the PCRs' values now in
+   effect, checked (the new object unseals to the same key, the provider state still names the
+   file) and put in place by one rename (keybay_rf_replace), then read back. Until the rename the
+   old file is the root; after it, the new one; both hold the same root key. */
+static keybay_status root_reseal(const keybay_host *host, const keybay_root_context *c, const uint8_t *state, size_t state_length,
+                                 const uint8_t *secret, size_t secret_length) {
+    tpm t;
+    keybay_status s = tpm_open(host, c, 0, &t);
+    if (s != KEYBAY_OK) return s;
+    char path[KEYBAY_ROOT_PATH_BYTES];
+    keybay_rf_path(c, FILE_NAME, path, sizeof path);
+    root_file *f = sodium_malloc(sizeof *f), *back = sodium_malloc(sizeof *back);
+    uint8_t *key = sodium_malloc(ROOT_KEY_BYTES), *again = sodium_malloc(ROOT_KEY_BYTES);
+    if (!f || !back || !key || !again) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    if (s == KEYBAY_OK) s = load_file(host, c, state, state_length, f);
+    if (s == KEYBAY_OK) s = unseal_recovery(host, &t, f, path, secret, secret_length, key);
+    if (s == KEYBAY_OK) s = seal_main(host, &t, f, key);
+    if (s == KEYBAY_OK) s = encode_file(host, f);
+    uint8_t now[STATE_BYTES];
+    if (s == KEYBAY_OK) {
+        provider_state(f, c->storage_domain, now);
+        if (state_length != STATE_BYTES || sodium_memcmp(now, state, STATE_BYTES) != 0)
+            s = fail(host, KEYBAY_ERR_INTERNAL, "the re-sealed tpm2 root file would no longer belong to the store; nothing was changed");
+    }
+    if (s == KEYBAY_OK) s = unseal_root(host, &t, f, path, again);
+    if (s == KEYBAY_OK && sodium_memcmp(again, key, ROOT_KEY_BYTES) != 0)
+        s = fail(host, KEYBAY_ERR_INTERNAL, "the re-sealed root key does not unseal to the root key; nothing was changed");
+    if (s == KEYBAY_OK) s = keybay_rf_replace(host, c, FILE_NAME, f->bytes, f->length);
+    if (s == KEYBAY_OK) s = keybay_rf_read(host, c, FILE_NAME, "the tpm2 root file", back->bytes, sizeof back->bytes, &back->length);
+    if (s == KEYBAY_OK && (back->length != f->length || memcmp(back->bytes, f->bytes, f->length) != 0)) {
+        keybay_host_error_detail(host, "read-back-mismatch", -1, path);
+        s = fail(host, KEYBAY_ERR_IO, "the re-sealed tpm2 root file %s does not read back as written", path);
+    }
+    if (f) sodium_free(f);
+    if (back) sodium_free(back);
+    if (key) sodium_free(key);
+    if (again) sodium_free(again);
+    tpm_close(&t);
+    return s;
+}
+
 /* Undefines the counter (only if it is still the one the file names) and removes the file. A
    TPM that cannot be reached (another machine, no permission) does not keep reset from working:
    the file goes, and the counter stays in that TPM (docs/security.md says how to remove it). */
@@ -688,8 +924,9 @@ static keybay_status root_check(const keybay_host *host, const keybay_root_conte
     if (s == KEYBAY_OK) {
         char list[80], report[200];
         keybay_tpm2_format_pcrs(f->pcrs, list, sizeof list);
-        if (f->pcrs) snprintf(report, sizeof report, "policy=pcrs bank=sha256 pcrs=%s recorded=%s root-recovery=no", list, f->has_pcr_values ? "yes" : "no");
-        else snprintf(report, sizeof report, "policy=none root-recovery=no");
+        if (f->pcrs) snprintf(report, sizeof report, "policy=pcrs bank=sha256 pcrs=%s recorded=%s root-recovery=%s", list, f->has_pcr_values ? "yes" : "no",
+                 f->has_recovery ? "yes" : "no");
+        else snprintf(report, sizeof report, "policy=none root-recovery=%s", f->has_recovery ? "yes" : "no");
         s = copy_text(host, report, report_out);
     }
     if (f) sodium_free(f);
@@ -719,7 +956,9 @@ static keybay_status root_protection(const keybay_host *host, const keybay_root_
 
 static const keybay_option_spec option_specs[] = {
     { "pcrs", "bind the root to PCRs of the SHA-256 bank at their current values, e.g. 7 (Secure Boot) or 0,7; a change "
-              "of any invalidates the root" },
+              "of any invalidates the root unless root recovery re-seals it" },
+    { "recovery", "yes: also seal the root key under a recovery key shown once, in this TPM and bound to no PCR, so that "
+                  "root reseal --recovery-key-fd brings the store back after a PCR change" },
 };
 
 /* Usable here (`plugins`): keybay_tpm2_probe, as tpm2-pin's; the TPM itself is not reached. */
@@ -746,6 +985,7 @@ static const keybay_plugin descriptor = {
     .root_raise_floor = root_raise_floor,
     .root_create_with_options = root_create_with_options,
     .root_check = root_check,
+    .root_reseal = root_reseal,
 };
 
 KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {

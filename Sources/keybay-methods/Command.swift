@@ -93,9 +93,9 @@ enum Command {
         let unconfirmed = try tookEffect { try KeybayStore.initialize(config, interaction: c.interaction).close() }
         let root = try KeybayStore.status(config).rootPlugin
         let warnings = initWarnings(config)
-        a.json ? Output.line(JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath)),
-                                                  ("rootPlugin", .string(root))] + (warnings.isEmpty ? [] : [("warnings", .array(warnings))]))))
-               : Output.line("initialized a platform-only store at \(config.storePath) on the root \(root)")
+        let object = JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath)),
+                                          ("rootPlugin", .string(root))] + (warnings.isEmpty ? [] : [("warnings", .array(warnings))])))
+        printInitialized(object, text: "initialized a platform-only store at \(config.storePath) on the root \(root)", c)
         return try succeeded(unless: unconfirmed)
     }
 
@@ -347,8 +347,9 @@ enum Command {
     static func root(_ c: Context) throws -> Int32 {
         let a = c.a
         if a.positionals.first == "check" { return try rootCheck(c) }
+        if a.positionals.first == "reseal" { return try rootReseal(c) }
         try a.expect(["move", "ROOT"])
-        guard a.positionals[0] == "move" else { throw Arguments.UsageError(message: "unknown root command '\(a.positionals[0])' (root move ROOT, root check)") }
+        guard a.positionals[0] == "move" else { throw Arguments.UsageError(message: "unknown root command '\(a.positionals[0])' (root move ROOT, root check, root reseal)") }
         let target = a.positionals[1]
         guard target == KeybayConfiguration.automaticRoot || KeybayPluginSearch.isValidPluginID(target) else {
             throw Arguments.UsageError(message: "'\(target)' is not a root plugin id (file-root, secret-service, auto, ...)")

@@ -358,6 +358,16 @@ typedef struct keybay_plugin {
     keybay_status (*root_check)(const keybay_host *host, const keybay_root_context *context,
                                 const uint8_t *provider_state, size_t provider_state_length,
                                 keybay_buffer *report_out, uint32_t *pcrs_out) KEYBAY_NONNULL(1, 2, 5, 6) KEYBAY_WARN_UNUSED_RESULT;
+    /* Seals the root again to the platform state now in effect, opened with the root's recovery
+       secret (`secret`: what the user typed, `secret_length` bytes, never kept), after checking
+       that `provider_state` names this root; the provider state stays valid (the store itself is
+       not rewritten). The host calls it under the store's exclusive lock. A failure, or a kill,
+       at any point leaves the old root or the new one, each opening the store. WRONG_SECRET for
+       a recovery secret that is not the root's (with the tries left), LOCKED, UNSUPPORTED for a
+       root without recovery. */
+    keybay_status (*root_reseal)(const keybay_host *host, const keybay_root_context *context,
+                                 const uint8_t *provider_state, size_t provider_state_length,
+                                 const uint8_t *secret, size_t secret_length) KEYBAY_NONNULL(1, 2, 5) KEYBAY_WARN_UNUSED_RESULT;
 } keybay_plugin;
 
 /* The size of a descriptor built against the first version-1 header (it ends at root_reset);
@@ -366,7 +376,7 @@ typedef struct keybay_plugin {
 /* How many fields (pointers, all: function pointers and the sandbox list) this header's
    keybay_plugin has after root_reset: sizeof(keybay_plugin) is KEYBAY_PLUGIN_STRUCT_SIZE_V1_0
    plus that many pointers. */
-#define KEYBAY_PLUGIN_FIELDS_ADDED_IN_V1 8
+#define KEYBAY_PLUGIN_FIELDS_ADDED_IN_V1 9
 
 /* The one exported entry point. */
 typedef const keybay_plugin *(*keybay_plugin_entry_fn)(void);

@@ -162,6 +162,18 @@ struct PluginRoot: RootProvider {
         return (line, differing)
     }
 
+    func reseal(providerState: [UInt8], recoverySecret: SecureBytes) throws {
+        guard let reseal = plugin.descriptor.pointee.root_reseal else {
+            throw KeybayError(.unsupported, "the root \(id) has no root recovery").with(pluginID: id, reason: "no-root-recovery")
+        }
+        let providerState = try ownState(providerState)
+        try call("could not re-seal its root") { _, h, c in
+            recoverySecret.withUnsafeBytes { secret in
+                reseal(h, c, providerState, providerState.count, secret.baseAddress?.assumingMemoryBound(to: UInt8.self), secret.count)
+            }
+        }
+    }
+
     func reset() throws {
         try call("could not remove its root") { d, h, c in d.pointee.root_reset(h, c) }
     }
