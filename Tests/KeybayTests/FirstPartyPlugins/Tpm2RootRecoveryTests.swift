@@ -80,3 +80,26 @@ import Testing
         #expect(bad.status == 2 && bad.error?.reason == "invalid-recovery", "\(bad.out)")
     }
 }
+
+extension Tpm2RootRecoveryTests {
+    /// keybay_root_reseal from a C host (Tests/capi/root_reseal.c, built against the installed
+    /// prefix): a wrong key is `wrong-secret` `wrong-recovery-key`, the right one brings the
+    /// store back after the PCR change.
+    @Test func theCAPIResealsTheRoot() throws {
+        let prefix = try CAPITests.installed.get()
+        let program = try CAPITests.built(prefix, as: "root_reseal", from: "root_reseal.c")
+        let tpm = try SoftwareTPM(), box = Sandbox(app: "com.example.c-reseal"), root = RootUnderTest.tpm2(tpm)
+        let (key, _) = try Self.initWithRecovery(root, box)
+        #expect(try root.cli(box, ["set", "k", "v"]).status == 0)
+        #expect(try tpm.tools("tpm2_pcrextend", "7:sha256=" + Tpm2PolicyTests.extendDigest).status == 0)
+        var environment = root.environment(box)
+        environment["KEYBAY_PLUGIN_PATH"] = nil // the installed library finds the installed plugins
+        let other = Sandbox(app: "com.example.c-other")
+        let (otherKey, _) = try Self.initWithRecovery(root, other, pcrs: "0")
+        let wrong = try run(program, [otherKey], environment: environment)
+        #expect(wrong.status == 0 && wrong.out == "wrong-secret wrong-recovery-key\n", "\(wrong.out) \(wrong.stderr)")
+        let right = try run(program, [key], environment: environment)
+        #expect(right.status == 0 && right.out == "ok\n", "\(right.out) \(right.stderr)")
+        #expect(try root.cli(box, ["get", "k"]).out == "v")
+    }
+}

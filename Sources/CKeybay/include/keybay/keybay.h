@@ -189,6 +189,15 @@ KEYBAY_API void keybay_free_string(char *string);
 /* The library's release, e.g. "1.1.0". */
 KEYBAY_API const char *keybay_version(void);
 
+/* The TPM root's recovery. */
+/* Seals the store's tpm2 root again to the PCR values now in effect, opened with the root's
+ * recovery key (made by `init --opt recovery=yes`): `recovery_key` is what the user typed,
+ * `length` bytes (spaces, dashes and case do not matter), never kept. One atomic step under the
+ * store's lock; records and methods are untouched. Fails with KEYBAY_ERR_WRONG_SECRET (reason
+ * "wrong-recovery-key" with the tries left, counted by the TPM's lockout, or a typo's reason),
+ * KEYBAY_ERR_LOCKED, KEYBAY_ERR_UNSUPPORTED (reason "no-root-recovery"). */
+KEYBAY_API int  keybay_root_reseal(const keybay_open_options *options, const uint8_t *recovery_key, size_t length, keybay_error **err);
+
 #ifdef __cplusplus
 }
 #endif
