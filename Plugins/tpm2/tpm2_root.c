@@ -51,6 +51,8 @@
 #define FILE_VERSION 1        /* a root without PCRs, as before */
 #define FILE_VERSION_FIELDS 2 /* followed by tagged fields: a root with PCRs */
 #define FIELD_RECOVERY 0x0001u   /* the recovery object: kept for the root's life */
+#define FIELD_SIGNED 0x0002u     /* the key that signs PCR policies, and where its signatures are */
+#define SIGNATURE_PATH_BYTES 1024
 #define FIELD_PCR_VALUES 0x8001u /* resealable (high bit): outside the provider state's binding */
 static const char recovery_auth_label[] = "keybay tpm2 root recovery v1 auth value";
 #define MAX_FILE_BYTES 2048
@@ -112,8 +114,9 @@ static keybay_status tpm_open(const keybay_host *host, const keybay_root_context
  * public and private are TPM2B_PUBLIC / TPM2B_PRIVATE as the TPM marshals them (their own size
  * first); nvName is the NV counter's TPM name once written (nameAlg | SHA-256 of its public area).
  * Version 2 goes on with fields, tag:u16 | value:LP16, tags strictly increasing, none unknown:
- * 0x0001 the recovery object (public:LP16 | private:LP16), 0x8001 the bound PCRs' SHA-256 values
- * at sealing, in PCR order (docs/format.md §12).
+ * 0x0001 the recovery object (public:LP16 | private:LP16), 0x0002 the signed policy's key and
+ * signature file (spki:LP16 | path:LP16), 0x8001 the bound PCRs' SHA-256 values at sealing, in
+ * PCR order (docs/format.md §12).
  */
 typedef struct root_file {
     uint8_t bytes[MAX_FILE_BYTES];
@@ -125,6 +128,9 @@ typedef struct root_file {
     int has_recovery;
     TPM2B_PUBLIC recovery_public;
     TPM2B_PRIVATE recovery_private;
+    int has_signed;
+    keybay_tpm2_signing_key key;
+    char signature_path[SIGNATURE_PATH_BYTES]; /* "" for the default files */
     uint32_t nv_index;
     uint64_t base;
     uint32_t pcrs;
@@ -170,6 +176,15 @@ static keybay_status decode_fields(const keybay_host *host, const char *path, ro
             if (decode_object(value, length, &f->recovery_public, &f->recovery_private) != 0)
                 return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is malformed (the recovery object)", path);
             f->has_recovery = 1;
+        } else if (tag == FIELD_SIGNED) {
+            size_t spki = length >= 2 ? (size_t)get_be(value, 2) : 0, at2 = 2 + spki, path_length = 0;
+            if (length < 4 || spki > length - 4 || (path_length = (size_t)get_be(value + at2, 2)) != length - at2 - 2 ||
+                path_length >= SIGNATURE_PATH_BYTES || (path_length && value[at2 + 2] != '/') || memchr(value + at2 + 2, 0, path_length) ||
+                keybay_tpm2_signing_key_from_der(NULL, value + 2, spki, &f->key) != KEYBAY_OK || f->pcrs == 0)
+                return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is malformed (the signed policy)", path);
+            memcpy(f->signature_path, value + at2 + 2, path_length);
+            f->signature_path[path_length] = 0;
+            f->has_signed = 1;
         } else if (tag == FIELD_PCR_VALUES) {
             if (length != (size_t)pcr_count(f->pcrs) * 32 || f->pcrs == 0)
                 return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is malformed (PCR values)", path);
@@ -195,6 +210,7 @@ static keybay_status decode_file(const keybay_host *host, const char *path, root
     f->version = (uint16_t)get_be(p + 4, 2);
     f->has_pcr_values = 0;
     f->has_recovery = 0;
+    f->has_signed = 0;
     f->nv_index = (uint32_t)get_be(p + 6, 4);
     f->base = get_be(p + 10, 8);
     f->pcrs = (uint32_t)get_be(p + 18, 4);
@@ -232,7 +248,7 @@ static void put_field(uint8_t *p, size_t *at, uint32_t tag, size_t length) {
 
 static keybay_status encode_file(const keybay_host *host, root_file *f) {
     uint8_t *p = f->bytes;
-    f->version = f->has_pcr_values || f->has_recovery ? FILE_VERSION_FIELDS : FILE_VERSION;
+    f->version = f->has_pcr_values || f->has_recovery || f->has_signed ? FILE_VERSION_FIELDS : FILE_VERSION;
     memcpy(p, FILE_MAGIC, 4);
     put_be(p + 4, f->version, 2);
     put_be(p + 6, f->nv_index, 4);
@@ -271,6 +287,17 @@ static keybay_status encode_file(const keybay_host *host, root_file *f) {
         at = start;
         put_field(p, &at, FIELD_RECOVERY, field_end - start - 4);
         at = field_end;
+    }
+    if (f->has_signed) {
+        size_t path_length = strlen(f->signature_path), length = 2 + f->key.der_length + 2 + path_length;
+        if (MAX_FILE_BYTES - at < 4 + length) return fail(host, KEYBAY_ERR_INTERNAL, "the signed policy does not fit the root file");
+        put_field(p, &at, FIELD_SIGNED, length);
+        put_be(p + at, f->key.der_length, 2);
+        memcpy(p + at + 2, f->key.der, f->key.der_length);
+        at += 2 + f->key.der_length;
+        put_be(p + at, path_length, 2);
+        memcpy(p + at + 2, f->signature_path, path_length);
+        at += 2 + path_length;
     }
     if (f->has_pcr_values) {
         size_t length = (size_t)pcr_count(f->pcrs) * 32;
@@ -328,6 +355,32 @@ static keybay_status load_file(const keybay_host *host, const keybay_root_contex
 
 /* ---------------------------------------------------------------- the sealed root key and the NV counter */
 
+/* A signed policy's signature file: the one the root file names, else the first of systemd's
+   that exists (NULL when none does). */
+static const char *signature_file(const root_file *f) {
+    static const char *const defaults[] = { KEYBAY_TPM2_DEFAULT_SIGNATURES };
+    if (f->signature_path[0]) return f->signature_path;
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+        if (access(defaults[i], F_OK) == 0) return defaults[i];
+    return NULL;
+}
+
+/* The ticket of a signature that authorizes `policy` (the PolicyPCR digest of the bound PCRs'
+   values now) for the root's key: *ticket (Esys_Free it), or NULL when no entry matches or its
+   signature does not verify. */
+static keybay_status signed_ticket(const keybay_host *host, tpm *t, const root_file *f, const uint8_t policy[32], TPMT_TK_VERIFIED **ticket) {
+    *ticket = NULL;
+    const char *file = signature_file(f);
+    if (!file) return KEYBAY_OK;
+    uint8_t signature[KEYBAY_TPM2_MAX_SIGNATURE];
+    size_t length = 0;
+    int found = 0, valid = 0;
+    keybay_status s = keybay_tpm2_find_signature(host, file, &f->key, f->pcrs, policy, signature, &length, &found);
+    if (s == KEYBAY_OK && found) s = keybay_tpm2_verify_signature(host, t, &f->key, policy, signature, length, ticket, &valid);
+    if (s == KEYBAY_OK && !valid && *ticket) { T(Esys_Free)(*ticket); *ticket = NULL; }
+    return s;
+}
+
 /* The bound PCRs whose values now keep the object from unsealing: 0 when the values now in
    effect give the object's policy; else those that differ from the values the file records,
    or every bound PCR for a version-1 file (it records none) or values that all agree (the
@@ -339,8 +392,15 @@ static keybay_status pcrs_in_the_way(const keybay_host *host, tpm *t, const root
     keybay_status s = keybay_tpm2_read_pcrs(host, t, f->pcrs, now);
     if (s != KEYBAY_OK) return s;
     keybay_tpm2_pcr_policy(f->pcrs, (const uint8_t (*)[32])now, digest);
-    const TPM2B_DIGEST *policy = &f->public.publicArea.authPolicy;
-    if (policy->size == sizeof digest && sodium_memcmp(policy->buffer, digest, sizeof digest) == 0) return KEYBAY_OK;
+    if (f->has_signed) {
+        TPMT_TK_VERIFIED *ticket = NULL;
+        s = signed_ticket(host, t, f, digest, &ticket);
+        if (s != KEYBAY_OK) return s;
+        if (ticket) { T(Esys_Free)(ticket); return KEYBAY_OK; }
+    } else {
+        const TPM2B_DIGEST *policy = &f->public.publicArea.authPolicy;
+        if (policy->size == sizeof digest && sodium_memcmp(policy->buffer, digest, sizeof digest) == 0) return KEYBAY_OK;
+    }
     *differing = f->has_pcr_values ? keybay_tpm2_pcrs_differing(f->pcrs, (const uint8_t (*)[32])f->pcr_values, (const uint8_t (*)[32])now) : 0;
     if (!*differing) *differing = f->pcrs;
     return KEYBAY_OK;
@@ -354,6 +414,12 @@ static keybay_status pcr_mismatch(const keybay_host *host, tpm *t, const root_fi
     keybay_tpm2_format_pcrs(differing, list, sizeof list);
     keybay_host_error_reason(host, "pcr-mismatch");
     keybay_host_error_pcrs(host, differing);
+    if (f->has_signed) {
+        const char *file = signature_file(f);
+        return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: no signature in %s authorizes the values PCR %s (SHA-256) holds now "
+                    "for the root's key (they changed since sealing: %s); install the signature for this boot", file ? file : "the default "
+                    "signature files (none exists)", list, differing == f->pcrs && !f->has_pcr_values ? "unknown" : "these");
+    }
     return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: PCR %s (SHA-256) no longer holds the value%s the root was sealed to "
                 "(a firmware, boot loader, kernel or Secure Boot change)", list, differing & (differing - 1) ? "s" : "");
 }
@@ -380,7 +446,19 @@ static keybay_status unseal_root(const keybay_host *host, tpm *t, const root_fil
     ESYS_TR object = ESYS_TR_NONE, session = ESYS_TR_NONE;
     TSS2_RC rc;
     keybay_status s = load_object(host, t, f, path, &object);
-    if (s == KEYBAY_OK && f->pcrs) s = pcr_session(host, t, TPM2_SE_POLICY, f->pcrs, &session);
+    if (s == KEYBAY_OK && f->has_signed) {
+        uint8_t now[KEYBAY_TPM2_PCRS][32], policy[32];
+        TPMT_TK_VERIFIED *ticket = NULL;
+        s = keybay_tpm2_read_pcrs(host, t, f->pcrs, now);
+        if (s == KEYBAY_OK) keybay_tpm2_pcr_policy(f->pcrs, (const uint8_t (*)[32])now, policy);
+        if (s == KEYBAY_OK) s = signed_ticket(host, t, f, policy, &ticket);
+        if (s == KEYBAY_OK && !ticket) s = pcr_mismatch(host, t, f);
+        /* The PCRs could change between the read and PolicyPCR: the unseal then fails the policy. */
+        if (s == KEYBAY_OK) s = keybay_tpm2_authorized_session(host, t, &f->key, f->pcrs, policy, ticket, &session);
+        if (ticket) T(Esys_Free)(ticket);
+    } else if (s == KEYBAY_OK && f->pcrs) {
+        s = pcr_session(host, t, TPM2_SE_POLICY, f->pcrs, &session);
+    }
     TPM2B_SENSITIVE_DATA *out = NULL;
     if (s == KEYBAY_OK) {
         rc = T(Esys_Unseal)(t->esys, object, f->pcrs ? session : ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &out);
@@ -493,13 +571,23 @@ static void undefine_counter(tpm *t, const root_file *f) {
         T(Esys_NV_UndefineSpace)(t->esys, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE);
 }
 
-/* The root's creation options: pcrs (keybay_tpm2_parse_pcrs) and recovery=yes|no. */
-static keybay_status parse_options(const keybay_host *host, const keybay_option *options, size_t count, uint32_t *pcrs, int *recovery) {
+/* The root's creation options: pcrs (keybay_tpm2_parse_pcrs), recovery=yes|no, pcr-public-key
+   and pcr-signature (absolute paths; the key is read later, with tss2 loaded). */
+static keybay_status parse_options(const keybay_host *host, const keybay_option *options, size_t count, uint32_t *pcrs, int *recovery,
+                                   const char **public_key, const char **signature) {
     *recovery = 0;
+    *public_key = *signature = NULL;
     keybay_option rest[8];
     size_t n = 0;
     for (size_t i = 0; i < count; i++) {
-        if (strcmp(options[i].name, "recovery") == 0) {
+        int is_key = strcmp(options[i].name, "pcr-public-key") == 0;
+        if (is_key || strcmp(options[i].name, "pcr-signature") == 0) {
+            if (options[i].value[0] != '/' || strlen(options[i].value) >= SIGNATURE_PATH_BYTES) {
+                keybay_host_error_reason(host, "invalid-path");
+                return fail(host, KEYBAY_ERR_INVALID_OPTION, "tpm2 %s=%s: give an absolute path", options[i].name, options[i].value);
+            }
+            *(is_key ? public_key : signature) = options[i].value;
+        } else if (strcmp(options[i].name, "recovery") == 0) {
             if (strcmp(options[i].value, "yes") != 0 && strcmp(options[i].value, "no") != 0) {
                 keybay_host_error_reason(host, "invalid-recovery");
                 return fail(host, KEYBAY_ERR_INVALID_OPTION, "tpm2 recovery=%s: give yes or no", options[i].value);
@@ -511,7 +599,13 @@ static keybay_status parse_options(const keybay_host *host, const keybay_option 
             return fail(host, KEYBAY_ERR_INVALID_OPTION, "tpm2: too many options");
         }
     }
-    return keybay_tpm2_parse_pcrs(host, "tpm2", rest, n, pcrs);
+    keybay_status s = keybay_tpm2_parse_pcrs(host, "tpm2", rest, n, pcrs);
+    if (s == KEYBAY_OK && *signature && !*public_key) {
+        keybay_host_error_reason(host, "signature-without-key");
+        return fail(host, KEYBAY_ERR_INVALID_OPTION, "tpm2 pcr-signature needs pcr-public-key (the key that signs it)");
+    }
+    if (s == KEYBAY_OK && *public_key && !*pcrs) *pcrs = 1u << 11; /* systemd-measure's PCR */
+    return s;
 }
 
 /* Seals `key` (the root key) as the root's main object: bound to the PCRs of `f->pcrs` at their
@@ -529,7 +623,13 @@ static keybay_status seal_main(const keybay_host *host, tpm *t, root_file *f, co
         .parameters.keyedHashDetail.scheme = { .scheme = TPM2_ALG_NULL },
     } };
     f->has_pcr_values = 0;
-    if (f->pcrs) {
+    if (f->has_signed) {
+        /* The policy is the key's; the values now are recorded to name what changes later. */
+        s = keybay_tpm2_read_pcrs(host, t, f->pcrs, f->pcr_values);
+        template.publicArea.authPolicy.size = 32;
+        memcpy(template.publicArea.authPolicy.buffer, f->key.policy, 32);
+        if (s == KEYBAY_OK) f->has_pcr_values = 1;
+    } else if (f->pcrs) {
         /* The values are read, then the TPM computes the policy of the values in effect: they
            must agree, or a PCR changed meanwhile (and the file would record the wrong ones). */
         s = keybay_tpm2_read_pcrs(host, t, f->pcrs, f->pcr_values);
@@ -614,7 +714,8 @@ static keybay_status root_create_with_options(const keybay_host *host, const key
                                               size_t option_count, keybay_buffer *state_out) {
     uint32_t pcrs;
     int recovery;
-    keybay_status s = parse_options(host, options, option_count, &pcrs, &recovery);
+    const char *public_key, *signature;
+    keybay_status s = parse_options(host, options, option_count, &pcrs, &recovery, &public_key, &signature);
     if (s == KEYBAY_OK && recovery && !KEYBAY_HOST_HAS(host, show_secret)) {
         keybay_host_error_reason(host, "cannot-show");
         s = fail(host, KEYBAY_ERR_INTERACTION_UNAVAILABLE, "tpm2: the host cannot show a recovery key, so root recovery cannot be made");
@@ -633,6 +734,12 @@ static keybay_status root_create_with_options(const keybay_host *host, const key
     if (s == KEYBAY_OK) {
         memset(f, 0, sizeof *f);
         f->pcrs = pcrs;
+        if (public_key && (s = keybay_tpm2_signing_key_from_pem(host, public_key, &f->key)) == KEYBAY_OK) {
+            f->has_signed = 1;
+            if (signature) snprintf(f->signature_path, sizeof f->signature_path, "%s", signature);
+        }
+    }
+    if (s == KEYBAY_OK) {
         randombytes_buf(key, ROOT_KEY_BYTES);
         s = seal_main(host, &t, f, key);
     }
@@ -922,9 +1029,13 @@ static keybay_status root_check(const keybay_host *host, const keybay_root_conte
     if (nv != ESYS_TR_NONE) T(Esys_TR_Close)(t.esys, &nv);
     if (s == KEYBAY_OK) s = pcrs_in_the_way(host, &t, f, pcrs_out);
     if (s == KEYBAY_OK) {
-        char list[80], report[200];
+        char list[80], report[400];
         keybay_tpm2_format_pcrs(f->pcrs, list, sizeof list);
-        if (f->pcrs) snprintf(report, sizeof report, "policy=pcrs bank=sha256 pcrs=%s recorded=%s root-recovery=%s", list, f->has_pcr_values ? "yes" : "no",
+        char fingerprint[65];
+        sodium_bin2hex(fingerprint, sizeof fingerprint, f->key.fingerprint, 32);
+        if (f->has_signed) snprintf(report, sizeof report, "policy=signed bank=sha256 pcrs=%s key=%s recorded=yes root-recovery=%s", list, fingerprint,
+                                    f->has_recovery ? "yes" : "no");
+        else if (f->pcrs) snprintf(report, sizeof report, "policy=pcrs bank=sha256 pcrs=%s recorded=%s root-recovery=%s", list, f->has_pcr_values ? "yes" : "no",
                  f->has_recovery ? "yes" : "no");
         else snprintf(report, sizeof report, "policy=none root-recovery=%s", f->has_recovery ? "yes" : "no");
         s = copy_text(host, report, report_out);
@@ -957,6 +1068,10 @@ static keybay_status root_protection(const keybay_host *host, const keybay_root_
 static const keybay_option_spec option_specs[] = {
     { "pcrs", "bind the root to PCRs of the SHA-256 bank at their current values, e.g. 7 (Secure Boot) or 0,7; a change "
               "of any invalidates the root unless root recovery re-seals it" },
+    { "pcr-public-key", "the PEM public key (RSA-2048 or EC P-256) that signs the expected PCR values (systemd-measure): the root opens "
+                        "whenever a signature by it matches the PCRs now in effect (PCR 11 unless pcrs= says otherwise)" },
+    { "pcr-signature", "the signature file to read (systemd-measure's JSON); default: the first of /run/systemd/tpm2-pcr-signature.json "
+                       "and /usr/lib/systemd/tpm2-pcr-signature.json" },
     { "recovery", "yes: also seal the root key under a recovery key shown once, in this TPM and bound to no PCR, so that "
                   "root reseal --recovery-key-fd brings the store back after a PCR change" },
 };

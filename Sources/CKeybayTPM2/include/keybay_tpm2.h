@@ -52,6 +52,9 @@
     X(KEYBAY_TSS_ESYS, Esys_TRSess_SetAttributes) \
     X(KEYBAY_TSS_ESYS, Esys_PolicyPCR) \
     X(KEYBAY_TSS_ESYS, Esys_PCR_Read) \
+    X(KEYBAY_TSS_ESYS, Esys_LoadExternal) \
+    X(KEYBAY_TSS_ESYS, Esys_VerifySignature) \
+    X(KEYBAY_TSS_ESYS, Esys_PolicyAuthorize) \
     X(KEYBAY_TSS_ESYS, Esys_PolicyAuthValue) \
     X(KEYBAY_TSS_ESYS, Esys_PolicyGetDigest) \
     X(KEYBAY_TSS_ESYS, Esys_NV_DefineSpace) \
@@ -229,6 +232,47 @@ uint32_t keybay_tpm2_pcrs_differing(uint32_t mask, const uint8_t recorded[KEYBAY
 
 /* "0,7": the PCRs of `mask`, for messages and reports; -1 when `size` is too small. */
 int keybay_tpm2_format_pcrs(uint32_t mask, char *out, size_t size);
+
+/* ---- signed PCR policies (tpm2_signed_policy.c): systemd-measure's tpm2-pcr-signature.json ---- */
+
+#define KEYBAY_TPM2_MAX_SPKI 600
+#define KEYBAY_TPM2_MAX_SIGNATURE 512
+#define KEYBAY_TPM2_MAX_SIGNATURE_FILE 65536
+#define KEYBAY_TPM2_DEFAULT_SIGNATURES "/run/systemd/tpm2-pcr-signature.json", "/usr/lib/systemd/tpm2-pcr-signature.json"
+
+/* A key that signs PCR policies: RSA-2048 or EC P-256. */
+typedef struct keybay_tpm2_signing_key {
+    uint8_t der[KEYBAY_TPM2_MAX_SPKI]; /* its DER SubjectPublicKeyInfo */
+    size_t der_length;
+    uint8_t fingerprint[32];           /* SHA-256 of der: systemd's "pkfp" */
+    TPM2B_PUBLIC public;               /* as TPM2_LoadExternal loads it */
+    TPM2B_NAME name;                   /* its TPM name */
+    uint8_t policy[32];                /* PolicyAuthorize's digest for it (policyRef empty): an object's authPolicy */
+} keybay_tpm2_signing_key;
+
+/* The key of a DER SubjectPublicKeyInfo, or of a PEM file (-----BEGIN PUBLIC KEY-----);
+   INVALID_OPTION (reason invalid-public-key) for anything but RSA-2048 and EC P-256. tss2 must
+   be loaded (the name marshals the public area). */
+keybay_status keybay_tpm2_signing_key_from_der(const keybay_host *host, const uint8_t *spki, size_t length, keybay_tpm2_signing_key *key);
+keybay_status keybay_tpm2_signing_key_from_pem(const keybay_host *host, const char *path, keybay_tpm2_signing_key *key);
+
+/* The signature (at most KEYBAY_TPM2_MAX_SIGNATURE bytes) in the JSON file `path` of the first
+   sha256 entry whose pkfp is the key's, whose pcrs are exactly `pcrs` and whose pol is `policy`;
+   *found 0 when none is, or the file does not exist. A file that is not that JSON is
+   ROOT_MISMATCH (reason invalid-pcr-signature). */
+keybay_status keybay_tpm2_find_signature(const keybay_host *host, const char *path, const keybay_tpm2_signing_key *key, uint32_t pcrs,
+                                         const uint8_t policy[32], uint8_t *signature, size_t *signature_length, int *found);
+
+/* TPM2_LoadExternal of the key (owner hierarchy), then TPM2_VerifySignature of `signature` over
+   SHA-256(policy): *valid and the ticket (Esys_Free it) when it verifies; *valid 0 when it does
+   not (or is malformed). */
+keybay_status keybay_tpm2_verify_signature(const keybay_host *host, keybay_tpm2 *t, const keybay_tpm2_signing_key *key, const uint8_t policy[32],
+                                           const uint8_t *signature, size_t length, TPMT_TK_VERIFIED **ticket, int *valid);
+
+/* A policy session with PolicyPCR over `pcrs` (their values now), then PolicyAuthorize of
+   `policy` with the key's name and `ticket`. */
+keybay_status keybay_tpm2_authorized_session(const keybay_host *host, keybay_tpm2 *t, const keybay_tpm2_signing_key *key, uint32_t pcrs,
+                                             const uint8_t policy[32], const TPMT_TK_VERIFIED *ticket, ESYS_TR *session);
 
 /* `pcrs=7` or `pcrs=0,2,7` (PCRs 0-23 of the SHA-256 bank), the only option either plugin takes:
    INVALID_OPTION for any other, or a bad value. */

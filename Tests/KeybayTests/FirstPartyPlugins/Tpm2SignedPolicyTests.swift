@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+import Testing
+@testable import Keybay
+
+/// A PCR signer as systemd-measure is one, made with openssl: a key pair, and
+/// tpm2-pcr-signature.json entries signing the PolicyPCR digest of given PCR 11 values.
+struct PCRSigner {
+    let directory: String
+    let name: String
+    var privateKey: String { directory + "/\(name).key.pem" }
+    var publicKey: String { directory + "/\(name).pub.pem" }
+
+    /// `algorithm`: "RSA" (2048 bits) or "EC" (P-256).
+    init(_ directory: String, name: String, algorithm: String) throws {
+        self.directory = directory
+        self.name = name
+        let options = algorithm == "RSA" ? ["-pkeyopt", "rsa_keygen_bits:2048"] : ["-pkeyopt", "ec_paramgen_curve:P-256"]
+        try Self.succeeded(run("/usr/bin/openssl", ["genpkey", "-algorithm", algorithm] + options + ["-out", privateKey], environment: [:]), 0)
+        try Self.succeeded(run("/usr/bin/openssl", ["pkey", "-in", privateKey, "-pubout", "-out", publicKey], environment: [:]), 0)
+    }
+
+    /// SHA-256 of the public key's DER SubjectPublicKeyInfo: systemd's `pkfp`.
+    func fingerprint() throws -> [UInt8] {
+        let der = try run("/usr/bin/openssl", ["pkey", "-pubin", "-in", publicKey, "-outform", "DER"], environment: [:])
+        try Self.succeeded(der, 0)
+        return SHA256.hash(der.stdout)
+    }
+
+    /// The PolicyPCR digest (SHA-256 bank) of PCRs `pcrs` holding `values` (docs/format.md §12).
+    static func policy(pcrs: [Int], values: [[UInt8]]) -> [UInt8] {
+        var mask: UInt32 = 0
+        for p in pcrs { mask |= 1 << UInt32(p) }
+        let head = [UInt8](repeating: 0, count: 32) + [0, 0, 0x01, 0x7f, 0, 0, 0, 1, 0, 0x0b, 3, UInt8(mask & 0xff), UInt8(mask >> 8 & 0xff), UInt8(mask >> 16 & 0xff)]
+        return SHA256.hash(head + SHA256.hash(values.flatMap { $0 }))
+    }
+
+    /// openssl's signature over SHA-256(policy) (PKCS#1 v1.5 for RSA, DER ECDSA for EC).
+    func sign(_ policy: [UInt8]) throws -> [UInt8] {
+        let input = directory + "/pol-\(UUID().uuidString)", output = input + ".sig"
+        try Data(policy).write(to: URL(fileURLWithPath: input))
+        try Self.succeeded(run("/usr/bin/openssl", ["dgst", "-sha256", "-sign", privateKey, "-out", output, input], environment: [:]), 0)
+        return try #require(readBytes(output))
+    }
+
+    /// One sha256 entry: signed by `self` unless `signedBy` says otherwise, for PCR 11 = `value`.
+    func entry(pcr11 value: [UInt8], signedBy: PCRSigner? = nil) throws -> String {
+        let pol = Self.policy(pcrs: [11], values: [value])
+        let sig = try (signedBy ?? self).sign(pol)
+        return "{\"pcrs\":[11],\"pkfp\":\"\(hex(try fingerprint()))\",\"pol\":\"\(hex(pol))\",\"sig\":\"\(Data(sig).base64EncodedString())\"}"
+    }
+
+    func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    /// Throws unless `r` exited with `status` (openssl failing is the test's failure, loudly).
+    static func succeeded(_ r: RunResult, _ status: Int32) throws {
+        guard r.status == status else { throw KeybayTestFailure("exit \(r.status): \(r.stderr)") }
+    }
+}
+
+/// Signed PCR policies of the tpm2 root on a swtpm (`--opt pcr-public-key=`, `--opt pcr-signature=`).
+@Suite struct Tpm2SignedPolicyTests {
+    static func write(_ entries: [String], to path: String) throws {
+        try ("{\"sha256\":[" + entries.joined(separator: ",") + "]}\n").write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    static func pcr11(_ tpm: SoftwareTPM, _ box: Sandbox) throws -> [UInt8] { try Tpm2PolicyTests.pcrValues(tpm, [11], in: box) }
+
+    @Test(arguments: ["RSA", "EC"])
+    func aNewSignatureOpensTheStoreAfterPCR11ChangesAndNothingElseDoes(_ algorithm: String) throws {
+        let tpm = try SoftwareTPM(), box = Sandbox(), root = RootUnderTest.tpm2(tpm)
+        let signer = try PCRSigner(box.root, name: "signer", algorithm: algorithm), other = try PCRSigner(box.root, name: "other", algorithm: algorithm)
+        let signatures = box.root + "/tpm2-pcr-signature.json"
+        try Self.write([try signer.entry(pcr11: try Self.pcr11(tpm, box))], to: signatures)
+        let made = try root.cli(box, ["init", "--opt", "pcr-public-key=" + signer.publicKey, "--opt", "pcr-signature=" + signatures, "--json"])
+        #expect(made.status == 0 && Tpm2PolicyTests.object(made)?["warnings"] == nil, "\(made.out)\(made.stderr)")
+        #expect(try root.cli(box, ["set", "k", "v"]).status == 0)
+        #expect(try root.cli(box, ["get", "k"]).out == "v")
+        let policy = Tpm2PolicyTests.object(try root.cli(box, ["status", "--json"]))?["rootPolicy"] as? [String: Any]
+        #expect(policy?["policy"] as? String == "signed" && (policy?["pcrs"] as? [Int]) == [11] && policy?["satisfied"] as? Bool == true,
+                "\(String(describing: policy))")
+
+        // An update: PCR 11 moves; the old signature matches nothing.
+        #expect(try tpm.tools("tpm2_pcrextend", "11:sha256=" + Tpm2PolicyTests.extendDigest).status == 0)
+        let lost = try root.cli(box, ["get", "k", "--json"])
+        #expect(lost.status == 1 && lost.error?.code == "platform-key-invalidated" && lost.error?.reason == "pcr-mismatch" && lost.error?.pcrs == [11],
+                "\(lost.out)")
+        #expect(try root.cli(box, ["root", "check", "--json"]).error?.pcrs == [11])
+        let now = try Self.pcr11(tpm, box)
+        // Another key's signature for the values now, and one that claims the right key but is
+        // another's, and the right key's for other values: none opens the store.
+        for (what, entries) in [("another key's", [try other.entry(pcr11: now)]), ("a forged", [try signer.entry(pcr11: now, signedBy: other)]),
+                                ("other values'", [try signer.entry(pcr11: [UInt8](repeating: 7, count: 32))])] {
+            try Self.write(entries, to: signatures)
+            let r = try root.cli(box, ["get", "k", "--json"])
+            #expect(r.status == 1 && r.error?.reason == "pcr-mismatch", "\(what) signature: \(r.out)")
+        }
+        // The new kernel's signature in place, and nothing run in between: it opens.
+        try Self.write([try other.entry(pcr11: now), try signer.entry(pcr11: now)], to: signatures)
+        let back = try root.cli(box, ["get", "k"])
+        #expect(back.status == 0 && back.out == "v", "\(back.stderr)")
+        #expect(try root.cli(box, ["root", "check"]).status == 0)
+        #expect(try tpm.handles("handles-transient").isEmpty, "nothing left loaded")
+    }
+
+    @Test func badKeysAndSignatureFilesAreRefused() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox(), root = RootUnderTest.tpm2(tpm)
+        let rsa1024 = box.root + "/small.pem"
+        try PCRSigner.succeeded(run("/usr/bin/openssl", ["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:1024", "-out", rsa1024 + ".key"], environment: [:]), 0)
+        try PCRSigner.succeeded(run("/usr/bin/openssl", ["pkey", "-in", rsa1024 + ".key", "-pubout", "-out", rsa1024], environment: [:]), 0)
+        let small = try root.cli(box, ["init", "--opt", "pcr-public-key=" + rsa1024, "--json"])
+        #expect(small.status == 2 && small.error?.reason == "invalid-public-key", "\(small.out)")
+        #expect(!exists(Tpm2Tests.rootPath(box)))
+        let relative = try root.cli(box, ["init", "--opt", "pcr-public-key=key.pem", "--json"])
+        #expect(relative.status == 2 && relative.error?.reason == "invalid-path", "\(relative.out)")
+        let signer = try PCRSigner(box.root, name: "signer", algorithm: "EC")
+        let signatures = box.root + "/sig.json"
+        try Self.write([try signer.entry(pcr11: try Self.pcr11(tpm, box))], to: signatures)
+        let made = try root.cli(box, ["init", "--opt", "pcr-public-key=" + signer.publicKey, "--opt", "pcr-signature=" + signatures])
+        #expect(made.status == 0, "\(made.stderr)")
+        try "{\"sha256\": [ {\"pcrs\": [11], ".write(toFile: signatures, atomically: true, encoding: .utf8)
+        let r = try root.cli(box, ["get", "k", "--json"])
+        #expect(r.status == 1 && r.error?.reason == "invalid-pcr-signature", "\(r.out)")
+    }
+}
