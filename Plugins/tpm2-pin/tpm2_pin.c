@@ -44,7 +44,8 @@
 #define get_be keybay_tpm2_get_be
 
 #define PARAMS_MAGIC "KBTP"
-#define PARAMS_VERSION 1
+#define PARAMS_VERSION 1        /* literal PCRs or none */
+#define PARAMS_VERSION_SIGNED 2 /* a signed PCR policy: its key and signature file follow */
 #define PARAMS_HEADER 10 /* magic(4) | version:u16 | pcrs:u32 */
 #define MAX_PARAMS_BYTES 2048
 #define MIN_PIN 4
@@ -52,25 +53,33 @@
 
 /* ---------------------------------------------------------------- the parameters
 
-   "KBTP" | version:u16 (= 1) | pcrs:u32 | public:LP16 | private:LP16 (docs/tpm2-pin.md) */
+   "KBTP" | version:u16 (1 or 2) | pcrs:u32 | public:LP16 | private:LP16, and for version 2 (a
+   signed policy) | spki:LP16 | signaturePath:LP16 (docs/tpm2-pin.md) */
 
 typedef struct sealed_object {
     uint32_t pcrs;
     TPM2B_PUBLIC public;
     TPM2B_PRIVATE private;
+    int has_signed;
+    keybay_tpm2_signing_key key;
+    char signature_path[KEYBAY_TPM2_SIGNATURE_PATH_BYTES];
 } sealed_object;
 
 /* The layout alone, without tss2 (describe needs no TPM library): the PCR mask and where the
    two areas are. */
-static keybay_status split_params(const keybay_host *host, const uint8_t *p, size_t n, uint32_t *pcrs, const uint8_t *parts[2],
-                                  size_t lengths[2]) {
+static keybay_status split_params(const keybay_host *host, const uint8_t *p, size_t n, uint32_t *pcrs, const uint8_t *parts[4],
+                                  size_t lengths[4]) {
     if (!p || n < PARAMS_HEADER || n > MAX_PARAMS_BYTES || memcmp(p, PARAMS_MAGIC, 4) != 0)
         return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the method's parameters are not a tpm2-pin sealed object (%zu bytes)", n);
-    if (get_be(p + 4, 2) != PARAMS_VERSION)
-        return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: parameters of version %u; this plugin reads version 1", (unsigned)get_be(p + 4, 2));
+    unsigned version = (unsigned)get_be(p + 4, 2);
+    if (version != PARAMS_VERSION && version != PARAMS_VERSION_SIGNED)
+        return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: parameters of version %u; this plugin reads versions 1 and 2", version);
     *pcrs = (uint32_t)get_be(p + 6, 4);
     size_t at = PARAMS_HEADER;
-    for (int i = 0; i < 2; i++) {
+    int count = version == PARAMS_VERSION_SIGNED ? 4 : 2;
+    lengths[2] = lengths[3] = 0;
+    parts[2] = parts[3] = NULL;
+    for (int i = 0; i < count; i++) {
         if (n - at < 2 || (lengths[i] = (size_t)get_be(p + at, 2)) > n - at - 2)
             return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the method's parameters are truncated");
         parts[i] = p + at + 2;
@@ -83,10 +92,18 @@ static keybay_status split_params(const keybay_host *host, const uint8_t *p, siz
 
 /* Decodes strictly (tss2 loaded: it unmarshals the areas), each area exactly its own size. */
 static keybay_status decode_params(const keybay_host *host, const uint8_t *p, size_t n, sealed_object *o) {
-    const uint8_t *parts[2];
-    size_t lengths[2], off_pub = 0, off_priv = 0;
+    const uint8_t *parts[4];
+    size_t lengths[4], off_pub = 0, off_priv = 0;
     keybay_status s = split_params(host, p, n, &o->pcrs, parts, lengths);
     if (s != KEYBAY_OK) return s;
+    o->has_signed = parts[2] != NULL;
+    if (o->has_signed) {
+        if (o->pcrs == 0 || lengths[3] >= sizeof o->signature_path || (lengths[3] && parts[3][0] != '/') || memchr(parts[3], 0, lengths[3]) ||
+            keybay_tpm2_signing_key_from_der(NULL, parts[2], lengths[2], &o->key) != KEYBAY_OK)
+            return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the signed policy in the method's parameters is malformed");
+        memcpy(o->signature_path, parts[3], lengths[3]);
+        o->signature_path[lengths[3]] = 0;
+    }
     memset(&o->public, 0, sizeof o->public);
     memset(&o->private, 0, sizeof o->private);
     /* tss2 does not hold the public area to its own size field, and takes an empty one: we do not */
@@ -102,7 +119,7 @@ static keybay_status encode_params(const keybay_host *host, const sealed_object 
     uint8_t *p = malloc(MAX_PARAMS_BYTES);
     if (!p) return fail(host, KEYBAY_ERR_INTERNAL, "tpm2-pin: out of memory");
     memcpy(p, PARAMS_MAGIC, 4);
-    put_be(p + 4, PARAMS_VERSION, 2);
+    put_be(p + 4, o->has_signed ? PARAMS_VERSION_SIGNED : PARAMS_VERSION, 2);
     put_be(p + 6, o->pcrs, 4);
     size_t at = PARAMS_HEADER, offset = 0;
     if (T(Tss2_MU_TPM2B_PUBLIC_Marshal)(&o->public, p + at + 2, MAX_PARAMS_BYTES - at - 4, &offset) != TSS2_RC_SUCCESS) goto too_big;
@@ -111,8 +128,19 @@ static keybay_status encode_params(const keybay_host *host, const sealed_object 
     offset = 0;
     if (T(Tss2_MU_TPM2B_PRIVATE_Marshal)(&o->private, p + at + 2, MAX_PARAMS_BYTES - at - 2, &offset) != TSS2_RC_SUCCESS) goto too_big;
     put_be(p + at, offset, 2);
+    at += 2 + offset;
+    if (o->has_signed) {
+        size_t path_length = strlen(o->signature_path);
+        if (MAX_PARAMS_BYTES - at < 4 + o->key.der_length + path_length) goto too_big;
+        put_be(p + at, o->key.der_length, 2);
+        memcpy(p + at + 2, o->key.der, o->key.der_length);
+        at += 2 + o->key.der_length;
+        put_be(p + at, path_length, 2);
+        memcpy(p + at + 2, o->signature_path, path_length);
+        at += 2 + path_length;
+    }
     out->data = p;
-    out->length = at + 2 + offset;
+    out->length = at;
     return KEYBAY_OK;
 too_big:
     free(p);
@@ -189,7 +217,8 @@ static keybay_status enroll(const keybay_host *host, const keybay_option *option
                             uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {
     keybay_status s = keybay_method_enroll_begin(host, PLUGIN, params_out, secret_out);
     uint32_t pcrs = 0;
-    if (s == KEYBAY_OK) s = keybay_tpm2_parse_pcrs(host, PLUGIN, options, option_count, &pcrs);
+    const char *public_key = NULL, *signature = NULL;
+    if (s == KEYBAY_OK) s = keybay_tpm2_parse_policy_options(host, PLUGIN, options, option_count, &pcrs, NULL, &public_key, &signature);
     if (s != KEYBAY_OK) return s;
     TPM2B_SENSITIVE_CREATE *sensitive = keybay_method_secret_new(host, PLUGIN, sizeof *sensitive);
     sealed_object *o = malloc(sizeof *o);
@@ -204,10 +233,14 @@ static keybay_status enroll(const keybay_host *host, const keybay_option *option
     memset(&t, 0, sizeof t);
     t.lock = -1;
     if (s == KEYBAY_OK) s = tpm_open(host, &t);
+    if (s == KEYBAY_OK && public_key && (s = keybay_tpm2_signing_key_from_pem(host, public_key, &o->key)) == KEYBAY_OK) {
+        o->has_signed = 1;
+        if (signature) snprintf(o->signature_path, sizeof o->signature_path, "%s", signature);
+    }
     if (s == KEYBAY_OK) {
         sensitive->sensitive.data.size = KEYBAY_METHOD_SECRET_BYTES;
         randombytes_buf(sensitive->sensitive.data.buffer, KEYBAY_METHOD_SECRET_BYTES);
-        s = keybay_tpm2_seal_with_auth(host, &t, pcrs, sensitive, &o->public, &o->private);
+        s = keybay_tpm2_seal_with_auth(host, &t, pcrs, o->has_signed ? &o->key : NULL, sensitive, &o->public, &o->private);
     }
     if (s == KEYBAY_OK) s = encode_params(host, o, params_out);
     if (s == KEYBAY_OK) memcpy(secret_out, sensitive->sensitive.data.buffer, KEYBAY_METHOD_SECRET_BYTES);
@@ -224,7 +257,26 @@ static keybay_status unseal(const keybay_host *host, keybay_tpm2 *t, const seale
     if (!session) return KEYBAY_ERR_INTERNAL;
     TSS2_RC rc = TSS2_RC_SUCCESS;
     int loaded = 0;
-    keybay_status s = keybay_tpm2_unseal_with_auth(host, t, &o->public, &o->private, o->pcrs, pin, pin_length, session, &rc, &loaded);
+    keybay_status s = KEYBAY_OK;
+    /* A signed policy: the signature that approves the PCR values now, verified, or pcr-mismatch. */
+    uint8_t now[KEYBAY_TPM2_PCRS][32], approved[32];
+    TPMT_TK_VERIFIED *ticket = NULL;
+    if (o->has_signed) {
+        s = keybay_tpm2_read_pcrs(host, t, o->pcrs, now);
+        if (s == KEYBAY_OK) keybay_tpm2_pcr_policy(o->pcrs, (const uint8_t (*)[32])now, approved);
+        if (s == KEYBAY_OK) s = keybay_tpm2_signed_ticket(host, t, &o->key, o->signature_path, o->pcrs, approved, &ticket);
+        if (s == KEYBAY_OK && !ticket) {
+            keybay_host_error_reason(host, "pcr-mismatch");
+            keybay_host_error_pcrs(host, o->pcrs);
+            s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: no signature approves the values the PCRs this method is bound to (mask 0x%06x) "
+                     "hold now; another method must open the store", (unsigned)o->pcrs);
+        }
+    }
+    keybay_tpm2_approval approval = { &o->key, approved, ticket };
+    if (s == KEYBAY_OK)
+        s = keybay_tpm2_unseal_with_auth(host, t, &o->public, &o->private, o->pcrs, o->has_signed ? &approval : NULL, pin, pin_length, session,
+                                         &rc, &loaded);
+    if (ticket) T(Esys_Free)(ticket);
     TSS2_RC base = keybay_tpm2_rc_base(rc);
     keybay_tpm2_lockout l = { 0 };
     if (s == KEYBAY_OK && session->unsealed_length == KEYBAY_METHOD_SECRET_BYTES) {
@@ -298,14 +350,14 @@ static keybay_status unwrap(const keybay_host *host, const uint8_t *params, size
 static keybay_status describe(const keybay_host *host, const uint8_t *params, size_t params_length, keybay_buffer *text_out) {
     keybay_status s = keybay_method_describe_begin(text_out);
     uint32_t pcrs = 0;
-    const uint8_t *parts[2];
-    size_t lengths[2];
+    const uint8_t *parts[4];
+    size_t lengths[4];
     if (s == KEYBAY_OK) s = split_params(host, params, params_length, &pcrs, parts, lengths);
     if (s != KEYBAY_OK) return s;
-    char text[160];
+    char text[200];
     int n = snprintf(text, sizeof text, "PIN sealed by this machine's TPM");
     if (pcrs) {
-        n += snprintf(text + n, sizeof text - (size_t)n, ", bound to PCRs");
+        n += snprintf(text + n, sizeof text - (size_t)n, parts[2] ? ", bound to PCR values signed by a key for PCRs" : ", bound to PCRs");
         const char *separator = " ";
         for (int i = 0; i < 24; i++)
             if (pcrs & (1u << i)) { n += snprintf(text + n, sizeof text - (size_t)n, "%s%d", separator, i); separator = ","; }
@@ -317,6 +369,10 @@ static keybay_status describe(const keybay_host *host, const uint8_t *params, si
 static const keybay_option_spec option_specs[] = {
     { "pcrs", "also bind the secret to PCRs of the SHA-256 bank at their current values, e.g. 7 (Secure Boot) or 0,7; a change "
               "of any makes the method unusable" },
+    { "pcr-public-key", "bind the secret to the PCR values this PEM public key (RSA-2048 or EC P-256) signs (systemd-measure; PCR 11 "
+                        "unless pcrs= says otherwise) instead of their current values" },
+    { "pcr-signature", "the signature file to read (systemd-measure's JSON); default: the first of /run/systemd/tpm2-pcr-signature.json "
+                       "and /usr/lib/systemd/tpm2-pcr-signature.json" },
 };
 
 static const keybay_plugin descriptor = {

@@ -52,7 +52,7 @@
 #define FILE_VERSION_FIELDS 2 /* followed by tagged fields: a root with PCRs */
 #define FIELD_RECOVERY 0x0001u   /* the recovery object: kept for the root's life */
 #define FIELD_SIGNED 0x0002u     /* the key that signs PCR policies, and where its signatures are */
-#define SIGNATURE_PATH_BYTES 1024
+#define SIGNATURE_PATH_BYTES KEYBAY_TPM2_SIGNATURE_PATH_BYTES
 #define FIELD_PCR_VALUES 0x8001u /* resealable (high bit): outside the provider state's binding */
 static const char recovery_auth_label[] = "keybay tpm2 root recovery v1 auth value";
 #define MAX_FILE_BYTES 2048
@@ -355,30 +355,9 @@ static keybay_status load_file(const keybay_host *host, const keybay_root_contex
 
 /* ---------------------------------------------------------------- the sealed root key and the NV counter */
 
-/* A signed policy's signature file: the one the root file names, else the first of systemd's
-   that exists (NULL when none does). */
-static const char *signature_file(const root_file *f) {
-    static const char *const defaults[] = { KEYBAY_TPM2_DEFAULT_SIGNATURES };
-    if (f->signature_path[0]) return f->signature_path;
-    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
-        if (access(defaults[i], F_OK) == 0) return defaults[i];
-    return NULL;
-}
-
-/* The ticket of a signature that authorizes `policy` (the PolicyPCR digest of the bound PCRs'
-   values now) for the root's key: *ticket (Esys_Free it), or NULL when no entry matches or its
-   signature does not verify. */
+/* The ticket of a signature that authorizes `policy` for the root's key (Esys_Free it), or NULL. */
 static keybay_status signed_ticket(const keybay_host *host, tpm *t, const root_file *f, const uint8_t policy[32], TPMT_TK_VERIFIED **ticket) {
-    *ticket = NULL;
-    const char *file = signature_file(f);
-    if (!file) return KEYBAY_OK;
-    uint8_t signature[KEYBAY_TPM2_MAX_SIGNATURE];
-    size_t length = 0;
-    int found = 0, valid = 0;
-    keybay_status s = keybay_tpm2_find_signature(host, file, &f->key, f->pcrs, policy, signature, &length, &found);
-    if (s == KEYBAY_OK && found) s = keybay_tpm2_verify_signature(host, t, &f->key, policy, signature, length, ticket, &valid);
-    if (s == KEYBAY_OK && !valid && *ticket) { T(Esys_Free)(*ticket); *ticket = NULL; }
-    return s;
+    return keybay_tpm2_signed_ticket(host, t, &f->key, f->signature_path, f->pcrs, policy, ticket);
 }
 
 /* The bound PCRs whose values now keep the object from unsealing: 0 when the values now in
@@ -415,7 +394,7 @@ static keybay_status pcr_mismatch(const keybay_host *host, tpm *t, const root_fi
     keybay_host_error_reason(host, "pcr-mismatch");
     keybay_host_error_pcrs(host, differing);
     if (f->has_signed) {
-        const char *file = signature_file(f);
+        const char *file = keybay_tpm2_signature_file(f->signature_path);
         return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: no signature in %s authorizes the values PCR %s (SHA-256) holds now "
                     "for the root's key (they changed since sealing: %s); install the signature for this boot", file ? file : "the default "
                     "signature files (none exists)", list, differing == f->pcrs && !f->has_pcr_values ? "unknown" : "these");
@@ -571,43 +550,6 @@ static void undefine_counter(tpm *t, const root_file *f) {
         T(Esys_NV_UndefineSpace)(t->esys, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE);
 }
 
-/* The root's creation options: pcrs (keybay_tpm2_parse_pcrs), recovery=yes|no, pcr-public-key
-   and pcr-signature (absolute paths; the key is read later, with tss2 loaded). */
-static keybay_status parse_options(const keybay_host *host, const keybay_option *options, size_t count, uint32_t *pcrs, int *recovery,
-                                   const char **public_key, const char **signature) {
-    *recovery = 0;
-    *public_key = *signature = NULL;
-    keybay_option rest[8];
-    size_t n = 0;
-    for (size_t i = 0; i < count; i++) {
-        int is_key = strcmp(options[i].name, "pcr-public-key") == 0;
-        if (is_key || strcmp(options[i].name, "pcr-signature") == 0) {
-            if (options[i].value[0] != '/' || strlen(options[i].value) >= SIGNATURE_PATH_BYTES) {
-                keybay_host_error_reason(host, "invalid-path");
-                return fail(host, KEYBAY_ERR_INVALID_OPTION, "tpm2 %s=%s: give an absolute path", options[i].name, options[i].value);
-            }
-            *(is_key ? public_key : signature) = options[i].value;
-        } else if (strcmp(options[i].name, "recovery") == 0) {
-            if (strcmp(options[i].value, "yes") != 0 && strcmp(options[i].value, "no") != 0) {
-                keybay_host_error_reason(host, "invalid-recovery");
-                return fail(host, KEYBAY_ERR_INVALID_OPTION, "tpm2 recovery=%s: give yes or no", options[i].value);
-            }
-            *recovery = strcmp(options[i].value, "yes") == 0;
-        } else if (n < sizeof rest / sizeof rest[0]) {
-            rest[n++] = options[i];
-        } else {
-            return fail(host, KEYBAY_ERR_INVALID_OPTION, "tpm2: too many options");
-        }
-    }
-    keybay_status s = keybay_tpm2_parse_pcrs(host, "tpm2", rest, n, pcrs);
-    if (s == KEYBAY_OK && *signature && !*public_key) {
-        keybay_host_error_reason(host, "signature-without-key");
-        return fail(host, KEYBAY_ERR_INVALID_OPTION, "tpm2 pcr-signature needs pcr-public-key (the key that signs it)");
-    }
-    if (s == KEYBAY_OK && *public_key && !*pcrs) *pcrs = 1u << 11; /* systemd-measure's PCR */
-    return s;
-}
-
 /* Seals `key` (the root key) as the root's main object: bound to the PCRs of `f->pcrs` at their
    values now (recorded in the file), or, without PCRs, to this TPM alone (userWithAuth, empty
    password). Sets f->public, f->private and the PCR values. */
@@ -696,7 +638,7 @@ static keybay_status seal_recovery(const keybay_host *host, tpm *t, root_file *f
     memcpy(r->sensitive.sensitive.userAuth.buffer, r->auth, sizeof r->auth);
     r->sensitive.sensitive.data.size = ROOT_KEY_BYTES;
     memcpy(r->sensitive.sensitive.data.buffer, key, ROOT_KEY_BYTES);
-    keybay_status s = keybay_tpm2_seal_with_auth(host, t, 0, &r->sensitive, &f->recovery_public, &f->recovery_private);
+    keybay_status s = keybay_tpm2_seal_with_auth(host, t, 0, NULL, &r->sensitive, &f->recovery_public, &f->recovery_private);
     if (s == KEYBAY_OK) {
         f->has_recovery = 1;
         keybay_rk_encode(r->raw, r->text);
@@ -715,7 +657,7 @@ static keybay_status root_create_with_options(const keybay_host *host, const key
     uint32_t pcrs;
     int recovery;
     const char *public_key, *signature;
-    keybay_status s = parse_options(host, options, option_count, &pcrs, &recovery, &public_key, &signature);
+    keybay_status s = keybay_tpm2_parse_policy_options(host, "tpm2", options, option_count, &pcrs, &recovery, &public_key, &signature);
     if (s == KEYBAY_OK && recovery && !KEYBAY_HOST_HAS(host, show_secret)) {
         keybay_host_error_reason(host, "cannot-show");
         s = fail(host, KEYBAY_ERR_INTERACTION_UNAVAILABLE, "tpm2: the host cannot show a recovery key, so root recovery cannot be made");
@@ -874,7 +816,8 @@ static keybay_status unseal_recovery(const keybay_host *host, tpm *t, const root
     int loaded = 0;
     if (s == KEYBAY_OK) {
         recovery_auth(r);
-        s = keybay_tpm2_unseal_with_auth(host, t, &f->recovery_public, &f->recovery_private, 0, r->auth, sizeof r->auth, session, &rc, &loaded);
+        s = keybay_tpm2_unseal_with_auth(host, t, &f->recovery_public, &f->recovery_private, 0, NULL, r->auth, sizeof r->auth, session, &rc,
+                                         &loaded);
     }
     TSS2_RC base = rc_base(rc);
     keybay_tpm2_lockout l = { 0 };

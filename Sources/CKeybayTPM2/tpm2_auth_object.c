@@ -47,8 +47,8 @@ keybay_status keybay_tpm2_locked_out(const keybay_host *host, const keybay_tpm2 
                 t->plugin, t->where, (unsigned)l->counter, (unsigned)l->interval, (unsigned)l->interval);
 }
 
-keybay_status keybay_tpm2_seal_with_auth(const keybay_host *host, keybay_tpm2 *t, uint32_t pcr_mask, const TPM2B_SENSITIVE_CREATE *sensitive,
-                                         TPM2B_PUBLIC *public_out, TPM2B_PRIVATE *private_out) {
+keybay_status keybay_tpm2_seal_with_auth(const keybay_host *host, keybay_tpm2 *t, uint32_t pcr_mask, const keybay_tpm2_signing_key *key,
+                                         const TPM2B_SENSITIVE_CREATE *sensitive, TPM2B_PUBLIC *public_out, TPM2B_PRIVATE *private_out) {
     char what[120];
     ESYS_TR trial = ESYS_TR_NONE, primary = ESYS_TR_NONE, session = ESYS_TR_NONE;
     TPM2B_PUBLIC template = { .publicArea = {
@@ -59,8 +59,22 @@ keybay_status keybay_tpm2_seal_with_auth(const keybay_host *host, keybay_tpm2 *t
         .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT,
         .parameters.keyedHashDetail.scheme = { .scheme = TPM2_ALG_NULL },
     } };
-    keybay_status s = keybay_tpm2_policy_session(host, t, TPM2_SE_TRIAL, ESYS_TR_NONE, pcr_mask, 1, &trial);
-    if (s == KEYBAY_OK) {
+    keybay_status s = KEYBAY_OK;
+    if (key) {
+        /* H(PolicyAuthorize's digest || TPM_CC_PolicyAuthValue): what the session holds after
+           PolicyPCR, PolicyAuthorize and PolicyAuthValue */
+        uint8_t code[4];
+        keybay_tpm2_put_be(code, TPM2_CC_PolicyAuthValue, 4);
+        crypto_hash_sha256_state h;
+        crypto_hash_sha256_init(&h);
+        crypto_hash_sha256_update(&h, key->policy, 32);
+        crypto_hash_sha256_update(&h, code, 4);
+        crypto_hash_sha256_final(&h, template.publicArea.authPolicy.buffer);
+        template.publicArea.authPolicy.size = 32;
+    } else {
+        s = keybay_tpm2_policy_session(host, t, TPM2_SE_TRIAL, ESYS_TR_NONE, pcr_mask, 1, &trial);
+    }
+    if (s == KEYBAY_OK && !key) {
         TPM2B_DIGEST *policy = NULL;
         TSS2_RC rc = T(Esys_PolicyGetDigest)(t->esys, trial, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &policy);
         snprintf(what, sizeof what, "%s: cannot compute the policy", t->plugin);
@@ -99,8 +113,8 @@ keybay_status keybay_tpm2_seal_with_auth(const keybay_host *host, keybay_tpm2 *t
 }
 
 keybay_status keybay_tpm2_unseal_with_auth(const keybay_host *host, keybay_tpm2 *t, const TPM2B_PUBLIC *public, const TPM2B_PRIVATE *private,
-                                           uint32_t pcr_mask, const uint8_t *auth, size_t auth_length, keybay_tpm2_session *session,
-                                           TSS2_RC *rc_out, int *loaded) {
+                                           uint32_t pcr_mask, const keybay_tpm2_approval *approval, const uint8_t *auth, size_t auth_length,
+                                           keybay_tpm2_session *session, TSS2_RC *rc_out, int *loaded) {
     TPM2_HANDLE primary = 0, object = 0;
     TPM2B_PUBLIC primary_public;
     TPM2B_NAME name;
@@ -118,7 +132,7 @@ keybay_status keybay_tpm2_unseal_with_auth(const keybay_host *host, keybay_tpm2 
     *rc_out = rc;
     if (rc != TSS2_RC_SUCCESS) return KEYBAY_ERR_INTERNAL;
     *loaded = 1;
-    s = keybay_tpm2_sys_policy_session(host, t, primary, &primary_public, pcr_mask, session);
+    s = keybay_tpm2_sys_policy_session(host, t, primary, &primary_public, pcr_mask, approval, session);
     keybay_tpm2_sys_flush(t, &primary);
     if (s == KEYBAY_OK) {
         rc = keybay_tpm2_sys_unseal(t, session, object, &name, auth, auth_length);

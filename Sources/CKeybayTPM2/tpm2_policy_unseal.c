@@ -87,7 +87,7 @@ TSS2_RC keybay_tpm2_sys_load(keybay_tpm2 *t, TPM2_HANDLE parent, const TPM2B_PRI
 }
 
 keybay_status keybay_tpm2_sys_policy_session(const keybay_host *host, keybay_tpm2 *t, TPM2_HANDLE salt_key, const TPM2B_PUBLIC *salt_public,
-                                             uint32_t pcr_mask, keybay_tpm2_session *s) {
+                                             uint32_t pcr_mask, const keybay_tpm2_approval *approval, keybay_tpm2_session *s) {
     TSS2_SYS_CONTEXT *sys = sys_of(t);
     s->handle = 0;
     const TPMT_PUBLIC *area = &salt_public->publicArea;
@@ -121,6 +121,16 @@ keybay_status keybay_tpm2_sys_policy_session(const keybay_host *host, keybay_tpm
         if (rc != TSS2_RC_SUCCESS) {
             keybay_tpm2_sys_flush(t, &s->handle);
             return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot read the PCRs into the policy");
+        }
+    }
+    if (approval) {
+        TPM2B_DIGEST approved = { .size = 32 };
+        memcpy(approved.buffer, approval->approved, 32);
+        TPM2B_NONCE reference = { 0 };
+        SUBMIT(rc, T(Tss2_Sys_PolicyAuthorize)(sys, s->handle, NULL, &approved, &reference, &approval->key->name, approval->ticket, NULL));
+        if (rc != TSS2_RC_SUCCESS) {
+            keybay_tpm2_sys_flush(t, &s->handle);
+            return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot authorize the PCR policy with its signature");
         }
     }
     SUBMIT(rc, T(Tss2_Sys_PolicyAuthValue)(sys, s->handle, NULL, NULL));

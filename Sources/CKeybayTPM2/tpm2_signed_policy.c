@@ -366,3 +366,66 @@ keybay_status keybay_tpm2_authorized_session(const keybay_host *host, keybay_tpm
     }
     return KEYBAY_OK;
 }
+
+/* ---- what both TPM plugins do with these ---- */
+
+const char *keybay_tpm2_signature_file(const char *path) {
+    static const char *const defaults[] = { KEYBAY_TPM2_DEFAULT_SIGNATURES };
+    if (path[0]) return path;
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
+        if (access(defaults[i], F_OK) == 0) return defaults[i];
+    return NULL;
+}
+
+keybay_status keybay_tpm2_signed_ticket(const keybay_host *host, keybay_tpm2 *t, const keybay_tpm2_signing_key *key, const char *path,
+                                        uint32_t pcrs, const uint8_t policy[32], TPMT_TK_VERIFIED **ticket) {
+    *ticket = NULL;
+    const char *file = keybay_tpm2_signature_file(path);
+    if (!file) return KEYBAY_OK;
+    uint8_t signature[KEYBAY_TPM2_MAX_SIGNATURE];
+    size_t length = 0;
+    int found = 0, valid = 0;
+    keybay_status s = keybay_tpm2_find_signature(host, file, key, pcrs, policy, signature, &length, &found);
+    if (s == KEYBAY_OK && found) s = keybay_tpm2_verify_signature(host, t, key, policy, signature, length, ticket, &valid);
+    if (s == KEYBAY_OK && !valid && *ticket) { T(Esys_Free)(*ticket); *ticket = NULL; }
+    return s;
+}
+
+/* The options both TPM plugins take: pcrs (keybay_tpm2_parse_pcrs), recovery=yes|no (the root's,
+   with `recovery`), pcr-public-key and pcr-signature (absolute paths; the key is read later, with
+   tss2 loaded). A key without pcrs binds PCR 11. */
+keybay_status keybay_tpm2_parse_policy_options(const keybay_host *host, const char *plugin, const keybay_option *options, size_t count,
+                                               uint32_t *pcrs, int *recovery, const char **public_key, const char **signature) {
+    if (recovery) *recovery = 0;
+    *public_key = *signature = NULL;
+    keybay_option rest[8];
+    size_t n = 0;
+    for (size_t i = 0; i < count; i++) {
+        int is_key = strcmp(options[i].name, "pcr-public-key") == 0;
+        if (is_key || strcmp(options[i].name, "pcr-signature") == 0) {
+            if (options[i].value[0] != '/' || strlen(options[i].value) >= KEYBAY_TPM2_SIGNATURE_PATH_BYTES) {
+                keybay_host_error_reason(host, "invalid-path");
+                return fail(host, KEYBAY_ERR_INVALID_OPTION, "%s %s=%s: give an absolute path", plugin, options[i].name, options[i].value);
+            }
+            *(is_key ? public_key : signature) = options[i].value;
+        } else if (recovery && strcmp(options[i].name, "recovery") == 0) {
+            if (strcmp(options[i].value, "yes") != 0 && strcmp(options[i].value, "no") != 0) {
+                keybay_host_error_reason(host, "invalid-recovery");
+                return fail(host, KEYBAY_ERR_INVALID_OPTION, "%s recovery=%s: give yes or no", plugin, options[i].value);
+            }
+            *recovery = strcmp(options[i].value, "yes") == 0;
+        } else if (n < sizeof rest / sizeof rest[0]) {
+            rest[n++] = options[i];
+        } else {
+            return fail(host, KEYBAY_ERR_INVALID_OPTION, "%s: too many options", plugin);
+        }
+    }
+    keybay_status s = keybay_tpm2_parse_pcrs(host, plugin, rest, n, pcrs);
+    if (s == KEYBAY_OK && *signature && !*public_key) {
+        keybay_host_error_reason(host, "signature-without-key");
+        return fail(host, KEYBAY_ERR_INVALID_OPTION, "%s pcr-signature needs pcr-public-key (the key that signs it)", plugin);
+    }
+    if (s == KEYBAY_OK && *public_key && !*pcrs) *pcrs = 1u << 11; /* systemd-measure's PCR */
+    return s;
+}
+

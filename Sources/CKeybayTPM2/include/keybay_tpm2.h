@@ -72,6 +72,7 @@
     X(KEYBAY_TSS_SYS, Tss2_Sys_StartAuthSession) \
     X(KEYBAY_TSS_SYS, Tss2_Sys_PolicyPCR) \
     X(KEYBAY_TSS_SYS, Tss2_Sys_PolicyAuthValue) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_PolicyAuthorize) \
     X(KEYBAY_TSS_SYS, Tss2_Sys_Unseal_Prepare) \
     X(KEYBAY_TSS_SYS, Tss2_Sys_Unseal_Complete) \
     X(KEYBAY_TSS_SYS, Tss2_Sys_SetCmdAuths) \
@@ -273,6 +274,22 @@ keybay_status keybay_tpm2_verify_signature(const keybay_host *host, keybay_tpm2 
    `policy` with the key's name and `ticket`. */
 keybay_status keybay_tpm2_authorized_session(const keybay_host *host, keybay_tpm2 *t, const keybay_tpm2_signing_key *key, uint32_t pcrs,
                                              const uint8_t policy[32], const TPMT_TK_VERIFIED *ticket, ESYS_TR *session);
+
+#define KEYBAY_TPM2_SIGNATURE_PATH_BYTES 1024
+
+/* `path`, or when it is "" the first of systemd's signature files that exists; NULL when none does. */
+const char *keybay_tpm2_signature_file(const char *path);
+
+/* The ticket of a verified signature in `path`'s file (keybay_tpm2_signature_file) that
+   authorizes `policy` (the PolicyPCR digest of `pcrs`' values now) for `key`: *ticket (Esys_Free
+   it), or NULL when no entry matches or its signature does not verify. */
+keybay_status keybay_tpm2_signed_ticket(const keybay_host *host, keybay_tpm2 *t, const keybay_tpm2_signing_key *key, const char *path,
+                                        uint32_t pcrs, const uint8_t policy[32], TPMT_TK_VERIFIED **ticket);
+
+/* pcrs=, pcr-public-key=, pcr-signature= and (when `recovery` is not NULL) recovery=yes|no;
+   INVALID_OPTION for any other (reasons: docs/plugins.md). A key without pcrs binds PCR 11. */
+keybay_status keybay_tpm2_parse_policy_options(const keybay_host *host, const char *plugin, const keybay_option *options, size_t count,
+                                               uint32_t *pcrs, int *recovery, const char **public_key, const char **signature);
 
 /* `pcrs=7` or `pcrs=0,2,7` (PCRs 0-23 of the SHA-256 bank), the only option either plugin takes:
    INVALID_OPTION for any other, or a bad value. */

@@ -124,3 +124,41 @@ struct PCRSigner {
         #expect(r.status == 1 && r.error?.reason == "invalid-pcr-signature", "\(r.out)")
     }
 }
+
+/// tpm2-pin with a signed PCR policy, and a PIN method whose PCRs changed beside another method.
+@Suite struct Tpm2PinPolicyTests {
+    @Test func aSignedPINMethodOpensWithEachNewSignature() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox()
+        let signer = try PCRSigner(box.root, name: "signer", algorithm: "EC")
+        let signatures = box.root + "/tpm2-pcr-signature.json"
+        try Tpm2SignedPolicyTests.write([try signer.entry(pcr11: try Tpm2SignedPolicyTests.pcr11(tpm, box))], to: signatures)
+        _ = try Tpm2PinTests.pinStore(box, tpm, options: ["--opt", "pcr-public-key=" + signer.publicKey, "--opt", "pcr-signature=" + signatures])
+        #expect(try Tpm2PinTests.get(box, tpm, pin: Tpm2PinTests.pin).out == "v")
+        #expect(try tpm.tools("tpm2_pcrextend", "11:sha256=" + Tpm2PolicyTests.extendDigest).status == 0)
+        let lost = try Tpm2PinTests.get(box, tpm, pin: Tpm2PinTests.pin, json: true)
+        #expect(lost.status == 1 && lost.error?.code == "method-unavailable" && lost.error?.reason == "pcr-mismatch" && lost.error?.pcrs == [11],
+                "\(lost.out)")
+        try Tpm2SignedPolicyTests.write([try signer.entry(pcr11: try Tpm2SignedPolicyTests.pcr11(tpm, box))], to: signatures)
+        let back = try Tpm2PinTests.get(box, tpm, pin: Tpm2PinTests.pin)
+        #expect(back.status == 0 && back.out == "v", "\(back.stderr)")
+        // The wrong PIN still counts: the signed policy adds to the PIN, it does not replace it.
+        let wrong = try Tpm2PinTests.get(box, tpm, pin: Tpm2PinTests.otherPin, json: true)
+        #expect(wrong.status == 1 && wrong.error?.reason == "wrong-pin", "\(wrong.out)")
+    }
+
+    /// The store's other method still opens it once a PCR-bound PIN method no longer does.
+    @Test func anotherMethodOpensTheStoreAfterThePINMethodsPCRsChanged() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox()
+        let pinID = try Tpm2PinTests.pinStore(box, tpm, options: ["--opt", "pcrs=7"])
+        let env = Tpm2PinTests.environment(box, tpm)
+        let enrolled = try MethodLifecycleTests.cli(box, ["enroll", "passphrase", "--method", pinID] + fastPassphraseFlags,
+                                                    secrets: ["--pin-fd": Tpm2PinTests.pin, "--new-passphrase-fd": "correct horse"], environment: env)
+        #expect(enrolled.status == 0, "\(enrolled.stderr)")
+        let passphraseID = try #require(try methodIDs(box, environment: env).first { $0 != pinID })
+        #expect(try tpm.tools("tpm2_pcrextend", "7:sha256=" + Tpm2PolicyTests.extendDigest).status == 0)
+        let pin = try Tpm2PinTests.cli(box, tpm, ["get", "k", "--json", "--method", pinID], pin: Tpm2PinTests.pin)
+        #expect(pin.status == 1 && pin.error?.code == "method-unavailable" && pin.error?.reason == "pcr-mismatch" && pin.error?.pcrs == [7], "\(pin.out)")
+        let other = try MethodLifecycleTests.cli(box, ["get", "k", "--method", passphraseID], secrets: ["--passphrase-fd": "correct horse"], environment: env)
+        #expect(other.status == 0 && other.out == "v", "\(other.stderr)")
+    }
+}
