@@ -67,6 +67,9 @@ keybay_status keybay_tpm2_signing_key_from_der(const keybay_host *host, const ui
         goto refused;
     bits.p++;
     bits.n--;
+    /* systemd's pkfp: SHA-256 of the key as i2d_PublicKey writes it, the BIT STRING's contents
+       (an RSAPublicKey, or the EC point) */
+    crypto_hash_sha256(key->fingerprint, bits.p, bits.n);
     TPMT_PUBLIC *area = &key->public.publicArea;
     area->nameAlg = TPM2_ALG_SHA256;
     area->objectAttributes = TPMA_OBJECT_SIGN_ENCRYPT | TPMA_OBJECT_USERWITHAUTH;
@@ -104,7 +107,6 @@ keybay_status keybay_tpm2_signing_key_from_der(const keybay_host *host, const ui
     }
     memcpy(key->der, spki, length);
     key->der_length = length;
-    crypto_hash_sha256(key->fingerprint, spki, length);
     /* name = nameAlg || SHA-256(the marshaled TPMT_PUBLIC), as the TPM computes it at LoadExternal */
     uint8_t marshaled[sizeof(TPMT_PUBLIC)];
     size_t size = 0;

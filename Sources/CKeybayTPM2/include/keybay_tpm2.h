@@ -245,7 +245,7 @@ int keybay_tpm2_format_pcrs(uint32_t mask, char *out, size_t size);
 typedef struct keybay_tpm2_signing_key {
     uint8_t der[KEYBAY_TPM2_MAX_SPKI]; /* its DER SubjectPublicKeyInfo */
     size_t der_length;
-    uint8_t fingerprint[32];           /* SHA-256 of der: systemd's "pkfp" */
+    uint8_t fingerprint[32];           /* systemd's "pkfp": SHA-256 of the RSAPublicKey DER, or of the EC point (04 | x | y) */
     TPM2B_PUBLIC public;               /* as TPM2_LoadExternal loads it */
     TPM2B_NAME name;                   /* its TPM name */
     uint8_t policy[32];                /* PolicyAuthorize's digest for it (policyRef empty): an object's authPolicy */

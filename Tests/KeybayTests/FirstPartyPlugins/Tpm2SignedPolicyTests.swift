@@ -21,11 +21,15 @@ struct PCRSigner {
         try Self.succeeded(run("/usr/bin/openssl", ["pkey", "-in", privateKey, "-pubout", "-out", publicKey], environment: [:]), 0)
     }
 
-    /// SHA-256 of the public key's DER SubjectPublicKeyInfo: systemd's `pkfp`.
+    /// systemd's `pkfp`: SHA-256 of the key as OpenSSL's i2d_PublicKey writes it, the PKCS#1
+    /// RSAPublicKey for RSA (`openssl rsa -RSAPublicKey_out`), the uncompressed point for EC (the
+    /// last 65 bytes of the SubjectPublicKeyInfo).
     func fingerprint() throws -> [UInt8] {
+        let rsa = try run("/usr/bin/openssl", ["rsa", "-pubin", "-in", publicKey, "-RSAPublicKey_out", "-outform", "DER"], environment: [:])
+        if rsa.status == 0 { return SHA256.hash(rsa.stdout) }
         let der = try run("/usr/bin/openssl", ["pkey", "-pubin", "-in", publicKey, "-outform", "DER"], environment: [:])
         try Self.succeeded(der, 0)
-        return SHA256.hash(der.stdout)
+        return SHA256.hash(Array(der.stdout.suffix(65)))
     }
 
     /// The PolicyPCR digest (SHA-256 bank) of PCRs `pcrs` holding `values` (docs/format.md §12).
