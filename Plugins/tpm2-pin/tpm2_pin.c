@@ -130,14 +130,9 @@ static keybay_status encode_params(const keybay_host *host, const sealed_object 
     put_be(p + at, offset, 2);
     at += 2 + offset;
     if (o->has_signed) {
-        size_t path_length = strlen(o->signature_path);
-        if (MAX_PARAMS_BYTES - at < 4 + o->key.der_length + path_length) goto too_big;
-        put_be(p + at, o->key.der_length, 2);
-        memcpy(p + at + 2, o->key.der, o->key.der_length);
-        at += 2 + o->key.der_length;
-        put_be(p + at, path_length, 2);
-        memcpy(p + at + 2, o->signature_path, path_length);
-        at += 2 + path_length;
+        size_t length = keybay_tpm2_signed_encode(&o->key, o->signature_path, p + at, MAX_PARAMS_BYTES - at);
+        if (!length) goto too_big;
+        at += length;
     }
     out->data = p;
     out->length = at;
@@ -278,7 +273,6 @@ static keybay_status unseal(const keybay_host *host, keybay_tpm2 *t, const seale
                                          &rc, &loaded);
     if (ticket) T(Esys_Free)(ticket);
     TSS2_RC base = keybay_tpm2_rc_base(rc);
-    keybay_tpm2_lockout l = { 0 };
     if (s == KEYBAY_OK && session->unsealed_length == KEYBAY_METHOD_SECRET_BYTES) {
         memcpy(secret_out, session->unsealed, KEYBAY_METHOD_SECRET_BYTES);
     } else if (s == KEYBAY_OK) {
@@ -293,17 +287,8 @@ static keybay_status unseal(const keybay_host *host, keybay_tpm2 *t, const seale
                  t->where, T(Tss2_RC_Decode)(rc));
     } else if (!loaded) {
         s = keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot load the method's sealed object");
-    } else if (keybay_tpm2_rc_is_tpm(rc) && (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH)) {
-        s = keybay_tpm2_read_lockout(host, t, &l);
-        if (s == KEYBAY_OK) {
-            int32_t left = keybay_tpm2_tries_left(&l);
-            keybay_host_error_detail(host, "wrong-pin", left, NULL);
-            s = fail(host, KEYBAY_ERR_WRONG_SECRET, "tpm2-pin: wrong PIN for %s; %d tr%s left before the TPM locks out%s", t->where,
-                     left, left == 1 ? "y" : "ies", left == 0 ? " (it is in lockout now)" : "");
-        }
-    } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_LOCKOUT) {
-        s = keybay_tpm2_read_lockout(host, t, &l);
-        if (s == KEYBAY_OK) s = keybay_tpm2_locked_out(host, t, &l);
+    } else if (keybay_tpm2_is_auth_refusal(rc)) {
+        s = keybay_tpm2_auth_refused(host, t, rc, "wrong-pin", "PIN");
     } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_POLICY_FAIL) {
         keybay_host_error_reason(host, "pcr-mismatch");
         keybay_host_error_pcrs(host, o->pcrs);

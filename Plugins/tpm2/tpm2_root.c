@@ -240,6 +240,22 @@ static keybay_status decode_file(const keybay_host *host, const char *path, root
     return KEYBAY_OK;
 }
 
+/* public:LP16 | private:LP16 at *at, as the TPM marshals them. */
+static keybay_status put_object(const keybay_host *host, uint8_t *p, size_t *at, const TPM2B_PUBLIC *public, const TPM2B_PRIVATE *private,
+                                const char *what) {
+    size_t offset = 0;
+    if (MAX_FILE_BYTES - *at < 4 || T(Tss2_MU_TPM2B_PUBLIC_Marshal)(public, p + *at + 2, MAX_FILE_BYTES - *at - 4, &offset) != TSS2_RC_SUCCESS)
+        return fail(host, KEYBAY_ERR_INTERNAL, "%s's public area does not fit the root file", what);
+    put_be(p + *at, offset, 2);
+    *at += 2 + offset;
+    offset = 0;
+    if (T(Tss2_MU_TPM2B_PRIVATE_Marshal)(private, p + *at + 2, MAX_FILE_BYTES - *at - 2, &offset) != TSS2_RC_SUCCESS)
+        return fail(host, KEYBAY_ERR_INTERNAL, "%s's private area does not fit the root file", what);
+    put_be(p + *at, offset, 2);
+    *at += 2 + offset;
+    return KEYBAY_OK;
+}
+
 static void put_field(uint8_t *p, size_t *at, uint32_t tag, size_t length) {
     put_be(p + *at, tag, 2);
     put_be(p + *at + 2, length, 2);
@@ -258,46 +274,23 @@ static keybay_status encode_file(const keybay_host *host, root_file *f) {
     put_be(p + at, f->nv_name.size, 2);
     memcpy(p + at + 2, f->nv_name.name, f->nv_name.size);
     at += 2 + f->nv_name.size;
-    size_t offset = 0;
-    if (T(Tss2_MU_TPM2B_PUBLIC_Marshal)(&f->public, p + at + 2, MAX_FILE_BYTES - at - 4, &offset) != TSS2_RC_SUCCESS)
-        return fail(host, KEYBAY_ERR_INTERNAL, "the sealed object's public area does not fit the root file");
-    put_be(p + at, offset, 2);
-    at += 2 + offset;
-    offset = 0;
-    if (T(Tss2_MU_TPM2B_PRIVATE_Marshal)(&f->private, p + at + 2, MAX_FILE_BYTES - at - 2, &offset) != TSS2_RC_SUCCESS)
-        return fail(host, KEYBAY_ERR_INTERNAL, "the sealed object's private area does not fit the root file");
-    put_be(p + at, offset, 2);
-    at += 2 + offset;
+    if (put_object(host, p, &at, &f->public, &f->private, "the sealed object") != KEYBAY_OK) return KEYBAY_ERR_INTERNAL;
     f->fields_at = at;
     if (f->has_recovery) {
         size_t start = at;
         if (MAX_FILE_BYTES - at < 8) return fail(host, KEYBAY_ERR_INTERNAL, "the recovery object does not fit the root file");
         at += 4;
-        offset = 0;
-        if (T(Tss2_MU_TPM2B_PUBLIC_Marshal)(&f->recovery_public, p + at + 2, MAX_FILE_BYTES - at - 4, &offset) != TSS2_RC_SUCCESS)
-            return fail(host, KEYBAY_ERR_INTERNAL, "the recovery object does not fit the root file");
-        put_be(p + at, offset, 2);
-        at += 2 + offset;
-        offset = 0;
-        if (T(Tss2_MU_TPM2B_PRIVATE_Marshal)(&f->recovery_private, p + at + 2, MAX_FILE_BYTES - at - 2, &offset) != TSS2_RC_SUCCESS)
-            return fail(host, KEYBAY_ERR_INTERNAL, "the recovery object does not fit the root file");
-        put_be(p + at, offset, 2);
-        at += 2 + offset;
+        if (put_object(host, p, &at, &f->recovery_public, &f->recovery_private, "the recovery object") != KEYBAY_OK) return KEYBAY_ERR_INTERNAL;
         size_t field_end = at;
         at = start;
         put_field(p, &at, FIELD_RECOVERY, field_end - start - 4);
         at = field_end;
     }
     if (f->has_signed) {
-        size_t path_length = strlen(f->signature_path), length = 2 + f->key.der_length + 2 + path_length;
-        if (MAX_FILE_BYTES - at < 4 + length) return fail(host, KEYBAY_ERR_INTERNAL, "the signed policy does not fit the root file");
+        size_t length = MAX_FILE_BYTES - at < 4 ? 0 : keybay_tpm2_signed_encode(&f->key, f->signature_path, p + at + 4, MAX_FILE_BYTES - at - 4);
+        if (!length) return fail(host, KEYBAY_ERR_INTERNAL, "the signed policy does not fit the root file");
         put_field(p, &at, FIELD_SIGNED, length);
-        put_be(p + at, f->key.der_length, 2);
-        memcpy(p + at + 2, f->key.der, f->key.der_length);
-        at += 2 + f->key.der_length;
-        put_be(p + at, path_length, 2);
-        memcpy(p + at + 2, f->signature_path, path_length);
-        at += 2 + path_length;
+        at += length;
     }
     if (f->has_pcr_values) {
         size_t length = (size_t)pcr_count(f->pcrs) * 32;
@@ -819,8 +812,6 @@ static keybay_status unseal_recovery(const keybay_host *host, tpm *t, const root
         s = keybay_tpm2_unseal_with_auth(host, t, &f->recovery_public, &f->recovery_private, 0, NULL, r->auth, sizeof r->auth, session, &rc,
                                          &loaded);
     }
-    TSS2_RC base = rc_base(rc);
-    keybay_tpm2_lockout l = { 0 };
     if (s == KEYBAY_OK && session->unsealed_length == ROOT_KEY_BYTES) {
         memcpy(key, session->unsealed, ROOT_KEY_BYTES);
     } else if (s == KEYBAY_OK) {
@@ -834,17 +825,8 @@ static keybay_status unseal_recovery(const keybay_host *host, tpm *t, const root
                  "TPM, or its storage hierarchy was cleared): %s", t->where, path, T(Tss2_RC_Decode)(rc));
     } else if (!loaded) {
         s = tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot load the root's recovery object");
-    } else if (rc_layer_is_tpm(rc) && (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH)) {
-        s = keybay_tpm2_read_lockout(host, t, &l);
-        if (s == KEYBAY_OK) {
-            int32_t left = keybay_tpm2_tries_left(&l);
-            keybay_host_error_detail(host, "wrong-recovery-key", left, NULL);
-            s = fail(host, KEYBAY_ERR_WRONG_SECRET, "tpm2: this is not the root's recovery key; %d tr%s left before %s locks out%s", left,
-                     left == 1 ? "y" : "ies", t->where, left == 0 ? " (it is in lockout now)" : "");
-        }
-    } else if (rc_layer_is_tpm(rc) && base == TPM2_RC_LOCKOUT) {
-        s = keybay_tpm2_read_lockout(host, t, &l);
-        if (s == KEYBAY_OK) s = keybay_tpm2_locked_out(host, t, &l);
+    } else if (keybay_tpm2_is_auth_refusal(rc)) {
+        s = keybay_tpm2_auth_refused(host, t, rc, "wrong-recovery-key", "root recovery key");
     } else {
         s = tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot unseal the root's recovery object");
     }

@@ -47,6 +47,22 @@ keybay_status keybay_tpm2_locked_out(const keybay_host *host, const keybay_tpm2 
                 t->plugin, t->where, (unsigned)l->counter, (unsigned)l->interval, (unsigned)l->interval);
 }
 
+int keybay_tpm2_is_auth_refusal(TSS2_RC rc) {
+    TSS2_RC base = keybay_tpm2_rc_base(rc);
+    return keybay_tpm2_rc_is_tpm(rc) && (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH || base == TPM2_RC_LOCKOUT);
+}
+
+keybay_status keybay_tpm2_auth_refused(const keybay_host *host, keybay_tpm2 *t, TSS2_RC rc, const char *reason, const char *what) {
+    keybay_tpm2_lockout l = { 0 };
+    keybay_status s = keybay_tpm2_read_lockout(host, t, &l);
+    if (s != KEYBAY_OK) return s;
+    if (keybay_tpm2_rc_base(rc) == TPM2_RC_LOCKOUT) return keybay_tpm2_locked_out(host, t, &l);
+    int32_t left = keybay_tpm2_tries_left(&l);
+    keybay_host_error_detail(host, reason, left, NULL);
+    return fail(host, KEYBAY_ERR_WRONG_SECRET, "%s: wrong %s for %s; %d tr%s left before the TPM locks out%s", t->plugin, what, t->where,
+                left, left == 1 ? "y" : "ies", left == 0 ? " (it is in lockout now)" : "");
+}
+
 keybay_status keybay_tpm2_seal_with_auth(const keybay_host *host, keybay_tpm2 *t, uint32_t pcr_mask, const keybay_tpm2_signing_key *key,
                                          const TPM2B_SENSITIVE_CREATE *sensitive, TPM2B_PUBLIC *public_out, TPM2B_PRIVATE *private_out) {
     char what[120];

@@ -308,6 +308,16 @@ keybay_status keybay_tpm2_find_signature(const keybay_host *host, const char *pa
     return KEYBAY_OK;
 }
 
+size_t keybay_tpm2_signed_encode(const keybay_tpm2_signing_key *key, const char *path, uint8_t *out, size_t capacity) {
+    size_t path_length = strlen(path), length = 2 + key->der_length + 2 + path_length;
+    if (capacity < length) return 0;
+    keybay_tpm2_put_be(out, key->der_length, 2);
+    memcpy(out + 2, key->der, key->der_length);
+    keybay_tpm2_put_be(out + 2 + key->der_length, path_length, 2);
+    memcpy(out + 4 + key->der_length, path, path_length);
+    return length;
+}
+
 /* ---- the session ---- */
 
 /* The TPMT_SIGNATURE of `signature` for `key`: RSASSA-PKCS1-v1_5 (256 bytes) or ECDSA (DER

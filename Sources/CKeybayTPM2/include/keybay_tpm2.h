@@ -257,6 +257,10 @@ typedef struct keybay_tpm2_signing_key {
 keybay_status keybay_tpm2_signing_key_from_der(const keybay_host *host, const uint8_t *spki, size_t length, keybay_tpm2_signing_key *key);
 keybay_status keybay_tpm2_signing_key_from_pem(const keybay_host *host, const char *path, keybay_tpm2_signing_key *key);
 
+/* `spki:LP16 | path:LP16` (the root file's and tpm2-pin's parameters' record of a signed policy)
+   into `out`: its length, 0 when it does not fit `capacity`. */
+size_t keybay_tpm2_signed_encode(const keybay_tpm2_signing_key *key, const char *path, uint8_t *out, size_t capacity);
+
 /* The signature (at most KEYBAY_TPM2_MAX_SIGNATURE bytes) in the JSON file `path` of the first
    sha256 entry whose pkfp is the key's, whose pcrs are exactly `pcrs` and whose pol is `policy`;
    *found 0 when none is, or the file does not exist. A file that is not that JSON is

@@ -90,6 +90,12 @@ int32_t keybay_tpm2_tries_left(const keybay_tpm2_lockout *l);
 /* LOCKED, reason "lockout" with 0 tries left, saying when the TPM takes a try again. */
 keybay_status keybay_tpm2_locked_out(const keybay_host *host, const keybay_tpm2 *t, const keybay_tpm2_lockout *l);
 
+/* The TPM refused an authorization value (TPM_RC_AUTH_FAIL, TPM_RC_BAD_AUTH) or is in lockout. */
+int keybay_tpm2_is_auth_refusal(TSS2_RC rc);
+/* That refusal: WRONG_SECRET with `reason` and the tries left (the lockout counters read), or
+   LOCKED (keybay_tpm2_locked_out); `what` names the secret in the line ("PIN"). */
+keybay_status keybay_tpm2_auth_refused(const keybay_host *host, keybay_tpm2 *t, TSS2_RC rc, const char *reason, const char *what);
+
 /* Seals `sensitive` (userAuth: the authorization value; data: the secret) in a keyed-hash object
    under the storage primary: fixedTPM | fixedParent, no userWithAuth, not noDA (every wrong
    value counts towards the TPM's lockout), its policy PolicyPCR over `pcr_mask` (when not 0) then
