@@ -432,8 +432,14 @@ static keybay_status unseal_root(const keybay_host *host, tpm *t, const root_fil
         s = pcr_session(host, t, TPM2_SE_POLICY, f->pcrs, &session);
     }
     TPM2B_SENSITIVE_DATA *out = NULL;
+    /* continueSession clear: the TPM ends the policy session once the unseal succeeds (one
+       FlushContext fewer); a failed unseal leaves it, and it is flushed below. */
+    if (s == KEYBAY_OK && session != ESYS_TR_NONE &&
+        (rc = T(Esys_TRSess_SetAttributes)(t->esys, session, 0, TPMA_SESSION_CONTINUESESSION)) != TSS2_RC_SUCCESS)
+        s = tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot set the policy session's attributes");
     if (s == KEYBAY_OK) {
         rc = T(Esys_Unseal)(t->esys, object, f->pcrs ? session : ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &out);
+        if (rc == TSS2_RC_SUCCESS) session = ESYS_TR_NONE; /* ended by the TPM */
         if (rc != TSS2_RC_SUCCESS) {
             out = NULL;
             s = rc_layer_is_tpm(rc) && rc_base(rc) == TPM2_RC_POLICY_FAIL ? pcr_mismatch(host, t, f)
