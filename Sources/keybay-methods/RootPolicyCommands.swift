@@ -21,11 +21,13 @@ extension Command {
         return Exit.success
     }
 
-    /// `policy`, `pcrs` (bound), `recovery`, `satisfied`, `differingPcrs`.
+    /// `policy`, `pcrs` (bound), `key` (a signed policy's key fingerprint), `recovery`,
+    /// `satisfied`, `differingPcrs`.
     static func policyJSON(_ check: KeybayRootCheck) -> JSON.Value {
-        .object([("policy", .string(check.policy)), ("pcrs", .array(check.boundPCRs.map { .number($0) })),
-                 ("recovery", .bool(check.recoveryEnrolled)), ("satisfied", .bool(check.opens)),
-                 ("differingPcrs", .array(check.differingPCRs.map { .number($0) }))])
+        .object([("policy", .string(check.policy)), ("pcrs", .array(check.boundPCRs.map { .number($0) }))]
+                + (check.report["key"].map { [("key", .string($0))] } ?? [])
+                + [("recovery", .bool(check.recoveryEnrolled)), ("satisfied", .bool(check.opens)),
+                   ("differingPcrs", .array(check.differingPCRs.map { .number($0) }))])
     }
 
     static func policyText(_ check: KeybayRootCheck) -> String {
@@ -33,6 +35,7 @@ extension Command {
         let policy = switch check.policy {
         case "none": "none (not bound to PCRs)"
         case "pcrs": "literal PCRs \(pcrs) (SHA-256)"
+        case "signed": "PCRs \(pcrs) (SHA-256) as signed by the key \(check.report["key"] ?? "?")"
         default: "\(check.policy) PCRs \(pcrs)"
         }
         let now = check.opens ? "satisfied now" : "NOT satisfied now: PCR \(check.differingPCRs.map(String.init).joined(separator: ",")) changed"

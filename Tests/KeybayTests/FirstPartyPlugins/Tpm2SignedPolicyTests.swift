@@ -82,8 +82,9 @@ struct PCRSigner {
         #expect(try root.cli(box, ["set", "k", "v"]).status == 0)
         #expect(try root.cli(box, ["get", "k"]).out == "v")
         let policy = Tpm2PolicyTests.object(try root.cli(box, ["status", "--json"]))?["rootPolicy"] as? [String: Any]
-        #expect(policy?["policy"] as? String == "signed" && (policy?["pcrs"] as? [Int]) == [11] && policy?["satisfied"] as? Bool == true,
-                "\(String(describing: policy))")
+        let fingerprint = signer.hex(try signer.fingerprint())
+        #expect(policy?["policy"] as? String == "signed" && (policy?["pcrs"] as? [Int]) == [11] && policy?["satisfied"] as? Bool == true
+                && policy?["key"] as? String == fingerprint, "\(String(describing: policy))")
 
         // An update: PCR 11 moves; the old signature matches nothing.
         #expect(try tpm.tools("tpm2_pcrextend", "11:sha256=" + Tpm2PolicyTests.extendDigest).status == 0)
@@ -106,6 +107,29 @@ struct PCRSigner {
         #expect(back.status == 0 && back.out == "v", "\(back.stderr)")
         #expect(try root.cli(box, ["root", "check"]).status == 0)
         #expect(try tpm.handles("handles-transient").isEmpty, "nothing left loaded")
+    }
+
+    /// Root recovery beside a signed policy: `root reseal` seals the root again under the same
+    /// key's policy, so it needs a signature for the state in effect (it checks that the new
+    /// object unseals); without one it changes nothing.
+    @Test func rootRecoveryBesideASignedPolicyResealsUnderTheSamePolicy() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox(), root = RootUnderTest.tpm2(tpm)
+        let signer = try PCRSigner(box.root, name: "signer", algorithm: "EC")
+        let signatures = box.root + "/sig.json"
+        try Self.write([try signer.entry(pcr11: try Self.pcr11(tpm, box))], to: signatures)
+        let made = try root.cli(box, ["init", "--opt", "pcr-public-key=" + signer.publicKey, "--opt", "pcr-signature=" + signatures,
+                                      "--opt", "recovery=yes", "--json"])
+        let key = try #require(Tpm2PolicyTests.object(made)?["recoveryKey"] as? String, "\(made.out)\(made.stderr)")
+        #expect(try root.cli(box, ["set", "k", "v"]).status == 0)
+        #expect(try tpm.tools("tpm2_pcrextend", "11:sha256=" + Tpm2PolicyTests.extendDigest).status == 0)
+        #expect(try root.cli(box, ["get", "k", "--json"]).error?.reason == "pcr-mismatch")
+        let rootFile = readBytes(Tpm2Tests.rootPath(box))
+        let unsigned = try Tpm2RootRecoveryTests.reseal(root, box, key)
+        #expect(unsigned.status == 1 && unsigned.error?.reason == "pcr-mismatch" && readBytes(Tpm2Tests.rootPath(box)) == rootFile, "\(unsigned.out)")
+        try Self.write([try signer.entry(pcr11: try Self.pcr11(tpm, box))], to: signatures)
+        let resealed = try Tpm2RootRecoveryTests.reseal(root, box, key)
+        #expect(resealed.status == 0 && readBytes(Tpm2Tests.rootPath(box)) != rootFile, "\(resealed.out)\(resealed.stderr)")
+        #expect(try root.cli(box, ["get", "k"]).out == "v")
     }
 
     @Test func badKeysAndSignatureFilesAreRefused() throws {
