@@ -53,6 +53,9 @@
 #define FIELD_RECOVERY 0x0001u   /* the recovery object: kept for the root's life */
 #define FIELD_SIGNED 0x0002u     /* the key that signs PCR policies, and where its signatures are */
 #define SIGNATURE_PATH_BYTES KEYBAY_TPM2_SIGNATURE_PATH_BYTES
+#define TICKET_FILE "tpm2-root.ticket"
+#define TICKET_MAGIC "KBTK"
+#define TICKET_HEAD 74 /* magic | version:u16 | pkfp(32) | pcrs:u32 | policy(32) */
 #define FIELD_PCR_VALUES 0x8001u /* resealable (high bit): outside the provider state's binding */
 static const char recovery_auth_label[] = "keybay tpm2 root recovery v1 auth value";
 #define MAX_FILE_BYTES 2048
@@ -131,6 +134,7 @@ typedef struct root_file {
     int has_signed;
     keybay_tpm2_signing_key key;
     char signature_path[SIGNATURE_PATH_BYTES]; /* "" for the default files */
+    const keybay_root_context *context;        /* where the file was read (the ticket kept beside it); NULL while creating */
     uint32_t nv_index;
     uint64_t base;
     uint32_t pcrs;
@@ -336,6 +340,7 @@ static keybay_status load_file(const keybay_host *host, const keybay_root_contex
     keybay_rf_path(c, FILE_NAME, path, sizeof path);
     keybay_status s = keybay_rf_read(host, c, FILE_NAME, "the tpm2 root file", f->bytes, sizeof f->bytes, &f->length);
     if (s != KEYBAY_OK) return s;
+    f->context = c;
     if (f->length == sizeof f->bytes) return fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s is too long", path);
     s = decode_file(host, path, f);
     if (s != KEYBAY_OK || !state) return s;
@@ -348,9 +353,64 @@ static keybay_status load_file(const keybay_host *host, const keybay_root_contex
 
 /* ---------------------------------------------------------------- the sealed root key and the NV counter */
 
-/* The ticket of a signature that authorizes `policy` for the root's key (Esys_Free it), or NULL. */
-static keybay_status signed_ticket(const keybay_host *host, tpm *t, const root_file *f, const uint8_t policy[32], TPMT_TK_VERIFIED **ticket) {
-    return keybay_tpm2_signed_ticket(host, t, &f->key, f->signature_path, f->pcrs, policy, ticket);
+/* The TPM's verification ticket for `policy`, kept beside the root file by an earlier open
+   (docs/format.md §12): 1 and *out when the file holds one for this key, PCRs and policy. */
+static int kept_ticket(const root_file *f, const uint8_t policy[32], TPMT_TK_VERIFIED *out) {
+    uint8_t b[TICKET_HEAD + 8 + sizeof out->digest.buffer];
+    size_t n = 0;
+    if (!f->context || keybay_rf_read(NULL, f->context, TICKET_FILE, "the tpm2 ticket", b, sizeof b, &n) != KEYBAY_OK || n < TICKET_HEAD + 8 ||
+        memcmp(b, TICKET_MAGIC, 4) != 0 || get_be(b + 4, 2) != 1 || memcmp(b + 6, f->key.fingerprint, 32) != 0 || get_be(b + 38, 4) != f->pcrs ||
+        memcmp(b + 42, policy, 32) != 0)
+        return 0;
+    size_t digest = (size_t)get_be(b + TICKET_HEAD + 6, 2);
+    if (digest > sizeof out->digest.buffer || TICKET_HEAD + 8 + digest != n) return 0;
+    out->tag = (TPM2_ST)get_be(b + TICKET_HEAD, 2);
+    out->hierarchy = (TPMI_RH_HIERARCHY)get_be(b + TICKET_HEAD + 2, 4);
+    out->digest.size = (UINT16)digest;
+    memcpy(out->digest.buffer, b + TICKET_HEAD + 8, digest);
+    return 1;
+}
+
+/* Keeps the ticket for the next open (a failure to write it only costs the next open a
+   verification: the file is an optimisation, never trusted, as PolicyAuthorize checks it). */
+static void keep_ticket(const root_file *f, const uint8_t policy[32], const TPMT_TK_VERIFIED *ticket) {
+    uint8_t b[TICKET_HEAD + 8 + sizeof ticket->digest.buffer];
+    if (!f->context || ticket->digest.size > sizeof ticket->digest.buffer) return;
+    memcpy(b, TICKET_MAGIC, 4);
+    put_be(b + 4, 1, 2);
+    memcpy(b + 6, f->key.fingerprint, 32);
+    put_be(b + 38, f->pcrs, 4);
+    memcpy(b + 42, policy, 32);
+    put_be(b + TICKET_HEAD, ticket->tag, 2);
+    put_be(b + TICKET_HEAD + 2, ticket->hierarchy, 4);
+    put_be(b + TICKET_HEAD + 6, ticket->digest.size, 2);
+    memcpy(b + TICKET_HEAD + 8, ticket->digest.buffer, ticket->digest.size);
+    (void)keybay_rf_replace(NULL, f->context, TICKET_FILE, b, TICKET_HEAD + 8 + ticket->digest.size);
+}
+
+/* The ticket of a signature in the signature file that authorizes `policy` for the root's key:
+   *have, and *cached when it was the one kept from an earlier open (`use_kept`) rather than
+   verified now. The entry must be in the file either way: removing it revokes the state. */
+static keybay_status signed_ticket(const keybay_host *host, tpm *t, const root_file *f, const uint8_t policy[32], int use_kept,
+                                   TPMT_TK_VERIFIED *ticket, int *have, int *cached) {
+    *have = *cached = 0;
+    const char *file = keybay_tpm2_signature_file(f->signature_path);
+    if (!file) return KEYBAY_OK;
+    uint8_t signature[KEYBAY_TPM2_MAX_SIGNATURE];
+    size_t length = 0;
+    int found = 0, valid = 0;
+    keybay_status s = keybay_tpm2_find_signature(host, file, &f->key, f->pcrs, policy, signature, &length, &found);
+    if (s != KEYBAY_OK || !found) return s;
+    if (use_kept && kept_ticket(f, policy, ticket)) { *have = *cached = 1; return KEYBAY_OK; }
+    TPMT_TK_VERIFIED *fresh = NULL;
+    s = keybay_tpm2_verify_signature(host, t, &f->key, policy, signature, length, &fresh, &valid);
+    if (s == KEYBAY_OK && valid && fresh) {
+        *ticket = *fresh;
+        *have = 1;
+        keep_ticket(f, policy, fresh);
+    }
+    if (fresh) T(Esys_Free)(fresh);
+    return s;
 }
 
 /* The bound PCRs whose values now keep the object from unsealing: 0 when the values now in
@@ -365,10 +425,10 @@ static keybay_status pcrs_in_the_way(const keybay_host *host, tpm *t, const root
     if (s != KEYBAY_OK) return s;
     keybay_tpm2_pcr_policy(f->pcrs, (const uint8_t (*)[32])now, digest);
     if (f->has_signed) {
-        TPMT_TK_VERIFIED *ticket = NULL;
-        s = signed_ticket(host, t, f, digest, &ticket);
-        if (s != KEYBAY_OK) return s;
-        if (ticket) { T(Esys_Free)(ticket); return KEYBAY_OK; }
+        TPMT_TK_VERIFIED ticket;
+        int have = 0, cached = 0;
+        s = signed_ticket(host, t, f, digest, 1, &ticket, &have, &cached);
+        if (s != KEYBAY_OK || have) return s;
     } else {
         const TPM2B_DIGEST *policy = &f->public.publicArea.authPolicy;
         if (policy->size == sizeof digest && sodium_memcmp(policy->buffer, digest, sizeof digest) == 0) return KEYBAY_OK;
@@ -413,22 +473,65 @@ static keybay_status load_object(const keybay_host *host, tpm *t, const root_fil
     return s;
 }
 
+/* A signed policy's unseal: the approving signature's ticket (kept, or verified now), then on
+   tss2's SAPI as tpm2-pin does (keybay_tpm2_session.h) — a policy session salted with the
+   primary, PolicyPCR, PolicyAuthorize, and the root key coming back encrypted — so that ESAPI's
+   per-hash OpenSSL set-up stays out of every open (docs/performance.md). */
+static keybay_status unseal_signed(const keybay_host *host, tpm *t, const root_file *f, const char *path, uint8_t *key) {
+    uint8_t now[KEYBAY_TPM2_PCRS][32], policy[32];
+    TPMT_TK_VERIFIED ticket;
+    int have = 0, cached = 0, loaded = 0;
+    TSS2_RC rc = TSS2_RC_SUCCESS;
+    keybay_status s = keybay_tpm2_read_pcrs(host, t, f->pcrs, now);
+    if (s == KEYBAY_OK) keybay_tpm2_pcr_policy(f->pcrs, (const uint8_t (*)[32])now, policy);
+    if (s == KEYBAY_OK) s = signed_ticket(host, t, f, policy, 1, &ticket, &have, &cached);
+    if (s == KEYBAY_OK && !have) return pcr_mismatch(host, t, f);
+    if (s != KEYBAY_OK) return s;
+    keybay_tpm2_session *session = sodium_malloc(sizeof *session);
+    if (!session) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    keybay_tpm2_approval approval = { &f->key, policy, &ticket };
+    /* The PCRs could change between the read and PolicyPCR: the unseal then fails the policy. A
+       kept ticket the TPM no longer takes (its owner hierarchy changed) fails the session's
+       PolicyAuthorize: it is verified afresh, once. */
+    s = keybay_tpm2_unseal_with_auth(cached ? NULL : host, t, &f->public, &f->private, f->pcrs, &approval, NULL, 0, session, &rc, &loaded);
+    if (s != KEYBAY_OK && cached && loaded && rc == TSS2_RC_SUCCESS) {
+        (void)keybay_rf_remove(NULL, f->context, TICKET_FILE);
+        s = signed_ticket(host, t, f, policy, 0, &ticket, &have, &cached);
+        if (s == KEYBAY_OK && !have) s = pcr_mismatch(host, t, f);
+        else if (s == KEYBAY_OK) s = keybay_tpm2_unseal_with_auth(host, t, &f->public, &f->private, f->pcrs, &approval, NULL, 0, session, &rc, &loaded);
+    } else if (s != KEYBAY_OK && cached && rc == TSS2_RC_SUCCESS) {
+        s = keybay_tpm2_unseal_with_auth(host, t, &f->public, &f->private, f->pcrs, &approval, NULL, 0, session, &rc, &loaded); /* its line */
+    }
+    if (s == KEYBAY_OK && session->unsealed_length == ROOT_KEY_BYTES) {
+        memcpy(key, session->unsealed, ROOT_KEY_BYTES);
+    } else if (s == KEYBAY_OK) {
+        s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: the sealed object in %s holds %zu bytes, not a root key", path,
+                 session->unsealed_length);
+    } else if (rc == TSS2_RC_SUCCESS) {
+        /* explained already: the primary, the session */
+    } else if (!loaded && rc_layer_is_tpm(rc) && (rc & TPM2_RC_FMT1)) {
+        keybay_host_error_detail(host, "foreign-object", -1, path);
+        s = fail(host, KEYBAY_ERR_ROOT_MISMATCH, "platform key invalidated: %s cannot load the sealed root key %s (another machine's TPM, "
+                 "or its storage hierarchy was cleared): %s", t->where, path, T(Tss2_RC_Decode)(rc));
+    } else if (!loaded) {
+        s = tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot load the sealed root key");
+    } else if (rc_layer_is_tpm(rc) && rc_base(rc) == TPM2_RC_POLICY_FAIL) {
+        s = pcr_mismatch(host, t, f);
+    } else {
+        s = tpm_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot unseal the root key");
+    }
+    sodium_memzero(session, sizeof *session);
+    sodium_free(session);
+    return s;
+}
+
 /* Loads the sealed object and unseals the root key into `key` (guarded memory). */
 static keybay_status unseal_root(const keybay_host *host, tpm *t, const root_file *f, const char *path, uint8_t *key) {
+    if (f->has_signed) return unseal_signed(host, t, f, path, key);
     ESYS_TR object = ESYS_TR_NONE, session = ESYS_TR_NONE;
     TSS2_RC rc;
     keybay_status s = load_object(host, t, f, path, &object);
-    if (s == KEYBAY_OK && f->has_signed) {
-        uint8_t now[KEYBAY_TPM2_PCRS][32], policy[32];
-        TPMT_TK_VERIFIED *ticket = NULL;
-        s = keybay_tpm2_read_pcrs(host, t, f->pcrs, now);
-        if (s == KEYBAY_OK) keybay_tpm2_pcr_policy(f->pcrs, (const uint8_t (*)[32])now, policy);
-        if (s == KEYBAY_OK) s = signed_ticket(host, t, f, policy, &ticket);
-        if (s == KEYBAY_OK && !ticket) s = pcr_mismatch(host, t, f);
-        /* The PCRs could change between the read and PolicyPCR: the unseal then fails the policy. */
-        if (s == KEYBAY_OK) s = keybay_tpm2_authorized_session(host, t, &f->key, f->pcrs, policy, ticket, &session);
-        if (ticket) T(Esys_Free)(ticket);
-    } else if (s == KEYBAY_OK && f->pcrs) {
+    if (s == KEYBAY_OK && f->pcrs) {
         s = pcr_session(host, t, TPM2_SE_POLICY, f->pcrs, &session);
     }
     TPM2B_SENSITIVE_DATA *out = NULL;
@@ -882,18 +985,24 @@ static keybay_status root_reseal(const keybay_host *host, const keybay_root_cont
     return s;
 }
 
+/* The kept ticket, then the root file. */
+static keybay_status remove_files(const keybay_host *host, const keybay_root_context *c) {
+    keybay_status s = keybay_rf_remove(host, c, TICKET_FILE);
+    return s == KEYBAY_OK ? keybay_rf_remove(host, c, FILE_NAME) : s;
+}
+
 /* Undefines the counter (only if it is still the one the file names) and removes the file. A
    TPM that cannot be reached (another machine, no permission) does not keep reset from working:
    the file goes, and the counter stays in that TPM (docs/security.md says how to remove it). */
 static keybay_status root_reset(const keybay_host *host, const keybay_root_context *c) {
     int exists = 0;
     keybay_status s = keybay_rf_exists(host, c, FILE_NAME, &exists);
-    if (s != KEYBAY_OK || !exists) return s == KEYBAY_OK ? keybay_rf_remove(host, c, FILE_NAME) : s;
+    if (s != KEYBAY_OK || !exists) return s == KEYBAY_OK ? remove_files(host, c) : s;
     tpm t;
     if ((s = tpm_open(host, c, 0, &t)) != KEYBAY_OK) {
         if (s != KEYBAY_ERR_NOT_AVAILABLE) return s;
         keybay_host_log(host, KEYBAY_LOG_ERROR, "tpm2 reset: the TPM cannot be reached; its rollback counter stays in it");
-        return keybay_rf_remove(host, c, FILE_NAME);
+        return remove_files(host, c);
     }
     root_file *f = sodium_malloc(sizeof *f);
     if (!f) s = fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
@@ -908,7 +1017,7 @@ static keybay_status root_reset(const keybay_host *host, const keybay_root_conte
             s = found;
         }
     }
-    if (s == KEYBAY_OK) s = keybay_rf_remove(host, c, FILE_NAME);
+    if (s == KEYBAY_OK) s = remove_files(host, c);
     if (f) sodium_free(f);
     tpm_close(&t);
     return s;

@@ -148,7 +148,7 @@ keybay_status keybay_tpm2_unseal_with_auth(const keybay_host *host, keybay_tpm2 
     *rc_out = rc;
     if (rc != TSS2_RC_SUCCESS) return KEYBAY_ERR_INTERNAL;
     *loaded = 1;
-    s = keybay_tpm2_sys_policy_session(host, t, primary, &primary_public, pcr_mask, approval, session);
+    s = keybay_tpm2_sys_policy_session(host, t, primary, &primary_public, pcr_mask, approval, auth != NULL, session);
     keybay_tpm2_sys_flush(t, &primary);
     if (s == KEYBAY_OK) {
         rc = keybay_tpm2_sys_unseal(t, session, object, &name, auth, auth_length);

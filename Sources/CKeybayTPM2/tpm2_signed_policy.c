@@ -364,21 +364,6 @@ keybay_status keybay_tpm2_verify_signature(const keybay_host *host, keybay_tpm2 
     return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot verify the PCR signature");
 }
 
-keybay_status keybay_tpm2_authorized_session(const keybay_host *host, keybay_tpm2 *t, const keybay_tpm2_signing_key *key, uint32_t pcrs,
-                                             const uint8_t policy[32], const TPMT_TK_VERIFIED *ticket, ESYS_TR *session) {
-    keybay_status s = keybay_tpm2_policy_session(host, t, TPM2_SE_POLICY, ESYS_TR_NONE, pcrs, 0, session);
-    if (s != KEYBAY_OK) return s;
-    TPM2B_DIGEST approved = { .size = 32 };
-    memcpy(approved.buffer, policy, 32);
-    TPM2B_NONCE reference = { 0 };
-    TSS2_RC rc = T(Esys_PolicyAuthorize)(t->esys, *session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &approved, &reference, &key->name, ticket);
-    if (rc != TSS2_RC_SUCCESS) {
-        keybay_tpm2_flush(t, session);
-        return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot authorize the PCR policy with its signature");
-    }
-    return KEYBAY_OK;
-}
-
 /* ---- what both TPM plugins do with these ---- */
 
 const char *keybay_tpm2_signature_file(const char *path) {

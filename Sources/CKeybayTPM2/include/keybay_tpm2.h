@@ -54,7 +54,6 @@
     X(KEYBAY_TSS_ESYS, Esys_PCR_Read) \
     X(KEYBAY_TSS_ESYS, Esys_LoadExternal) \
     X(KEYBAY_TSS_ESYS, Esys_VerifySignature) \
-    X(KEYBAY_TSS_ESYS, Esys_PolicyAuthorize) \
     X(KEYBAY_TSS_ESYS, Esys_PolicyAuthValue) \
     X(KEYBAY_TSS_ESYS, Esys_PolicyGetDigest) \
     X(KEYBAY_TSS_ESYS, Esys_NV_DefineSpace) \
@@ -273,11 +272,6 @@ keybay_status keybay_tpm2_find_signature(const keybay_host *host, const char *pa
    not (or is malformed). */
 keybay_status keybay_tpm2_verify_signature(const keybay_host *host, keybay_tpm2 *t, const keybay_tpm2_signing_key *key, const uint8_t policy[32],
                                            const uint8_t *signature, size_t length, TPMT_TK_VERIFIED **ticket, int *valid);
-
-/* A policy session with PolicyPCR over `pcrs` (their values now), then PolicyAuthorize of
-   `policy` with the key's name and `ticket`. */
-keybay_status keybay_tpm2_authorized_session(const keybay_host *host, keybay_tpm2 *t, const keybay_tpm2_signing_key *key, uint32_t pcrs,
-                                             const uint8_t policy[32], const TPMT_TK_VERIFIED *ticket, ESYS_TR *session);
 
 #define KEYBAY_TPM2_SIGNATURE_PATH_BYTES 1024
 

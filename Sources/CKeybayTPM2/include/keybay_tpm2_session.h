@@ -62,10 +62,11 @@ typedef struct keybay_tpm2_approval {
 
 /* Starts a policy session salted with `salt_key` (loaded; `salt_public` its P-256 public area),
    symmetric AES-128-CFB, SHA-256, then PolicyPCR over `pcr_mask` (when not 0), PolicyAuthorize
-   (with an `approval`) and PolicyAuthValue. On failure nothing is left loaded and set_error was
-   called. */
+   (with an `approval`) and PolicyAuthValue (with `auth_value`). On failure nothing is left
+   loaded and set_error was called. */
 keybay_status keybay_tpm2_sys_policy_session(const keybay_host *host, keybay_tpm2 *t, TPM2_HANDLE salt_key, const TPM2B_PUBLIC *salt_public,
-                                             uint32_t pcr_mask, const keybay_tpm2_approval *approval, keybay_tpm2_session *session);
+                                             uint32_t pcr_mask, const keybay_tpm2_approval *approval, int auth_value,
+                                             keybay_tpm2_session *session);
 
 /* TPM2_Unseal of `object` (named `name`) authorized by `session` with `auth` (at most 64 bytes)
    as the object's authValue, the response encrypted (TPMA_SESSION_ENCRYPT) and the session ended
@@ -105,7 +106,8 @@ keybay_status keybay_tpm2_seal_with_auth(const keybay_host *host, keybay_tpm2 *t
                                          const TPM2B_SENSITIVE_CREATE *sensitive, TPM2B_PUBLIC *public_out, TPM2B_PRIVATE *private_out);
 
 /* Loads such an object under a fresh primary and unseals it with `auth` in a policy session
-   salted with the primary (keybay_tpm2_sys_unseal): the secret in session->unsealed. A failed
+   salted with the primary (keybay_tpm2_sys_unseal); `auth` NULL: an object whose policy has no
+   PolicyAuthValue (the tpm2 root's under a signed policy), unsealed the same way: the secret in session->unsealed. A failed
    primary or session: its status, explained, *rc 0. A failed load (*loaded 0) or unseal: INTERNAL,
    unexplained, the TPM's answer in *rc for the caller to explain. Nothing is left loaded. */
 keybay_status keybay_tpm2_unseal_with_auth(const keybay_host *host, keybay_tpm2 *t, const TPM2B_PUBLIC *public, const TPM2B_PRIVATE *private,

@@ -132,6 +132,36 @@ struct PCRSigner {
         #expect(try root.cli(box, ["get", "k"]).out == "v")
     }
 
+    /// The TPM's verification ticket kept beside the root file (docs/format.md §12): written by
+    /// an open, never trusted (a corrupted one is verified afresh and replaced), no substitute for
+    /// the signature (an entry removed from the file refuses the store), removed by reset.
+    @Test func aKeptTicketSavesTheVerificationAndIsNeverTrusted() throws {
+        let tpm = try SoftwareTPM(), box = Sandbox(), root = RootUnderTest.tpm2(tpm)
+        let signer = try PCRSigner(box.root, name: "signer", algorithm: "RSA")
+        let signatures = box.root + "/sig.json", ticket = box.stateHome + "/keybay/" + box.app + "/tpm2-root.ticket"
+        let value = try Self.pcr11(tpm, box)
+        try Self.write([try signer.entry(pcr11: value)], to: signatures)
+        #expect(try root.cli(box, ["init", "--opt", "pcr-public-key=" + signer.publicKey, "--opt", "pcr-signature=" + signatures]).status == 0)
+        #expect(try root.cli(box, ["set", "k", "v"]).status == 0)
+        let kept = try #require(readBytes(ticket), "an open kept the ticket")
+        let pol = PCRSigner.policy(pcrs: [11], values: [value]), fingerprint = try signer.fingerprint()
+        #expect(kept.count > 82 && Array(kept[0..<6]) == Array("KBTK".utf8) + [0, 1] && Array(kept[6..<38]) == fingerprint
+                && Array(kept[38..<42]) == [0, 0, 0x08, 0] && Array(kept[42..<74]) == pol && mode(ticket) == 0o600, "\(kept)")
+        // A ticket the TPM did not make: the open verifies the signature again and keeps the real one.
+        var forged = kept
+        forged[forged.count - 1] ^= 0x01
+        try Data(forged).write(to: URL(fileURLWithPath: ticket))
+        let again = try root.cli(box, ["get", "k"])
+        #expect(again.status == 0 && again.out == "v", "\(again.stderr)")
+        #expect(readBytes(ticket) == kept, "the verified ticket replaced the forged one")
+        // The signature gone from the file: the kept ticket does not open the store.
+        try Self.write([], to: signatures)
+        let gone = try root.cli(box, ["get", "k", "--json"])
+        #expect(gone.status == 1 && gone.error?.reason == "pcr-mismatch", "\(gone.out)")
+        #expect(try root.cli(box, ["reset", "--yes"]).status == 0)
+        #expect(!exists(ticket) && !exists(Tpm2Tests.rootPath(box)))
+    }
+
     @Test func badKeysAndSignatureFilesAreRefused() throws {
         let tpm = try SoftwareTPM(), box = Sandbox(), root = RootUnderTest.tpm2(tpm)
         let rsa1024 = box.root + "/small.pem"
