@@ -390,8 +390,10 @@ static void keep_ticket(const root_file *f, const uint8_t policy[32], const TPMT
 
 /* The ticket of a signature in the signature file that authorizes `policy` for the root's key:
    *have, and *cached when it was the one kept from an earlier open (`use_kept`) rather than
-   verified now. The entry must be in the file either way: removing it revokes the state. */
-static keybay_status signed_ticket(const keybay_host *host, tpm *t, const root_file *f, const uint8_t policy[32], int use_kept,
+   verified now; one verified now is kept for the next open unless this is a check (`check`:
+   `status` and `root check` write nothing). The entry must be in the file either way: removing
+   it revokes the state. */
+static keybay_status signed_ticket(const keybay_host *host, tpm *t, const root_file *f, const uint8_t policy[32], int use_kept, int check,
                                    TPMT_TK_VERIFIED *ticket, int *have, int *cached) {
     *have = *cached = 0;
     const char *file = keybay_tpm2_signature_file(f->signature_path);
@@ -407,7 +409,7 @@ static keybay_status signed_ticket(const keybay_host *host, tpm *t, const root_f
     if (s == KEYBAY_OK && valid && fresh) {
         *ticket = *fresh;
         *have = 1;
-        keep_ticket(f, policy, fresh);
+        if (!check) keep_ticket(f, policy, fresh);
     }
     if (fresh) T(Esys_Free)(fresh);
     return s;
@@ -427,7 +429,7 @@ static keybay_status pcrs_in_the_way(const keybay_host *host, tpm *t, const root
     if (f->has_signed) {
         TPMT_TK_VERIFIED ticket;
         int have = 0, cached = 0;
-        s = signed_ticket(host, t, f, digest, 1, &ticket, &have, &cached);
+        s = signed_ticket(host, t, f, digest, 1, 1, &ticket, &have, &cached);
         if (s != KEYBAY_OK || have) return s;
     } else {
         const TPM2B_DIGEST *policy = &f->public.publicArea.authPolicy;
@@ -484,7 +486,7 @@ static keybay_status unseal_signed(const keybay_host *host, tpm *t, const root_f
     TSS2_RC rc = TSS2_RC_SUCCESS;
     keybay_status s = keybay_tpm2_read_pcrs(host, t, f->pcrs, now);
     if (s == KEYBAY_OK) keybay_tpm2_pcr_policy(f->pcrs, (const uint8_t (*)[32])now, policy);
-    if (s == KEYBAY_OK) s = signed_ticket(host, t, f, policy, 1, &ticket, &have, &cached);
+    if (s == KEYBAY_OK) s = signed_ticket(host, t, f, policy, 1, 0, &ticket, &have, &cached);
     if (s == KEYBAY_OK && !have) return pcr_mismatch(host, t, f);
     if (s != KEYBAY_OK) return s;
     keybay_tpm2_session *session = sodium_malloc(sizeof *session);
@@ -496,7 +498,7 @@ static keybay_status unseal_signed(const keybay_host *host, tpm *t, const root_f
     s = keybay_tpm2_unseal_with_auth(cached ? NULL : host, t, &f->public, &f->private, f->pcrs, &approval, NULL, 0, session, &rc, &loaded);
     if (s != KEYBAY_OK && cached && loaded && rc == TSS2_RC_SUCCESS) {
         (void)keybay_rf_remove(NULL, f->context, TICKET_FILE);
-        s = signed_ticket(host, t, f, policy, 0, &ticket, &have, &cached);
+        s = signed_ticket(host, t, f, policy, 0, 0, &ticket, &have, &cached);
         if (s == KEYBAY_OK && !have) s = pcr_mismatch(host, t, f);
         else if (s == KEYBAY_OK) s = keybay_tpm2_unseal_with_auth(host, t, &f->public, &f->private, f->pcrs, &approval, NULL, 0, session, &rc, &loaded);
     } else if (s != KEYBAY_OK && cached && rc == TSS2_RC_SUCCESS) {
