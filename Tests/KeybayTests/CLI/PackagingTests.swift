@@ -160,11 +160,12 @@ import Testing
         "libgio-2.0.so.0": ("libglib2.0-0", "Recommends"),
     ]
 
-    /// The sonames the plugins' C sources (and the TPM connection they link) name as string
-    /// literals, with the TPM transports' "libtss2-tcti-%s.so.0" expanded over tcti_names.
+    /// The sonames the plugins' C sources (and the code they link: the TPM connection, the
+    /// recovery key's QR code) name as string literals, with the TPM transports'
+    /// "libtss2-tcti-%s.so.0" expanded over tcti_names.
     static func sonamesOpenedBySources() throws -> Set<String> {
         var sources: [String] = []
-        for top in ["Plugins", "Sources/CKeybayTPM2"] {
+        for top in ["Plugins", "Sources/CKeybayTPM2", "Sources/CKeybayRecoveryKey"] {
             let directory = packageDirectory + "/" + top
             sources += try FileManager.default.subpathsOfDirectory(atPath: directory).filter { $0.hasSuffix(".c") }.map { directory + "/" + $0 }
         }
