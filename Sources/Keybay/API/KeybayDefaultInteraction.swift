@@ -131,6 +131,18 @@ public struct KeybayDefaultInteraction: KeybayInteraction {
         return try asker.interaction.confirm(question)
     }
 
+    /// Asks the user to pick a method on the terminal (a pinentry offers no list); without a
+    /// terminal, the protocol's default: `.authenticationRequired` listing the methods.
+    ///
+    /// - Parameter methods: The store's methods.
+    /// - Returns: The id of the method picked.
+    /// - Throws: `.authenticationRequired` without a terminal, `.cancelled` for an answer that is
+    ///   not a listed number.
+    public func chooseMethod(_ methods: [KeybayMethod]) throws -> String {
+        guard KeybayTerminalInteraction.isAvailable else { throw KeybayError.methodChoiceRequired(methods) }
+        return try KeybayTerminalInteraction().choose(methods).id
+    }
+
     /// Writes the line to standard error, as ``KeybayTerminalInteraction/message(_:level:)``.
     ///
     /// - Parameters:
