@@ -156,8 +156,17 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
     /// - Parameter methods: The store's methods.
     /// - Returns: The error.
     public static func methodChoiceRequired(_ methods: [KeybayMethod]) -> KeybayError {
-        var e = KeybayError(.authenticationRequired, "the store has \(methods.count) unlock methods and none was named: \(methods.map { "\($0.id) (\($0.plugin), \($0.label))" }.joined(separator: "; "))")
-        e.methods = methods
+        KeybayError(.authenticationRequired, "the store has \(methods.count) unlock methods and none was named: \(methods.map { "\($0.id) (\($0.plugin), \($0.label))" }.joined(separator: "; "))")
+            .listing(methods)
+    }
+
+    /// This error with `methods` in ``methods`` (unless it lists some already): what a host's
+    /// chooser throws when it cannot ask (`.interactionRequired`), so a program sees them.
+    /// - Parameter methods: The store's methods.
+    /// - Returns: The error.
+    public func listing(_ methods: [KeybayMethod]) -> KeybayError {
+        var e = self
+        e.methods = e.methods ?? methods
         return e
     }
 

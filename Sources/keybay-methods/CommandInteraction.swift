@@ -72,9 +72,6 @@ final class CommandInteraction: KeybayInteraction, @unchecked Sendable {
         case .terminal(let terminal)?:
             return try terminal.askSecret(request, into: buffer)
         case .pinentry(let pinentry)?:
-            if request.isRetry {
-                pinentry.showError("Wrong \(request.kind.displayName)" + (request.retriesLeft.map { " (\($0) \($0 == 1 ? "try" : "tries") left)" } ?? ""))
-            }
             let n = try pinentry.askSecret(request, into: buffer)
             answeredByPinentry = true
             return n
@@ -125,6 +122,7 @@ final class CommandInteraction: KeybayInteraction, @unchecked Sendable {
         guard !noInput, KeybayTerminalInteraction.isAvailable else {
             let which = noInput ? " (\(methods.map { "\($0.id) \($0.plugin) \($0.label)" }.joined(separator: "; ")))" : ""
             throw KeybayError(.interactionRequired, "the store has several methods\(noInput ? "" : " and there is no terminal"); choose one with --method\(which)")
+                .listing(methods)
         }
         return try KeybayTerminalInteraction().choose(methods)
     }

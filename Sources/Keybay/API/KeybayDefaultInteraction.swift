@@ -143,6 +143,16 @@ public struct KeybayDefaultInteraction: KeybayInteraction {
         return try KeybayTerminalInteraction().choose(methods).id
     }
 
+    /// A wrong secret is asked for again (within the open's tries) when a pinentry asks, with
+    /// the error shown (gpg-agent's way); one typed on the terminal fails at once, as the CLI's.
+    ///
+    /// - Parameter failure: The `.wrongSecret` error.
+    /// - Returns: True when the next question goes to a pinentry.
+    public func mayAskAgain(after failure: KeybayError) -> Bool {
+        if case .pinentry? = try? KeybayAsker.current() { return true }
+        return false
+    }
+
     /// Writes the line to standard error, as ``KeybayTerminalInteraction/message(_:level:)``.
     ///
     /// - Parameters:

@@ -17,7 +17,7 @@ import Synchronization
 /// (`.wrongSecret`) is asked for again, up to ``tries`` asks in all, when the interaction allows
 /// it (``KeybayInteraction/mayAskAgain(after:)``); each later ask has
 /// ``KeybaySecretRequest/isRetry`` set, and ``KeybaySecretRequest/retriesLeft`` counts the asks
-/// left where the plugin names no count of its own.
+/// left (this one included) where the plugin names no count of its own.
 public struct KeybayOpenPolicy: Sendable, Equatable {
     /// The id of the method to unlock with (an id from `status().methods`); nil: the store's
     /// only method, else the interaction's choice.

@@ -244,10 +244,16 @@ extension KeybaySecretRequest {
                   pluginID: nil, isRetry: false, methodID: nil)
     }
 
-    /// This request as asked after `failures` wrong answers of `tries` in all: a retry when it
-    /// follows one, with the asks left as `retriesLeft` unless the plugin gave a count.
+    /// What a host shows with a retry ("Wrong passphrase (2 tries left)"); nil for a first ask.
+    var retryText: String? {
+        guard isRetry else { return nil }
+        return "Wrong \(kind.displayName)" + (retriesLeft.map { " (\($0) \($0 == 1 ? "try" : "tries") left)" } ?? "")
+    }
+
+    /// This request as asked after `failures` wrong answers of `tries` in all: after one, a
+    /// retry with the asks left as `retriesLeft` unless the plugin gave a count.
     func retrying(failures: Int, tries: Int) -> KeybaySecretRequest {
-        KeybaySecretRequest(kind: kind, prompt: prompt, retriesLeft: retriesLeft ?? (tries - failures), isNew: isNew, isConfirmation: isConfirmation,
+        KeybaySecretRequest(kind: kind, prompt: prompt, retriesLeft: retriesLeft ?? (failures > 0 ? tries - failures : nil), isNew: isNew, isConfirmation: isConfirmation,
                             application: application, label: label, pluginID: pluginID, isRetry: failures > 0, methodID: methodID)
     }
 }

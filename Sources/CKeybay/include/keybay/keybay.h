@@ -162,7 +162,8 @@ typedef struct keybay_ask_request {
     const char *plugin_id;            /* the plugin that asks */
     const char *label;                /* the method's label (the enrolled one, or the one being given) */
     const char *app_id;               /* the application whose store it opens */
-    int tries_left;                   /* asks left (the device's count, else the open's tries); -1 unknown */
+    int tries_left;                   /* asks left, this one included: the device's count, else on a retry
+                                         the open's tries left; -1 unknown */
     int is_retry;                     /* 1: the last answer was wrong, say so */
 } keybay_ask_request;
 
