@@ -18,13 +18,15 @@ import Testing
         return prefix
     }
 
-    /// capi_check (or another program of Tests/capi) built against the installed prefix.
-    static func built(_ prefix: String, as name: String = "capi_check", from source: String = "capi_check.c") throws -> String {
+    /// capi_check (or another program of Tests/capi, or of `directory`) built against the
+    /// installed prefix with `cc -std=c11 -Wall -Wextra -Werror … $(pkg-config --cflags --libs keybay)`.
+    static func built(_ prefix: String, as name: String = "capi_check", from source: String = "capi_check.c",
+                      in directory: String = "Tests/capi") throws -> String {
         let program = prefix + "/" + name
         let flags = try run("/usr/bin/pkg-config", ["--cflags", "--libs", "keybay"],
                             environment: ["PATH": "/usr/bin:/bin", "PKG_CONFIG_PATH": prefix + "/lib/pkgconfig"])
         guard flags.status == 0 else { throw KeybayTestFailure("pkg-config: \(flags.stderr)") }
-        let cc = try run("/usr/bin/cc", ["-std=c11", "-Wall", "-Wextra", "-Werror", packageDirectory + "/Tests/capi/" + source]
+        let cc = try run("/usr/bin/cc", ["-std=c11", "-Wall", "-Wextra", "-Werror", packageDirectory + "/" + directory + "/" + source]
                          + flags.out.split(whereSeparator: \.isWhitespace).map(String.init) + ["-lpthread", "-o", program],
                          environment: ["PATH": "/usr/bin:/bin"])
         guard cc.status == 0 else { throw KeybayTestFailure("cc: \(cc.stderr)") }
