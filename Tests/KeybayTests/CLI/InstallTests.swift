@@ -94,7 +94,7 @@ import Testing
         #include <stdio.h>
         #include <string.h>
         int main(void) {
-            keybay_open_options options = {sizeof options, "com.example.layout", NULL, NULL, NULL, 1};
+            keybay_open_options options = {.struct_size = sizeof options, .app_id = "com.example.layout", .no_input = 1};
             keybay_error *err = NULL;
             keybay_store *store = keybay_open(&options, NULL, &err);
             if (!store) { fprintf(stderr, "open: %s\\n", keybay_error_message(err)); return 1; }

@@ -176,8 +176,9 @@ typedef struct keybay_interaction {          /* abi_version and struct_size firs
     int  (*ask_secret)(void *context, const char *prompt, int is_confirmation, char *buf, size_t capacity, size_t *len);
     int  (*confirm)(void *context, const char *text);          /* may be NULL: not available; 1 yes, 0 no */
     void (*message)(void *context, int level, const char *text); /* may be NULL */
-    /* A secret to keep (a recovery key), called once the method is stored; may be NULL. When the
-     * host cannot show it, the enrollment fails (see keybay_enroll). */
+    /* A secret to keep, called once the method is stored; `label` names what it is ("recovery
+     * key"), `secret` is its text (NUL-terminated, guarded memory wiped after the call). May be
+     * NULL: an enrollment that shows a secret then stores nothing (see keybay_enroll). */
     void (*show_secret)(void *context, const char *label, const char *secret);
     int  (*is_cancelled)(void *context);                       /* may be NULL */
     /* Since 1.2; the library reads them only when struct_size covers them (else NULL). */
