@@ -3,16 +3,11 @@
 `Unlock with which method?` appears, lets it finish (its secrets come from elsewhere: a pinentry
 or a descriptor), then prints its exit status on the first line and everything it wrote to the
 terminal after it."""
-import fcntl, os, select, subprocess, sys, termios, time
+import os, select, sys, time
 
-master, slave = os.openpty()
+from pty_child import spawn
 
-def controlling_terminal():
-    os.setsid()
-    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
-
-child = subprocess.Popen(sys.argv[2:], stdin=slave, stdout=slave, stderr=slave,
-                         preexec_fn=controlling_terminal, close_fds=True)
+master, slave, child = spawn(sys.argv[2:])
 os.close(slave)
 seen, answered = b"", False
 deadline = time.time() + 60
