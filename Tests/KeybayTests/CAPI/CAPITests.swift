@@ -12,7 +12,7 @@ import Testing
     static let installed: Result<String, Error> = Result {
         let prefix = NSTemporaryDirectory() + "keybay-capi-\(getpid())"
         try? FileManager.default.removeItem(atPath: prefix)
-        let make = try run("/usr/bin/make", ["-s", "-C", packageDirectory, "install", "BIN=" + buildDirectory, "PREFIX=" + prefix],
+        let make = try run("/usr/bin/make", ["-s", "-C", packageDirectory, "install", "BIN=" + buildDirectory, "PREFIX=" + prefix, "PREFIX_RECORD="],
                            environment: ["PATH": "/usr/bin:/bin"])
         guard make.status == 0 else { throw KeybayTestFailure("make install: \(make.stderr)") }
         return prefix
