@@ -17,7 +17,10 @@
  * Memory: everything handed out is freed by its own function: a value by keybay_free_value
  * (which wipes it first; values are handed out in guarded memory: locked, wiped, small ones
  * sharing a guarded arena; docs/c-api.md), a string by
- * keybay_free_string, a list of keys by keybay_free_strings, an error by keybay_error_free.
+ * keybay_free_string, a list of keys by keybay_free_strings, a status by keybay_free_status, an
+ * error by keybay_error_free (with the methods keybay_error_methods lists). What a callback is
+ * given lives until it returns. Static, never freed: keybay_version(), keybay_code_name() and
+ * keybay_default_interaction().
  * Strings are UTF-8 and NUL-terminated; what the library is given is copied, never kept, save
  * the interaction given to keybay_open (below).
  *
@@ -27,8 +30,9 @@
  * keybay_verify) block while the method waits for the user, calling the interaction's
  * functions on the calling thread. keybay_close must not race other calls on the same handle.
  *
- * fork: a child may use the library after fork (docs/c-api.md, "fork"); a handle opened before
- * the fork belongs to the parent: the child opens its own.
+ * fork: a child may use the library after fork (docs/c-api.md, "fork"), while no other thread
+ * of the parent is inside a keybay_ call; it starts plugin helpers of its own. A handle opened
+ * before the fork may be used in the child too; each process keybay_closes its own copy.
  *
  * Interaction: who an unlock method may ask (a passphrase, a PIN, a confirmation). NULL never
  * asks: what needs the user fails with KEYBAY_ERR_INTERACTION_REQUIRED. The interaction given
