@@ -157,7 +157,7 @@ public struct KeybayAuth: Sendable {
     /// - Parameters:
     ///   - id: The method to check.
     ///   - interaction: Who the method's plugin asks.
-    /// - Throws: What ``verify(_:)`` throws.
+    /// - Throws: What `verify(_:)` throws.
     public func verify(_ id: String, interaction: any KeybayInteraction) throws {
         try verifyMethod(id, interaction: interaction)
     }

@@ -3,7 +3,7 @@ import Synchronization
 
 /// How a host opens its store: which method unlocks it and when a failed unlock is tried again.
 /// It is the one policy of every front end: the CLI, the C API (`keybay_open`), Python and the
-/// credential helpers all open through ``KeybayStore/open(_:policy:interaction:)``.
+/// credential helpers all open through `KeybayStore.open(_:policy:interaction:)`.
 ///
 /// **The method.** A platform-only store opens with the platform root alone. A protected store
 /// opens with ``method`` when it is given; else with its only method; else with the one the
@@ -72,7 +72,7 @@ extension KeybayStore {
     /// - Returns: An open session.
     /// - Throws: `.authenticationRequired` with ``KeybayError/methods`` when a protected store
     ///   has several methods and the interaction cannot choose; what
-    ///   ``open(_:method:createIfAbsent:interaction:)`` throws otherwise, with `.wrongSecret`
+    ///   `open(_:method:createIfAbsent:interaction:)` throws otherwise, with `.wrongSecret`
     ///   only once the tries are used up.
     public static func open(_ configuration: KeybayConfiguration, policy: KeybayOpenPolicy,
                             interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
@@ -82,7 +82,7 @@ extension KeybayStore {
         }
     }
 
-    /// ``open(_:policy:interaction:)``, from async code: the same work on a thread of its own;
+    /// `open(_:policy:interaction:)`, from async code: the same work on a thread of its own;
     /// cancelling the calling task cancels the ceremony (`.cancelled`).
     /// - Parameters:
     ///   - configuration: Which application's store, and where.

@@ -79,7 +79,7 @@ public protocol KeybayInteraction: Sendable {
     /// - Parameter secret: The secret's kind, its text and, when the plugin draws one, a picture.
     /// - Throws: `KeybayError(.interactionRequired)` when nobody can be shown it.
     func showSecret(_ secret: KeybayShownSecret) throws
-    /// Picks the method that opens a store with several, for ``KeybayStore/open(_:policy:interaction:)``
+    /// Picks the method that opens a store with several, for `KeybayStore.open(_:policy:interaction:)`
     /// when the host named none (see ``KeybayOpenPolicy``). It may ask the user; it is asked at
     /// most once per open.
     ///
