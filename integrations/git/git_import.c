@@ -17,77 +17,17 @@
 #include "helper_io.h"
 #include "helper_store.h"
 #include "import_source.h"
+#include "import_store.h"
 
 #define PROGRAM "git-credential-keybay"
 
 typedef struct {
-    keybay_store *store; /* NULL for a dry run with no store yet */
-    int replace, dry_run, remove_source;
-    int failed;          /* a store call failed: nothing more is removed */
+    import_target target;
+    int remove_source;
+    int failed; /* a store call failed: nothing more is read, nothing removed */
 } import_run;
 
-static void say_error(keybay_error *err) {
-    char message[512];
-    helper_describe_error(PROGRAM, err, message, sizeof message);
-    keybay_error_free(err);
-    fprintf(stderr, "%s\n", message);
-}
-
-/* The stored value of `key` equals value[0..length). */
-static int reads_back(keybay_store *store, const char *key, const uint8_t *value, size_t length) {
-    uint8_t *back = NULL;
-    size_t back_length = 0;
-    keybay_error *err = NULL;
-    if (keybay_get(store, key, &back, &back_length, &err) != 0) { say_error(err); return 0; }
-    int same = back_length == length && sodium_memcmp(back, value, length) == 0;
-    keybay_free_value(back, back_length);
-    return same;
-}
-
-typedef enum { LINE_KEPT, LINE_IN_STORE, LINE_FAILED } line_outcome;
-
-/* One credential: imported, unchanged, replaced or a conflict, counted; LINE_IN_STORE when it
- * is verifiably in the store now (read back), which alone lets --remove-source drop its line. */
-static line_outcome import_credential(import_run *run, integration_record *query, const char *path, size_t number,
-                                      import_counts *counts) {
-    char key[RECORD_KEY_CAPACITY + 1];
-    git_record_key(query, key, sizeof key);
-    uint8_t *existing = NULL;
-    size_t existing_length = 0;
-    keybay_error *err = NULL;
-    int found = 0, same = 0;
-    if (run->store) {
-        int code = keybay_get(run->store, key, &existing, &existing_length, &err);
-        if (code != 0 && code != KEYBAY_ERR_NOT_FOUND) { say_error(err); return LINE_FAILED; }
-        if (code == KEYBAY_ERR_NOT_FOUND) keybay_error_free(err);
-        found = code == 0;
-        integration_record stored;
-        same = found && record_decode(existing, existing_length, RECORD_KIND_GIT, OAUTH_REFRESH_TOKEN, &stored) == 0
-            && record_field_equal(&stored.fields[PASSWORD], &query->fields[PASSWORD]);
-        if (found) keybay_free_value(existing, existing_length);
-    }
-    if (same) { counts->unchanged++; return LINE_IN_STORE; }
-    if (found && !run->replace) {
-        counts->conflicts++;
-        fprintf(stderr, PROGRAM ": %s:%zu: conflict: another password for %.*s://%.*s is stored; kept (--replace replaces it)\n", path, number,
-                (int)query->fields[PROTOCOL].length, (const char *)query->fields[PROTOCOL].bytes,
-                (int)query->fields[HOST].length, (const char *)query->fields[HOST].bytes);
-        return LINE_KEPT;
-    }
-    if (found) counts->replaced++; else counts->imported++;
-    if (run->dry_run) return LINE_IN_STORE; /* counted as it would be; nothing is removed */
-    size_t length = record_encoded_length(query);
-    uint8_t *value = sodium_malloc(length);
-    if (!value) { fprintf(stderr, PROGRAM ": out of memory\n"); return LINE_FAILED; }
-    record_encode(query, value, length);
-    line_outcome outcome = LINE_FAILED;
-    if (keybay_set(run->store, key, value, length, &err) != 0) say_error(err);
-    else if (reads_back(run->store, key, value, length)) outcome = LINE_IN_STORE;
-    else fprintf(stderr, PROGRAM ": %s:%zu: the stored credential does not read back; the line is kept\n", path, number);
-    sodium_memzero(value, length);
-    sodium_free(value);
-    return outcome;
-}
+static const uint8_t same_tags[] = {PASSWORD};
 
 /* One store file: 0, 1 (conflicts or a failure), with its counts printed. */
 static int import_file(import_run *run, const char *path, int named) {
@@ -111,7 +51,7 @@ static int import_file(import_run *run, const char *path, int named) {
         size_t length = newline ? (size_t)(newline - line) : in->length - at, whole = length + (newline ? 1 : 0);
         at += whole;
         number++;
-        line_outcome outcome = LINE_KEPT;
+        enum { LINE_KEPT, LINE_IN_STORE } outcome = LINE_KEPT;
         if (length > 0) {
             scratch.length = 0;
             integration_record query;
@@ -124,8 +64,15 @@ static int import_file(import_run *run, const char *path, int named) {
                 counts.malformed++;
                 fprintf(stderr, PROGRAM ": %s:%zu: not a credential URL (protocol://user:password@host); skipped\n", path, number);
             } else {
-                outcome = import_credential(run, &query, path, number, &counts);
-                if (outcome == LINE_FAILED) run->failed = 1;
+                char key[RECORD_KEY_CAPACITY + 1];
+                git_record_key(&query, key, sizeof key);
+                import_outcome imported = import_record(&run->target, key, &query, OAUTH_REFRESH_TOKEN, same_tags, sizeof same_tags, &counts);
+                if (imported == IMPORT_FAILED) run->failed = 1;
+                if (imported == IMPORT_CONFLICT)
+                    fprintf(stderr, PROGRAM ": %s:%zu: conflict: another password for %.*s://%.*s is stored; kept (--replace replaces it)\n",
+                            path, number, (int)query.fields[PROTOCOL].length, (const char *)query.fields[PROTOCOL].bytes,
+                            (int)query.fields[HOST].length, (const char *)query.fields[HOST].bytes);
+                outcome = imported == IMPORT_IN_STORE ? LINE_IN_STORE : LINE_KEPT;
             }
         }
         if (outcome == LINE_IN_STORE && run->remove_source) counts.removed++;
@@ -134,13 +81,13 @@ static int import_file(import_run *run, const char *path, int named) {
     if (run->failed) {
         status = 1;
         fprintf(stderr, PROGRAM ": %s: stopped at line %zu; the file is left as it was\n", path, number);
-    } else if (run->remove_source && !run->dry_run && counts.removed > 0
+    } else if (run->remove_source && !run->target.dry_run && counts.removed > 0
                && import_source_rewrite(&source, kept.bytes, kept.length, message, sizeof message) != 0) {
         fprintf(stderr, PROGRAM ": %s\n", message);
         counts.removed = 0;
         status = 1;
     }
-    import_print_counts(path, &counts, run->dry_run, run->remove_source);
+    import_print_counts(path, &counts, run->target.dry_run, run->remove_source);
     if (counts.conflicts) status = 1;
     guarded_free(&kept);
     guarded_free(&scratch);
@@ -149,12 +96,12 @@ static int import_file(import_run *run, const char *path, int named) {
 }
 
 int git_import(const char *app, int argc, char **argv) {
-    import_run run = {0};
+    import_run run = {{PROGRAM, NULL, 0, 0}, 0, 0};
     const char *files[64];
     int count = 0;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--replace") == 0) run.replace = 1;
-        else if (strcmp(argv[i], "--dry-run") == 0) run.dry_run = 1;
+        if (strcmp(argv[i], "--replace") == 0) run.target.replace = 1;
+        else if (strcmp(argv[i], "--dry-run") == 0) run.target.dry_run = 1;
         else if (strcmp(argv[i], "--remove-source") == 0) run.remove_source = 1;
         else if (argv[i][0] == '-' || count == 64) {
             fprintf(stderr, "usage: " PROGRAM " [--app ID] import [--replace] [--dry-run] [--remove-source] [FILE...]\n");
@@ -170,7 +117,7 @@ int git_import(const char *app, int argc, char **argv) {
         else snprintf(config_file, sizeof config_file, "%s/.config/git/credentials", home);
     }
     char message[512];
-    switch (helper_open_store(PROGRAM, app, !run.dry_run, &run.store, message, sizeof message)) {
+    switch (helper_open_store(PROGRAM, app, !run.target.dry_run, &run.target.store, message, sizeof message)) {
     case HELPER_OPENED: break;
     case HELPER_NO_STORE: break; /* a dry run: everything would be imported */
     default: fprintf(stderr, "%s\n", message); return 1;
@@ -182,6 +129,6 @@ int git_import(const char *app, int argc, char **argv) {
     } else {
         for (int i = 0; i < count && !run.failed; i++) status |= import_file(&run, files[i], 1);
     }
-    if (run.store) keybay_close(run.store);
+    if (run.target.store) keybay_close(run.target.store);
     return status ? 1 : 0;
 }
