@@ -46,7 +46,8 @@ extension Command {
             file = try readWholeFile(input, what: "age file")
         }
         let allowAgent = a.flags.contains("--allow-agent")
-        let session = try unlock(a, c.interaction, createIfAbsent: false, throughAgent: allowAgent)
+        // A new machine's store is made by the import itself; a dry run makes nothing.
+        let session = try unlock(a, c.interaction, createIfAbsent: !a.flags.contains("--dry-run"), throughAgent: allowAgent)
         defer { session.close() }
         let report = try session.importAge(file, identityFile: identityFile, replace: a.flags.contains("--replace"), dryRun: a.flags.contains("--dry-run"))
         return printReport(report, json: a.json)
