@@ -62,6 +62,14 @@ def _option_strings(options):
     return (ctypes.c_char_p * (len(strings) + 1))(*strings, None)
 
 
+def _taken_bytes(pointer, length):
+    """The bytes the library handed out (as bytes), its memory wiped and freed."""
+    try:
+        return ctypes.string_at(pointer, length.value)
+    finally:
+        c.lib.keybay_free_value(pointer, length.value)
+
+
 class Store:
     """An open session on one application's store (keybay_store *). Close it, or use `with`."""
 
@@ -103,10 +111,7 @@ class Store:
             return None
         if number != 0:
             _raise(number, slot)
-        try:
-            return ctypes.string_at(value, length.value)
-        finally:
-            c.lib.keybay_free_value(value, length.value)
+        return _taken_bytes(value, length)
 
     def __getitem__(self, key):
         value = self.get(key)
@@ -162,10 +167,7 @@ class Store:
                                      ctypes.byref(slot))
         if number != 0:
             _raise(number, slot)
-        try:
-            return ctypes.string_at(file, length.value)
-        finally:
-            c.lib.keybay_free_value(file, length.value)
+        return _taken_bytes(file, length)
 
     def import_age(self, data, identity, *, replace=False, dry_run=False):
         """Imports an export (`data`, bytes) with an age identity file's contents (`identity`:
