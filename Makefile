@@ -144,7 +144,7 @@ integrations:
 	bin="$(INTEGRATION_BIN)" && out="$(if $(OUT),$(OUT),$$bin/integrations)" && mkdir -p "$$out" && \
 	for helper in git/git-credential-keybay docker/docker-credential-keybay; do \
 	  $(CC) $(INTEGRATION_CFLAGS) -I "$(TOP)/Sources/CKeybay/include" -I "$(TOP)/integrations/common" \
-	    "$(TOP)/integrations/$$helper.c" "$(TOP)"/integrations/common/*.c -L "$$bin" -lkeybay -lsodium \
+	    "$(TOP)/integrations/$${helper%/*}"/*.c "$(TOP)"/integrations/common/*.c -L "$$bin" -lkeybay -lsodium \
 	    -Wl,-rpath,'$$ORIGIN/../lib' -o "$$out/$${helper#*/}.$$$$" && mv -f "$$out/$${helper#*/}.$$$$" "$$out/$${helper#*/}" || exit 1; \
 	done
 

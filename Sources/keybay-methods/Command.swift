@@ -76,6 +76,8 @@ enum Command {
         case "unlock": return try unlockStore(c)
         case "lock": return try lockStores(c)
         case "agent": return try runAgent(c)
+        case "export": return try export(c)
+        case "import": return try importRecords(c)
         default: throw Arguments.UsageError(message: "unknown command '\(command)'")
         }
     }

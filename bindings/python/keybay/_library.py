@@ -85,6 +85,14 @@ class StatusInfo(ctypes.Structure):
                 ("unlocked_until", ctypes.c_int64)]
 
 
+class ImportReport(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32),
+                ("imported", ctypes.c_size_t),
+                ("unchanged", ctypes.c_size_t),
+                ("replaced", ctypes.c_size_t),
+                ("conflicts", ctypes.c_size_t)]
+
+
 # The answer buffer and the shown secret are void pointers, not c_char_p: ctypes would turn a
 # c_char_p argument into an immutable bytes copy that nobody can wipe.
 ASK_SECRET = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int,
@@ -153,7 +161,11 @@ for name, result, arguments in [
         ("keybay_reset", ctypes.c_int, [ctypes.POINTER(OpenOptions), _err]),
         ("keybay_free_string", None, [_p]),
         ("keybay_version", _s, []),
-        ("keybay_default_interaction", ctypes.POINTER(Interaction), [])]:
+        ("keybay_default_interaction", ctypes.POINTER(Interaction), []),
+        ("keybay_export", ctypes.c_int, [_p, ctypes.POINTER(_s), ctypes.c_size_t, ctypes.POINTER(_s), ctypes.c_size_t, ctypes.c_uint,
+                                         ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t), _err]),
+        ("keybay_import_age", ctypes.c_int, [_p, _p, ctypes.c_size_t, _p, ctypes.c_size_t, ctypes.c_uint,
+                                             ctypes.POINTER(ImportReport), _err])]:
     function = getattr(lib, name)
     function.restype = result
     function.argtypes = arguments

@@ -11,6 +11,9 @@ from .methods import Status
 
 KEYBAY_ERR_NOT_FOUND = 31
 KEYBAY_ERR_CLOSED = 30
+KEYBAY_EXPORT_ALLOW_AGENT = 1
+KEYBAY_IMPORT_REPLACE = 1
+KEYBAY_IMPORT_DRY_RUN = 2
 
 
 def _utf8(value, what):
@@ -63,6 +66,14 @@ def _option_strings(options):
     return (ctypes.c_char_p * (len(strings) + 1))(*strings, None)
 
 
+def _taken_bytes(pointer, length):
+    """The bytes the library handed out (as bytes), its memory wiped and freed."""
+    try:
+        return ctypes.string_at(pointer, length.value)
+    finally:
+        c.lib.keybay_free_value(pointer, length.value)
+
+
 class Store:
     """An open session on one application's store (keybay_store *). Close it, or use `with`."""
 
@@ -104,10 +115,7 @@ class Store:
             return None
         if number != 0:
             _raise(number, slot)
-        try:
-            return ctypes.string_at(value, length.value)
-        finally:
-            c.lib.keybay_free_value(value, length.value)
+        return _taken_bytes(value, length)
 
     def __getitem__(self, key):
         value = self.get(key)
@@ -206,6 +214,48 @@ class Store:
             return [keys[i].decode("utf-8") for i in range(count.value)]
         finally:
             c.lib.keybay_free_strings(keys, count.value)
+
+    def export(self, recipients, keys=(), *, allow_agent=False):
+        """The records (or those of `keys`) as an age file (bytes) encrypted to `recipients`
+        (age1... X25519 strings), never plaintext (docs/format.md, "Exports"). Through the keybay
+        agent only with `allow_agent`."""
+        if isinstance(recipients, str):
+            recipients = [recipients]
+        chosen = [_utf8(r, "recipient") for r in recipients]
+        wanted = [_utf8(k, "key") for k in keys]
+        recipient_array = (ctypes.c_char_p * max(len(chosen), 1))(*chosen)
+        key_array = (ctypes.c_char_p * max(len(wanted), 1))(*wanted)
+        file, length, slot = ctypes.c_void_p(), ctypes.c_size_t(), errors.error_slot()
+        number = c.lib.keybay_export(self._open_handle(), recipient_array, len(chosen), key_array, len(wanted),
+                                     KEYBAY_EXPORT_ALLOW_AGENT if allow_agent else 0, ctypes.byref(file), ctypes.byref(length),
+                                     ctypes.byref(slot))
+        if number != 0:
+            _raise(number, slot)
+        return _taken_bytes(file, length)
+
+    def import_age(self, data, identity, *, replace=False, dry_run=False):
+        """Imports an export (`data`, bytes) with an age identity file's contents (`identity`:
+        bytes or str, `age-keygen`'s format). Returns the counts {"imported", "unchanged",
+        "replaced", "conflicts"}: a conflict (another value stored) is kept unless `replace`."""
+        file = bytearray(memoryview(data))
+        secret = bytearray(identity.encode("utf-8") if isinstance(identity, str) else memoryview(identity))
+        try:
+            report = c.ImportReport()
+            report.struct_size = ctypes.sizeof(c.ImportReport)
+            slot = errors.error_slot()
+            file_buffer = (ctypes.c_char * len(file)).from_buffer(file) if file else None
+            identity_buffer = (ctypes.c_char * len(secret)).from_buffer(secret) if secret else None
+            flags = (KEYBAY_IMPORT_REPLACE if replace else 0) | (KEYBAY_IMPORT_DRY_RUN if dry_run else 0)
+            number = c.lib.keybay_import_age(self._open_handle(), file_buffer, len(file), identity_buffer, len(secret), flags,
+                                             ctypes.byref(report), ctypes.byref(slot))
+            del file_buffer, identity_buffer
+            if number != 0:
+                _raise(number, slot)
+            return {"imported": report.imported, "unchanged": report.unchanged, "replaced": report.replaced,
+                    "conflicts": report.conflicts}
+        finally:
+            if secret:
+                ctypes.memset((ctypes.c_char * len(secret)).from_buffer(secret), 0, len(secret))
 
     def enroll(self, plugin, label=None, *, interaction=None, **options):
         """Enrolls an unlock method of `plugin`; returns its id. `interaction` defaults to open's."""

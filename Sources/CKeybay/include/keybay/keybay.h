@@ -321,6 +321,40 @@ KEYBAY_API void keybay_free_string(char *string);
 /* The library's release, e.g. "1.2.0". */
 KEYBAY_API const char *keybay_version(void);
 
+/* Export and import (age), since 1.2. */
+/* keybay_export: with this flag a store the keybay agent holds is exported through it; without,
+ * such a store is KEYBAY_ERR_AUTHENTICATION_REQUIRED (open it without the agent, with its method). */
+#define KEYBAY_EXPORT_ALLOW_AGENT 1u
+/* keybay_import_age: replace records that hold another value; write nothing, only count. */
+#define KEYBAY_IMPORT_REPLACE 1u
+#define KEYBAY_IMPORT_DRY_RUN 2u
+/* What an import did (or would do): set `struct_size` to sizeof(keybay_import_report) before
+ * the call. */
+typedef struct keybay_import_report {
+    uint32_t struct_size;
+    size_t imported;  /* keys that had no record */
+    size_t unchanged; /* keys whose record held the same value */
+    size_t replaced;  /* keys whose other value was replaced (KEYBAY_IMPORT_REPLACE) */
+    size_t conflicts; /* keys whose other value was kept */
+} keybay_import_report;
+/* The store's records (or the key_count `keys`; 0 for all) as an age file (docs/format.md §13)
+ * encrypted to the recipient_count `recipients` (age1... X25519), never plaintext: *file (free
+ * with keybay_free_value) and *length. A bad recipient is KEYBAY_ERR_INVALID_ARGUMENT. */
+KEYBAY_API KEYBAY_WARN_UNUSED_RESULT
+keybay_code keybay_export(keybay_store *store, const char *const *recipients, size_t recipient_count,
+                          const char *const *keys /* may be NULL when key_count is 0 */, size_t key_count, unsigned flags,
+                          uint8_t **file, size_t *length, keybay_error **err);
+/* Decrypts file[0..file_length) with the identities of an age identity file (`age-keygen`'s
+ * format) and imports its records: new keys imported, equal ones left, others conflicts, kept
+ * unless KEYBAY_IMPORT_REPLACE; one durable write, each record read back. Conflicts are not an
+ * error: report->conflicts counts them. KEYBAY_ERR_WRONG_SECRET when no identity matches,
+ * KEYBAY_ERR_INTEGRITY for a file that does not authenticate, KEYBAY_ERR_MALFORMED for one
+ * that is not age v1 or not the record layout; the store is then unchanged. */
+KEYBAY_API KEYBAY_WARN_UNUSED_RESULT
+keybay_code keybay_import_age(keybay_store *store, const uint8_t *file, size_t file_length,
+                              const uint8_t *identity, size_t identity_length, unsigned flags,
+                              keybay_import_report *report, keybay_error **err);
+
 #ifdef __cplusplus
 }
 #endif
