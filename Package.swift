@@ -105,8 +105,10 @@ let package = Package(
         // plugin-check's table of conformance checks: linked by the CLI, no product (not API of
         // the library); it reaches the loader through Keybay's package-access PluginUnderCheck.
         .target(name: "KeybayConformance", dependencies: ["Keybay", "CKeybayPlugin"]),
+        // The Secret Service's items for `import secret-service` (the CLI alone): libsecret-1 opened on first use.
+        .target(name: "CKeybaySecretItems", path: "Sources/CKeybaySecretItems", linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
         // The CLI links its runtimes statically (cliLinking above, docs/performance.md).
-        .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "KeybayConformance", "CSodium", "CKeybayAgent"],
+        .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "KeybayConformance", "CSodium", "CKeybayAgent", "CKeybaySecretItems"],
                          linkerSettings: cliLinking),
 
         // First-party plugins (C11). file-root: the TPM-less platform root. passphrase: Argon2id

@@ -12,14 +12,14 @@
 # The helper calls pass on the --app and --plugin-dir options already on the command line and
 # never prompt (--no-input, standard input from /dev/null, errors discarded).
 
-_keybay_methods_commands="status init get set rm keys list plugins enroll change remove verify benchmark plugin-check root unlock lock agent reset help"
+_keybay_methods_commands="status init get set rm keys list plugins enroll change remove verify benchmark plugin-check root unlock lock agent export import reset help"
 _keybay_methods_globals="--app --json --method --passphrase-fd --pin-fd --recovery-key-fd --new-passphrase-fd --new-pin-fd --no-input --plugin-dir --root --help"
 _keybay_methods_passphrase_opts="memory-kib= iterations= lanes= target-ms="
 
 # Options that take a value (the next word, or after '=').
 _keybay_methods_takes_value() {
     case "$1" in
-        --app|--plugin-dir|--method|--root|--passphrase-fd|--pin-fd|--recovery-key-fd|--new-passphrase-fd|--new-pin-fd|--label|--opt|--wrong-opt|--change-credential|--for) return 0 ;;
+        --app|--plugin-dir|--method|--root|--passphrase-fd|--pin-fd|--recovery-key-fd|--new-passphrase-fd|--new-pin-fd|--label|--opt|--wrong-opt|--change-credential|--for|--to|--to-file|--identity|--attr|--key-from|--prefix) return 0 ;;
     esac
     return 1
 }
@@ -173,6 +173,8 @@ _keybay_methods() {
             list) opts+=" --describe" ;;
             unlock) opts+=" --for" ;;
             lock) opts+=" --all" ;;
+            export) opts+=" --to --to-file --allow-agent" ;;
+            import) opts+=" --identity --replace --dry-run --allow-agent --attr --key-from --prefix --remove-source" ;;
         esac
         COMPREPLY=($(compgen -W "$opts" -- "$cur"))
         return 0

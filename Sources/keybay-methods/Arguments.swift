@@ -28,6 +28,9 @@ struct Arguments {
     var changeCredential: String?
     /// `unlock --for DURATION`: how long the agent holds the store (AgentDuration).
     var duration: String?
+    /// The value options of `export` and `import` (`--to`, `--to-file`, `--identity`, `--attr`,
+    /// `--key-from`, `--prefix`), each in the order given; the commands check how many they take.
+    var commandValues: [String: [String]] = [:]
     /// `--help` anywhere prints the usage and does nothing else.
     var help = false
     /// `--version` anywhere prints the version and does nothing else (`--help` wins).
@@ -36,14 +39,18 @@ struct Arguments {
     struct UsageError: Error { let message: String }
 
     /// Options that take a value, global or per command.
-    static let valueOptions = Set(["--app", "--plugin-dir", "--method", "--root", "--label", "--opt", "--wrong-opt", "--change-credential", "--for"]).union(SecretDescriptors.options)
-    static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--describe", "--help", "-h", "--version", "--keep-in-backups", "--all"]
+    static let valueOptions = Set(["--app", "--plugin-dir", "--method", "--root", "--label", "--opt", "--wrong-opt", "--change-credential", "--for",
+                                        "--to", "--to-file", "--identity", "--attr", "--key-from", "--prefix"]).union(SecretDescriptors.options)
+    static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--describe", "--help", "-h", "--version", "--keep-in-backups", "--all",
+                                                  "--allow-agent", "--replace", "--dry-run", "--remove-source"]
     /// The command options each command accepts (globals are accepted everywhere).
     static let commandOptions: [String: Set<String>] = [
         "status": [], "init": ["--opt", "--keep-in-backups"], "backup": [], "get": [], "set": ["--stdin"], "rm": [], "keys": [], "reset": ["--yes"], "help": [],
         "list": ["--describe"], "plugins": [], "enroll": ["--label", "--opt"], "change": ["--label", "--opt"], "remove": [], "verify": [], "benchmark": ["--opt"],
         "plugin-check": ["--opt", "--wrong-opt", "--change-credential"], "root": ["--opt"],
         "unlock": ["--for"], "lock": ["--all"], "agent": [],
+        "export": ["--to", "--to-file", "--allow-agent"],
+        "import": ["--identity", "--replace", "--dry-run", "--allow-agent", "--attr", "--key-from", "--prefix", "--remove-source"],
     ]
 
     /// The value options that belong to commands (the rest are global), from the table above.
@@ -148,7 +155,7 @@ struct Arguments {
             guard !given.contains(where: { $0.0 == key }) else { throw UsageError(message: "option \(key) given twice") }
             if name == "--opt" { options.append((key, String(value[value.index(after: eq)...]))) }
             else { wrongOptions.append((key, String(value[value.index(after: eq)...]))) }
-        default: break
+        default: commandValues[name, default: []].append(value)
         }
     }
 
@@ -230,6 +237,20 @@ commands:
                       mark the store's and the root's directories as excluded from backups,
                       or remove the markers (the store is then kept in backups)
   reset --yes         remove the store and its platform root, losing every record
+  export --to RECIPIENT... [--to-file FILE] [--allow-agent] [KEY...]
+                      write the records (or those KEYs) to standard output as an age file
+                      encrypted to each age1... RECIPIENT (and those in FILE), never plaintext;
+                      the store opens with its unlock method, not through the agent unless
+                      --allow-agent
+  import age --identity FILE [--replace] [--dry-run] [--allow-agent] [AGEFILE]
+                      import an export (AGEFILE, or standard input) with the age identities in
+                      FILE: new keys are imported, equal ones left, different ones are
+                      conflicts (kept, named, exit 1) unless --replace; --dry-run writes nothing
+  import secret-service --attr NAME=VALUE... --key-from ATTR [--prefix P] [--replace]
+         [--dry-run] [--remove-source]
+                      import the Secret Service items whose attributes match, each under the
+                      key mapped from its ATTR value (docs/cli.md); --remove-source deletes each
+                      item once its record reads back
 
 global options (before or after the command):
   --app ID            application id (default: $KEYBAY_APP_ID)

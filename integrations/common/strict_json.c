@@ -241,6 +241,43 @@ int json_read_object(const uint8_t *input, size_t length, json_member *members, 
     return r.at == r.end ? 0 : -1;
 }
 
+int json_object_spans(const uint8_t *input, size_t length, size_t start, json_span *members, size_t capacity,
+                      size_t *count, size_t *end, uint8_t *scratch, size_t scratch_capacity) {
+    reader r = {input + start, input + length, scratch, scratch + scratch_capacity};
+    *count = 0;
+    if (r.at >= r.end || *r.at != '{') return -1;
+    r.at++;
+    skip_space(&r);
+    if (r.at < r.end && *r.at == '}') { *end = (size_t)(r.at + 1 - input); return 0; }
+    for (;;) {
+        if (*count == capacity) return -1;
+        json_span *m = &members[(*count)++];
+        m->name_start = (size_t)(r.at - input);
+        m->name = r.out;
+        if (read_string(&r) != 0) return -1;
+        m->name_length = (size_t)(r.out - m->name);
+        skip_space(&r);
+        if (r.at >= r.end || *r.at != ':') return -1;
+        r.at++;
+        skip_space(&r);
+        m->value_start = (size_t)(r.at - input);
+        if (skip_value(&r, 1) != 0) return -1;
+        m->value_end = (size_t)(r.at - input);
+        skip_space(&r);
+        if (r.at >= r.end) return -1;
+        if (*r.at == '}') { *end = (size_t)(r.at + 1 - input); return 0; }
+        if (*r.at != ',') return -1;
+        r.at++;
+        skip_space(&r);
+    }
+}
+
+long json_decode_string(const uint8_t *input, size_t length, size_t start, uint8_t *out, size_t capacity) {
+    reader r = {input + start, input + length, out, out + capacity};
+    if (read_string(&r) != 0) return -1;
+    return (long)(r.out - out);
+}
+
 size_t json_write_string(uint8_t *out, size_t capacity, const uint8_t *bytes, size_t length) {
     static const char hex[] = "0123456789abcdef";
     if (!json_valid_utf8(bytes, length)) return 0;

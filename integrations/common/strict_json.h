@@ -27,6 +27,26 @@ typedef struct {
 int json_read_object(const uint8_t *input, size_t length, json_member *members, size_t count,
                      uint8_t *scratch, size_t scratch_capacity);
 
+/* One member of an object, located in the input (offsets into it): its name decoded into the
+ * scratch buffer given, the opening quote of its name, and its value's bytes. */
+typedef struct {
+    const uint8_t *name;
+    size_t name_length;
+    size_t name_start;
+    size_t value_start, value_end;
+} json_span;
+
+/* The members of the object that starts at input[start] (its '{'), in order: 0, with *count of
+ * them (at most `capacity`) and *end just past its '}'; -1 for anything that is not a valid
+ * object (values validated as json_read_object validates them, not decoded) or more members than
+ * `capacity`. Names decode into scratch (which needs the object's length in bytes). */
+int json_object_spans(const uint8_t *input, size_t length, size_t start, json_span *members, size_t capacity,
+                      size_t *count, size_t *end, uint8_t *scratch, size_t scratch_capacity);
+
+/* Decodes the JSON string whose opening quote is input[start]: its length, or -1 (not a string,
+ * invalid, or longer than `capacity`). */
+long json_decode_string(const uint8_t *input, size_t length, size_t start, uint8_t *out, size_t capacity);
+
 /* The most bytes json_write_string can write for `length` bytes of text, quotes included. */
 #define JSON_STRING_CAPACITY(length) (6 * (length) + 2)
 /* Writes `bytes` (valid UTF-8, else nothing is written) as a JSON string, quotes included,

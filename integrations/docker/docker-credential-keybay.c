@@ -20,16 +20,15 @@
 #include "helper_io.h"
 #include "helper_store.h"
 #include "integration_record.h"
+#include "docker_record.h"
+#include "docker_import.h"
 #include "strict_json.h"
 
 #define PROGRAM "docker-credential-keybay"
 #define DEFAULT_APP "docker-credential"
 #define INPUT_LIMIT (1024 * 1024)
-#define KEY_PREFIX "docker/"
 #define NOT_FOUND "credentials not found in native keychain"
 
-enum { SERVER_URL = 1, USERNAME, SECRET };
-static const uint8_t identity_tags[] = {SERVER_URL};
 
 /* A protocol error: one line on standard output, exit status 1. */
 static int fail(const char *line) {
@@ -50,12 +49,6 @@ static int fail_call(keybay_error *err) {
     helper_describe_error(PROGRAM, err, message, sizeof message);
     keybay_error_free(err);
     return fail_store(message);
-}
-
-static void record_key(const integration_record *record, char *key, size_t capacity) {
-    char identity[65];
-    record_digest_hex(record, RECORD_ROLE_IDENTITY, identity_tags, sizeof identity_tags, 32, identity);
-    snprintf(key, capacity, KEY_PREFIX "%s", identity);
 }
 
 /* Go's strings.TrimSpace for the ASCII spaces: what get and erase read is the URL. */
@@ -102,7 +95,7 @@ static int store_credentials(const char *app, const guarded_buffer *input) {
         for (int tag = SERVER_URL; tag <= SECRET; tag++)
             record.fields[tag] = (record_field){1, members[tag - 1].value, members[tag - 1].length};
         char key[RECORD_KEY_CAPACITY + 1];
-        record_key(&record, key, sizeof key);
+        docker_record_key(&record, key, sizeof key);
         size_t length = record_encoded_length(&record);
         uint8_t *value = sodium_malloc(length);
         keybay_store *store = NULL;
@@ -128,7 +121,7 @@ static int find(keybay_store *store, const record_field *url, uint8_t **value, s
     integration_record wanted = {.kind = RECORD_KIND_DOCKER};
     wanted.fields[SERVER_URL] = *url;
     char key[RECORD_KEY_CAPACITY + 1];
-    record_key(&wanted, key, sizeof key);
+    docker_record_key(&wanted, key, sizeof key);
     keybay_error *err = NULL;
     int code = keybay_get(store, key, value, length, &err);
     if (code == KEYBAY_ERR_NOT_FOUND) { keybay_error_free(err); return fail(NOT_FOUND); }
@@ -182,7 +175,7 @@ static int erase_credentials(const char *app, const guarded_buffer *input) {
     integration_record wanted = {.kind = RECORD_KIND_DOCKER};
     wanted.fields[SERVER_URL] = url;
     char key[RECORD_KEY_CAPACITY + 1];
-    record_key(&wanted, key, sizeof key);
+    docker_record_key(&wanted, key, sizeof key);
     keybay_error *err = NULL;
     int code = keybay_delete(store, key, &err), status = 0;
     if (code == KEYBAY_ERR_NOT_FOUND) { keybay_error_free(err); status = fail(NOT_FOUND); }
@@ -252,7 +245,15 @@ int main(int argc, char **argv) {
         if (action) action = "";
         else action = argv[i];
     }
-    if (!action || !*action) return fail("Usage: " PROGRAM " [--app ID] <store|get|erase|list|version>");
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--app") == 0) { i++; continue; }
+        if (strncmp(argv[i], "--app=", 6) == 0) continue;
+        if (strcmp(argv[i], "import") != 0) break;
+        if (sodium_init() < 0) return fail(PROGRAM ": libsodium did not initialise");
+        return docker_import(app, argc - i - 1, argv + i + 1);
+    }
+    if (!action || !*action) return fail("Usage: " PROGRAM " [--app ID] <store|get|erase|list|version>\n"
+                                         "       " PROGRAM " [--app ID] import [--replace] [--dry-run] [--remove-source] [CONFIG]");
     if (strcmp(action, "version") == 0) {
         printf(PROGRAM " (keybay) %s\n", keybay_version());
         return 0;

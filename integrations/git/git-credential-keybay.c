@@ -6,6 +6,7 @@
  *
  *   git config --global credential.helper keybay
  *   git-credential-keybay [--app ID] [--use-http-path] get|store|erase    (git runs it; attributes on stdin)
+ *   git-credential-keybay [--app ID] import [--replace] [--dry-run] [--remove-source] [FILE...]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,81 +19,12 @@
 #include "helper_io.h"
 #include "helper_store.h"
 #include "integration_record.h"
+#include "git_record.h"
+#include "git_import.h"
 
 #define PROGRAM "git-credential-keybay"
 #define DEFAULT_APP "git-credential"
 #define INPUT_LIMIT (1024 * 1024)
-#define KEY_PREFIX "git/"
-
-enum { PROTOCOL = 1, HOST, PATH, USERNAME, PASSWORD, PASSWORD_EXPIRY_UTC, OAUTH_REFRESH_TOKEN };
-static const char *const attribute_names[RECORD_MAX_TAG + 1] = {
-    NULL, "protocol", "host", "path", "username", "password", "password_expiry_utc", "oauth_refresh_token"};
-static const uint8_t group_tags[] = {PROTOCOL, HOST};
-static const uint8_t identity_tags[] = {PROTOCOL, HOST, PATH, USERNAME};
-
-static int hex_digit(uint8_t c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-/* bytes[0..length) %-decoded in place as git's url_decode does ('+' stays; a '%' without two hex
- * digits after it stays); the field points at the result. */
-static void set_decoded(record_field *field, uint8_t *bytes, size_t length) {
-    size_t out = 0;
-    for (size_t i = 0; i < length; i++) {
-        int high, low;
-        if (bytes[i] == '%' && i + 2 < length && (high = hex_digit(bytes[i + 1])) >= 0 && (low = hex_digit(bytes[i + 2])) >= 0) {
-            bytes[out++] = (uint8_t)(high * 16 + low);
-            i += 2;
-        } else {
-            bytes[out++] = bytes[i];
-        }
-    }
-    *field = (record_field){1, bytes, out};
-}
-
-static int is_http(const record_field *protocol) {
-    return (protocol->length == 4 && memcmp(protocol->bytes, "http", 4) == 0)
-        || (protocol->length == 5 && memcmp(protocol->bytes, "https", 5) == 0);
-}
-
-/* url=: git's credential_from_url. The URL's parts (protocol, host with its port, username,
- * password, path) replace every attribute read before it, as if they had been sent; attributes
- * after it override them. Username, password, host and path are %-decoded; the path loses its
- * leading and trailing slashes. An http(s) URL's path is dropped unless `use_http_path` (git
- * drops it itself unless credential.useHttpPath is set, and then sends path=). -1 for a URL
- * without a scheme or with a newline in a decoded part, which git refuses too. */
-static int parse_url(uint8_t *url, size_t length, integration_record *query, int use_http_path) {
-    memset(query->fields, 0, sizeof query->fields);
-    uint8_t *end = url + length, *protocol_end = NULL;
-    for (uint8_t *p = url; p + 3 <= end; p++)
-        if (memcmp(p, "://", 3) == 0) { protocol_end = p; break; }
-    if (!protocol_end || protocol_end == url) return -1;
-    uint8_t *start = protocol_end + 3, *slash = start;
-    while (slash < end && *slash != '/' && *slash != '?' && *slash != '#') slash++;
-    uint8_t *at = memchr(start, '@', (size_t)(end - start)), *colon = memchr(start, ':', (size_t)(end - start));
-    uint8_t *host = start;
-    if (at && at < slash) {
-        if (colon && colon < at) {
-            set_decoded(&query->fields[USERNAME], start, (size_t)(colon - start));
-            set_decoded(&query->fields[PASSWORD], colon + 1, (size_t)(at - colon - 1));
-        } else {
-            set_decoded(&query->fields[USERNAME], start, (size_t)(at - start));
-        }
-        host = at + 1;
-    }
-    query->fields[PROTOCOL] = (record_field){1, url, (size_t)(protocol_end - url)};
-    set_decoded(&query->fields[HOST], host, (size_t)(slash - host));
-    while (slash < end && *slash == '/') slash++;
-    if (slash < end) {
-        set_decoded(&query->fields[PATH], slash, (size_t)(end - slash));
-        while (query->fields[PATH].length > 1 && query->fields[PATH].bytes[query->fields[PATH].length - 1] == '/')
-            query->fields[PATH].length--;
-    }
-    for (int tag = PROTOCOL; tag <= PASSWORD; tag++)
-        if (query->fields[tag].present && memchr(query->fields[tag].bytes, '\n', query->fields[tag].length)) return -1;
-    if (!use_http_path && is_http(&query->fields[PROTOCOL])) query->fields[PATH] = (record_field){0, NULL, 0};
-    return 0;
-}
 
 /* Attributes as git sends them: "key=value" lines up to a blank line or the end. A trailing CR
  * is dropped, as git's own reader does; unknown attributes are ignored; a later line wins.
@@ -229,13 +161,9 @@ static int get(keybay_store *store, const integration_record *query) {
 /* store: keeps the credential under the digest of its protocol, host, path and username. git
  * sends nothing to store without those (and a password), and then nothing is stored. */
 static int store_credential(keybay_store *store, const integration_record *query) {
-    if (!query->fields[PROTOCOL].present || !(query->fields[HOST].present || query->fields[PATH].present)
-        || !query->fields[USERNAME].present || !query->fields[PASSWORD].present)
-        return 0;
-    char identity[65], key[RECORD_KEY_CAPACITY + 1], group[33];
-    record_digest_hex(query, RECORD_ROLE_GROUP, group_tags, sizeof group_tags, 16, group);
-    record_digest_hex(query, RECORD_ROLE_IDENTITY, identity_tags, sizeof identity_tags, 32, identity);
-    snprintf(key, sizeof key, KEY_PREFIX "%s/%s", group, identity);
+    if (!git_record_is_complete(query)) return 0;
+    char key[RECORD_KEY_CAPACITY + 1];
+    git_record_key(query, key, sizeof key);
     size_t length = record_encoded_length(query);
     uint8_t *value = sodium_malloc(length);
     if (!value) { say(PROGRAM ": out of memory"); return 1; }
@@ -276,7 +204,8 @@ static int erase(keybay_store *store, const integration_record *query) {
 }
 
 static int usage(int status) {
-    fprintf(status ? stderr : stdout, "usage: " PROGRAM " [--app ID] [--use-http-path] get|store|erase   (credential.helper \"keybay [--app ID]\")\n");
+    fprintf(status ? stderr : stdout, "usage: " PROGRAM " [--app ID] [--use-http-path] get|store|erase   (credential.helper \"keybay [--app ID]\")\n"
+                                         "       " PROGRAM " [--app ID] import [--replace] [--dry-run] [--remove-source] [FILE...]\n");
     return status;
 }
 
@@ -290,6 +219,10 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return usage(0);
         else if (argv[i][0] == '-' || operation) return usage(2);
         else operation = argv[i];
+        if (strcmp(operation, "import") == 0) {
+            if (sodium_init() < 0) { say(PROGRAM ": libsodium did not initialise"); return 1; }
+            return git_import(app, argc - i - 1, argv + i + 1);
+        }
     }
     if (!operation) return usage(2);
     int is_get = strcmp(operation, "get") == 0, is_store = strcmp(operation, "store") == 0, is_erase = strcmp(operation, "erase") == 0;

@@ -194,25 +194,36 @@ enum HPKE {
     /// Opens straight into guarded memory; nil on any failure (including an empty plaintext,
     /// which `SecureBytes` cannot hold).
     static func aeadOpen(key: SecureBytes, nonce: [UInt8], aad: [UInt8], ciphertext: UnsafeRawBufferPointer) -> SecureBytes? {
-        Sodium.ensureInitialised()
-        guard key.count == nk, nonce.count == nn, ciphertext.count > nt else { return nil }
+        guard ciphertext.count > nt else { return nil }
         struct Failed: Error {}
         return try? SecureBytes(count: ciphertext.count - nt) { out in
-            var mlen: UInt64 = 0
-            let rc = key.withUnsafeBytes { k in
+            if !aeadOpen(key: key, nonce: nonce, aad: aad, ciphertext: ciphertext, into: out) { throw Failed() }
+        }
+    }
+
+    /// Opens into `out` (exactly `ciphertext.count - nt` bytes, which may be none): false on any
+    /// failure, `out` then zeroed by libsodium. For callers that assemble several messages in one
+    /// guarded buffer (age's STREAM chunks).
+    static func aeadOpen(key: SecureBytes, nonce: [UInt8], aad: [UInt8], ciphertext: UnsafeRawBufferPointer,
+                         into out: UnsafeMutableRawBufferPointer) -> Bool {
+        Sodium.ensureInitialised()
+        guard key.count == nk, nonce.count == nn, ciphertext.count >= nt, out.count == ciphertext.count - nt else { return false }
+        var mlen: UInt64 = 0
+        func decrypt(_ m: UnsafeMutablePointer<UInt8>) -> Int32 {
+            key.withUnsafeBytes { k in
                 aad.withUnsafeBytes { a in
                     nonce.withUnsafeBytes { n in
                         crypto_aead_chacha20poly1305_ietf_decrypt(
-                            out.baseAddress!.assumingMemoryBound(to: UInt8.self), &mlen, nil,
-                            ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),
+                            m, &mlen, nil, ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),
                             a.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(a.count),
-                            n.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                            k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                            n.baseAddress!.assumingMemoryBound(to: UInt8.self), k.baseAddress!.assumingMemoryBound(to: UInt8.self))
                     }
                 }
             }
-            if rc != 0 || Int(mlen) != out.count { throw Failed() }
         }
+        var scratch: UInt8 = 0 // libsodium wants a pointer even for an empty plaintext
+        let rc = out.baseAddress.map { decrypt($0.assumingMemoryBound(to: UInt8.self)) } ?? decrypt(&scratch)
+        return rc == 0 && Int(mlen) == out.count
     }
 
     // MARK: Single-shot API (§6.1)

@@ -6,7 +6,7 @@ import Testing
 /// file may name only what its own layer and the layers below it declare. Crypto and Format are
 /// below Keys, Keys below Engine, Engine below API; Plugins and Root below API (and Engine); no
 /// type the API declares is named anywhere else. The top-level `KeybayError.swift` is below all.
-/// Agent (the agent's protocol and its client) is below API; Daemon (the agent itself, which
+/// Agent (the agent's protocol and its client) and Export (the age format) are below API; Daemon (the agent itself, which
 /// serves held stores through sessions) is above it.
 @Suite struct LayeringTests {
     /// Which layers each layer may use (its own always).
@@ -18,9 +18,11 @@ import Testing
         "Plugins": ["Errors", "Crypto", "Format", "Storage"],
         "Root": ["Errors", "Crypto", "Format", "Storage", "Plugins"],
         "Agent": ["Errors", "Crypto", "Format", "Storage"],
+        // The age format of exports: bytes and crypto, nothing of stores.
+        "Export": ["Errors", "Crypto", "Format"],
         "Keys": ["Errors", "Crypto", "Format", "Root"],
         "Engine": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys"],
-        "API": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "Agent"],
+        "API": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "Agent", "Export"],
         "Daemon": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "Agent", "API"],
         // The fuzzers' entry points reach into the format and the loader; nothing uses them.
         "Testing": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "API"],

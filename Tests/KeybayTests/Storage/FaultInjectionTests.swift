@@ -175,6 +175,27 @@ import Testing
                 }
             }
         }),
+        // An import of an age export (keybay-export/v1 by hand, encrypted by Debian's age):
+        // one write of the store, so the records change all together or not at all.
+        Scenario(name: "import age with --replace", setup: { box in
+            try expectStatus(box.cli("set", "a", "1"), 0)
+            try expectStatus(box.cli("set", "b", "old"), 0)
+            let key = box.root + "/key.txt", layout = box.root + "/layout", file = box.root + "/in.age"
+            try expectStatus(run("/usr/bin/age-keygen", ["-o", key], environment: box.environment), 0)
+            let recipient = try run("/usr/bin/age-keygen", ["-y", key], environment: box.environment).out.trimmingCharacters(in: .whitespacesAndNewlines)
+            writeBytes(layout, Array("keybay-export/v1\nb bmV3\nc Mw==\n".utf8))
+            try expectStatus(run("/usr/bin/age", ["-r", recipient, "-o", file, layout], environment: box.environment), 0)
+            return ["key": key, "file": file]
+        }, command: { facts in
+            (["import", "age", "--identity", facts["key"]!, facts["file"]!, "--replace", "--json"], nil)
+        }, check: { box, _, outcome in
+            let a = try record(box, "a"), b = try record(box, "b"), c = try record(box, "c")
+            #expect(a == "1", "\(outcome.description): an acknowledged record was lost")
+            let whole = (b == "new" && c == "3") || (b == "old" && c == nil)
+            #expect(whole, "\(outcome.description): b \(String(describing: b)), c \(String(describing: c))")
+            if outcome.printed != nil && !outcome.outputLost { #expect(b == "new" && c == "3", "\(outcome.description)") }
+            if outcome.printed == nil { #expect(outcome.status != 0, "\(outcome.description)") }
+        }),
         Scenario(name: "init on an empty home", setup: { _ in [:] }, command: { _ in (["init", "--json"], nil) },
                  check: { box, _, outcome in
             let now = try state(box)

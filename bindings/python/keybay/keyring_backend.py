@@ -113,9 +113,10 @@ class KeybayKeyring(KeyringBackend):
         """The open store, or None when there is none and `create` is false."""
         import keybay
         try:
-            if not create and not _store_file_exists(self.app_id) and keybay.status(self.app_id)["state"] == "absent":
+            if not create and not _store_file_exists(self.app_id) and keybay.status(self.app_id).state == "absent":
                 return None
-            return keybay.open(self.app_id, interaction=_interaction())
+            # The library's open policy, as the credential helpers': a typed secret asked three times.
+            return keybay.open(self.app_id, interaction=_interaction(), tries=3)
         except keybay.Error as error:
             if error.code in LOCKED_CODES:
                 raise self._locked(error) from error
@@ -189,3 +190,59 @@ class KeybayKeyring(KeyringBackend):
         except keybay.Error as error:
             raise keyring_errors.KeyringError(str(error)) from error
         return None
+
+
+def import_from_secret_service(service=None, *, replace=False, keyring=None):
+    """Brings keyring's own Secret Service items (attributes `service` and `username`, as
+    keyring's SecretService backend stores them; only `service`'s when it is given) into the
+    Keybay store of `keyring` (a KeybayKeyring; default: a new one, app id "python-keyring"),
+    under the backend's own key mapping. An item locked in its keyring is unlocked through the
+    Secret Service's prompt (KeyringLocked when it is dismissed). Another password already
+    stored for a (service, username) is a conflict, kept unless `replace`. Every written
+    password is read back. Returns {"imported", "unchanged", "replaced", "conflicts"}, each a
+    list of (service, username); the items stay in the Secret Service."""
+    import secretstorage
+    backend = keyring if keyring is not None else KeybayKeyring()
+    found = []
+    connection = secretstorage.dbus_init()
+    try:
+        for item in secretstorage.search_items(connection, {} if service is None else {"service": service}):
+            if item.is_locked() and item.unlock():
+                raise keyring_errors.KeyringLocked("the Secret Service's unlock prompt was dismissed")
+            attributes = item.get_attributes()
+            if "service" in attributes and "username" in attributes and service in (None, attributes["service"]):
+                found.append((attributes["service"], attributes["username"], bytearray(item.get_secret())))
+    finally:
+        connection.close()
+    report = {"imported": [], "unchanged": [], "replaced": [], "conflicts": []}
+    import keybay
+    try:
+        with backend._open(create=True) as store:
+            for item_service, username, secret in sorted(found, key=lambda f: (f[0], f[1])):
+                service_bytes, username_bytes = item_service.encode("utf-8"), username.encode("utf-8")
+                key = _key(service_bytes, username_bytes)
+                fields = backend._read(store, key, service_bytes)
+                outcome = "imported"
+                if fields is not None and fields[USERNAME] == username_bytes:
+                    if fields[PASSWORD] == secret:
+                        report["unchanged"].append((item_service, username))
+                        continue
+                    if not replace:
+                        report["conflicts"].append((item_service, username))
+                        continue
+                    outcome = "replaced"
+                value = bytearray(_encode(service_bytes, username_bytes, bytes(secret)))
+                try:
+                    store.set(key, value)
+                finally:
+                    value[:] = bytes(len(value))
+                back = backend._read(store, key, service_bytes)
+                if back is None or back[USERNAME] != username_bytes or back[PASSWORD] != secret:
+                    raise keyring_errors.KeyringError(f"the password for {item_service!r} does not read back as imported")
+                report[outcome].append((item_service, username))
+    except keybay.Error as error:
+        raise keyring_errors.KeyringError(str(error)) from error
+    finally:
+        for _, _, secret in found:
+            secret[:] = bytes(len(secret))
+    return report
