@@ -16,8 +16,8 @@ int main(int argc, char **argv) {
     o.struct_size = sizeof o;
     o.app_id = getenv("KEYBAY_APP_ID");
     keybay_error *err = NULL;
-    int code = keybay_root_reseal(&o, (const uint8_t *)argv[1], strlen(argv[1]), &err);
-    if (code == 0) {
+    keybay_code code = keybay_root_reseal(&o, (const uint8_t *)argv[1], strlen(argv[1]), &err);
+    if (code == KEYBAY_OK) {
         printf("ok\n");
         return err == NULL ? 0 : 1;
     }
