@@ -354,8 +354,7 @@ KEYBAY_API KEYBAY_WARN_UNUSED_RESULT
 keybay_code keybay_import_age(keybay_store *store, const uint8_t *file, size_t file_length,
                               const uint8_t *identity, size_t identity_length, unsigned flags,
                               keybay_import_report *report, keybay_error **err);
-
-/* The TPM root's recovery. */
+/* The TPM root's recovery, since 1.2. */
 /* Seals the store's tpm2 root again to the PCR values now in effect, opened with the root's
  * recovery key (made by `init --opt recovery=yes`): `recovery_key` is what the user typed,
  * `length` bytes (spaces, dashes and case do not matter), never kept. One atomic step under the
