@@ -19,9 +19,11 @@ final class CError: @unchecked Sendable {
     let tookEffect: Bool
     /// The methods an `.authenticationRequired` open lists, for `keybay_error_methods`.
     let methods: CMethodList?
+    /// `pcr-mismatch`'s PCRs as a bit mask (bit n: PCR n), for `keybay_error_pcrs`; 0 when none.
+    let pcrs: UInt32
 
     init(code: Int32, name: String, message: String, path: String? = nil, pluginID: String? = nil, methodID: String? = nil,
-         reason: String? = nil, triesLeft: Int? = nil, tookEffect: Bool = false, methods: [KeybayMethod]? = nil) {
+         reason: String? = nil, triesLeft: Int? = nil, tookEffect: Bool = false, methods: [KeybayMethod]? = nil, pcrs: [Int]? = nil) {
         self.code = code
         self.name = strdup(name)
         self.message = strdup(message)
@@ -32,13 +34,14 @@ final class CError: @unchecked Sendable {
         self.triesLeft = triesLeft.map { Int32(clamping: $0) } ?? -1
         self.tookEffect = tookEffect
         self.methods = methods.map(CMethodList.init)
+        self.pcrs = (pcrs ?? []).filter { (0..<24).contains($0) }.reduce(0) { $0 | 1 << UInt32($1) }
     }
 
     /// `e` as a C error; `methodID` names the method when `e` does not.
     convenience init(_ e: KeybayError, methodID: String? = nil) {
         self.init(code: ErrorCodes.numbers[e.code] ?? KEYBAY_ERR_PLUGIN_FAILED.number, name: e.code.rawValue, message: e.message, path: e.path,
                   pluginID: e.pluginID, methodID: e.methodID ?? methodID, reason: e.reason, triesLeft: e.triesLeft,
-                  tookEffect: e.tookEffect, methods: e.methods)
+                  tookEffect: e.tookEffect, methods: e.methods, pcrs: e.pcrs)
     }
 
     deinit {

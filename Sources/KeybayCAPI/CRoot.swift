@@ -15,3 +15,7 @@ public func keybay_root_reseal(_ options: UnsafePointer<keybay_open_options>?, _
         try KeybayStore.resealRoot(configuration, recoveryKey: key)
     }
 }
+
+/// `pcr-mismatch`'s PCRs (keybay.h): a bit mask, 0 when the error names none or is NULL.
+@_cdecl("keybay_error_pcrs")
+public func keybay_error_pcrs(_ error: OpaquePointer?) -> UInt32 { CError.from(error)?.pcrs ?? 0 }

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// root_reseal: keybay_root_reseal from C, for CAPITests: `root_reseal KEY` re-seals the tpm2 root
-// of KEYBAY_APP_ID's store with the recovery key KEY and prints "ok", or the error's code name
-// and reason ("wrong-secret wrong-recovery-key"), exiting 0 either way; 1 for a bad call.
+// root_reseal: the TPM root's recovery from C, for Tpm2RootRecoveryTests. `root_reseal KEY`
+// re-seals the tpm2 root of KEYBAY_APP_ID's store with the recovery key KEY and prints "ok", or
+// the error's code name and reason ("wrong-secret wrong-recovery-key"); `root_reseal --open`
+// opens the store and prints "ok", or the error's code name, reason and keybay_error_pcrs
+// ("platform-key-invalidated pcr-mismatch 0x000080"). Exit 0 either way; 1 for a bad call.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,15 @@ int main(int argc, char **argv) {
     o.struct_size = sizeof o;
     o.app_id = getenv("KEYBAY_APP_ID");
     keybay_error *err = NULL;
+    if (strcmp(argv[1], "--open") == 0) {
+        keybay_store *store = keybay_open(&o, NULL, &err);
+        if (store) { keybay_close(store); printf("ok\n"); return err == NULL ? 0 : 1; }
+        if (err == NULL) return 1;
+        const char *reason = keybay_error_reason(err);
+        printf("%s %s 0x%06x\n", keybay_error_name(err), reason ? reason : "-", (unsigned)keybay_error_pcrs(err));
+        keybay_error_free(err);
+        return 0;
+    }
     keybay_code code = keybay_root_reseal(&o, (const uint8_t *)argv[1], strlen(argv[1]), &err);
     if (code == KEYBAY_OK) {
         printf("ok\n");

@@ -82,9 +82,9 @@ import Testing
 }
 
 extension Tpm2RootRecoveryTests {
-    /// keybay_root_reseal from a C host (Tests/capi/root_reseal.c, built against the installed
-    /// prefix): a wrong key is `wrong-secret` `wrong-recovery-key`, the right one brings the
-    /// store back after the PCR change.
+    /// keybay_root_reseal and keybay_error_pcrs from a C host (Tests/capi/root_reseal.c, built
+    /// against the installed prefix): the open after the PCR change names PCR 7 (mask 0x80), a
+    /// wrong key is `wrong-secret` `wrong-recovery-key`, the right one brings the store back.
     @Test func theCAPIResealsTheRoot() throws {
         let prefix = try CAPITests.installed.get()
         let program = try CAPITests.built(prefix, as: "root_reseal", from: "root_reseal.c")
@@ -96,10 +96,13 @@ extension Tpm2RootRecoveryTests {
         environment["KEYBAY_PLUGIN_PATH"] = nil // the installed library finds the installed plugins
         let other = Sandbox(app: "com.example.c-other")
         let (otherKey, _) = try Self.initWithRecovery(root, other, pcrs: "0")
+        let lost = try run(program, ["--open"], environment: environment)
+        #expect(lost.status == 0 && lost.out == "platform-key-invalidated pcr-mismatch 0x000080\n", "keybay_error_pcrs: \(lost.out) \(lost.stderr)")
         let wrong = try run(program, [otherKey], environment: environment)
         #expect(wrong.status == 0 && wrong.out == "wrong-secret wrong-recovery-key\n", "\(wrong.out) \(wrong.stderr)")
         let right = try run(program, [key], environment: environment)
         #expect(right.status == 0 && right.out == "ok\n", "\(right.out) \(right.stderr)")
+        #expect(try run(program, ["--open"], environment: environment).out == "ok\n")
         #expect(try root.cli(box, ["get", "k"]).out == "v")
     }
 }

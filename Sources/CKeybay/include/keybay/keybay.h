@@ -363,6 +363,10 @@ keybay_code keybay_import_age(keybay_store *store, const uint8_t *file, size_t f
  * KEYBAY_ERR_LOCKED, KEYBAY_ERR_UNSUPPORTED (reason "no-root-recovery"). */
 KEYBAY_API KEYBAY_WARN_UNUSED_RESULT
 keybay_code keybay_root_reseal(const keybay_open_options *options, const uint8_t *recovery_key, size_t length, keybay_error **err);
+/* With the reason "pcr-mismatch" (KEYBAY_ERR_PLATFORM_KEY_INVALIDATED from the tpm2 root,
+ * KEYBAY_ERR_METHOD_UNAVAILABLE from tpm2-pin): the TPM PCRs whose values now differ from those
+ * the secret was sealed to, as a bit mask (bit n: PCR n, 0-23); 0 for any other error and NULL. */
+KEYBAY_API uint32_t keybay_error_pcrs(const keybay_error *error);
 
 #ifdef __cplusplus
 }
