@@ -7,7 +7,8 @@ import Testing
 /// below Keys, Keys below Engine, Engine below API; Plugins and Root below API (and Engine); no
 /// type the API declares is named anywhere else. The top-level `KeybayError.swift` is below all.
 /// Agent (the agent's protocol and its client) is below API; Daemon (the agent itself, which
-/// serves held stores through sessions) is above it.
+/// serves held stores through sessions) is above it. Export (the age format and the export
+/// record layout) is above Crypto and Format and below API.
 @Suite struct LayeringTests {
     /// Which layers each layer may use (its own always).
     static let allowed: [String: Set<String>] = [
@@ -18,9 +19,10 @@ import Testing
         "Plugins": ["Errors", "Crypto", "Format", "Storage"],
         "Root": ["Errors", "Crypto", "Format", "Storage", "Plugins"],
         "Agent": ["Errors", "Crypto", "Format", "Storage"],
+        "Export": ["Errors", "Crypto", "Format"],
         "Keys": ["Errors", "Crypto", "Format", "Root"],
         "Engine": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys"],
-        "API": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "Agent"],
+        "API": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "Agent", "Export"],
         "Daemon": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "Agent", "API"],
         // The fuzzers' entry points reach into the format and the loader; nothing uses them.
         "Testing": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "API"],
