@@ -27,7 +27,9 @@
 # for PREFIX=/usr on Debian, PREFIX/lib/python3.X/dist-packages or site-packages otherwise), with
 # keybay/_installed.py written beside it naming PREFIX/lib/libkeybay.so.1, which it loads after
 # KEYBAY_LIBRARY and before the soname: no LD_LIBRARY_PATH or ldconfig is needed (docs/python.md).
-# `pip install ./bindings/python` finds the prefix through KEYBAY_PREFIX or keybay.pc (its backend,
+# `pip install ./bindings/python` finds the prefix through KEYBAY_PREFIX, else the prefix the last
+# `make install` of this checkout recorded in bindings/python/_build/installed-prefix (PREFIX_RECORD;
+# not with DESTDIR: a staging install is not where the library will run), else keybay.pc (its backend,
 # bindings/python/_build/keybay_build.py).
 #
 # As root into a system prefix (PREFIX /usr or /usr/local) and without DESTDIR, the install ends
@@ -50,6 +52,9 @@ INSTALL ?= install
 STRIP ?= strip
 PYTHON ?= python3
 LDCONFIG ?= ldconfig
+# Where `make install` (without DESTDIR) records its PREFIX for `pip install ./bindings/python`;
+# PREFIX_RECORD= records nothing (the tests, which never write into the checkout).
+PREFIX_RECORD ?= $(TOP)/bindings/python/_build/installed-prefix
 TOP := $(patsubst %/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 
 bindir = $(PREFIX)/bin
@@ -117,6 +122,7 @@ install: $(if $(BIN),,build) install-dev install-integrations
 	$(PYTHON) -c 'import sys; open(sys.argv[1], "w").write("# Written by make install: the library this package loads.\nLIBRARY = %r\nFOUND_BY = %r\n" % (sys.argv[2], sys.argv[3]))' \
 		"$(DESTDIR)$(pythondir)/keybay/_installed.py" "$(libdir)/libkeybay.so.1" "make install PREFIX=$(PREFIX)"
 	chmod 0644 "$(DESTDIR)$(pythondir)/keybay/_installed.py"
+	$(if $(DESTDIR),,$(if $(PREFIX_RECORD),printf '%s\n' "$(PREFIX)" > "$(PREFIX_RECORD)"))
 	$(INSTALL) -d -m 0755 "$(DESTDIR)$(userunitdir)"
 	$(INSTALL) -m 0644 "$(TOP)/systemd/keybay-agent.socket" "$(DESTDIR)$(userunitdir)/keybay-agent.socket"
 	sed -e 's|@PREFIX@|$(PREFIX)|g' "$(TOP)/systemd/keybay-agent.service.in" > "$(DESTDIR)$(userunitdir)/keybay-agent.service"

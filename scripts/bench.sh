@@ -30,7 +30,7 @@ keyring_home=$(mktemp -d /tmp/keybay-bench-keyring-XXXXXX)
 trap 'rm -rf "$keyring_home"' EXIT
 # The integration rows: this build's helpers installed in a prefix of the bench's own, and git's
 # libsecret helper built from the source Debian's git ships (a copy: /usr/share stays untouched).
-make -s install BIN="$PWD/.build/release" PREFIX="$keyring_home/prefix" >/dev/null
+make -s install BIN="$PWD/.build/release" PREFIX="$keyring_home/prefix" PREFIX_RECORD= >/dev/null
 libsecret_source=/usr/share/doc/git/contrib/credential/libsecret
 if [ -f "$libsecret_source/git-credential-libsecret.c" ]; then
   cp -r "$libsecret_source" "$keyring_home/libsecret"

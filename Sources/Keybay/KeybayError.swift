@@ -111,6 +111,10 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
     /// device with 0).
     public private(set) var triesLeft: Int?
 
+    /// The store's methods, when the failure is that one must be chosen
+    /// (`.authenticationRequired` from an open that named none and could not choose).
+    public private(set) var methods: [KeybayMethod]?
+
     /// The cause below Keybay: a system call's `errno`, or a plugin's `keybay_status`.
     public enum Underlying: Sendable, Equatable {
         /// The `errno` a system call set.
@@ -142,6 +146,27 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
         e.underlying = e.underlying ?? underlying
         e.reason = e.reason ?? reason.flatMap { Self.isReasonToken($0) ? $0 : nil }
         e.triesLeft = e.triesLeft ?? triesLeft.flatMap { $0 >= 0 ? $0 : nil }
+        return e
+    }
+
+    /// The failure of an open that must choose among `methods` and cannot:
+    /// `.authenticationRequired`, listing them in ``methods`` and in its message. What
+    /// ``KeybayInteraction/chooseMethod(_:)`` throws by default; a host's own chooser that
+    /// cannot ask throws it too.
+    /// - Parameter methods: The store's methods.
+    /// - Returns: The error.
+    public static func methodChoiceRequired(_ methods: [KeybayMethod]) -> KeybayError {
+        KeybayError(.authenticationRequired, "the store has \(methods.count) unlock methods and none was named: \(methods.map { "\($0.id) (\($0.plugin), \($0.label))" }.joined(separator: "; "))")
+            .listing(methods)
+    }
+
+    /// This error with `methods` in ``methods`` (unless it lists some already): what a host's
+    /// chooser throws when it cannot ask (`.interactionRequired`), so a program sees them.
+    /// - Parameter methods: The store's methods.
+    /// - Returns: The error.
+    public func listing(_ methods: [KeybayMethod]) -> KeybayError {
+        var e = self
+        e.methods = e.methods ?? methods
         return e
     }
 

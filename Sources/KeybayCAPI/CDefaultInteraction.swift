@@ -14,15 +14,15 @@ nonisolated(unsafe) let defaultInteraction: UnsafeMutablePointer<keybay_interact
     shared.pointee.struct_size = UInt32(MemoryLayout<keybay_interaction>.size)
     shared.pointee.context = UnsafeMutableRawPointer(shared)
     shared.pointee.ask_secret = { _, prompt, isConfirmation, buf, capacity, length in
-        guard let buf, let length else { return KEYBAY_ERR_INVALID_ARGUMENT }
+        guard let buf, let length else { return KEYBAY_ERR_INVALID_ARGUMENT.number }
         let request = KeybaySecretRequest(kind: .passphrase, prompt: prompt.map { String(cString: $0) } ?? "", isConfirmation: isConfirmation != 0)
         do {
             length.pointee = try KeybayDefaultInteraction().askSecret(request, into: UnsafeMutableRawBufferPointer(start: buf, count: capacity))
             return 0
         } catch let e as KeybayError where e.code == .cancelled {
-            return KEYBAY_ERR_CANCELLED
+            return KEYBAY_ERR_CANCELLED.number
         } catch {
-            return KEYBAY_ERR_INTERACTION_REQUIRED
+            return KEYBAY_ERR_INTERACTION_REQUIRED.number
         }
     }
     shared.pointee.confirm = { _, text in

@@ -17,9 +17,11 @@ final class CError: @unchecked Sendable {
     /// -1 when unknown.
     let triesLeft: Int32
     let tookEffect: Bool
+    /// The methods an `.authenticationRequired` open lists, for `keybay_error_methods`.
+    let methods: CMethodList?
 
     init(code: Int32, name: String, message: String, path: String? = nil, pluginID: String? = nil, methodID: String? = nil,
-         reason: String? = nil, triesLeft: Int? = nil, tookEffect: Bool = false) {
+         reason: String? = nil, triesLeft: Int? = nil, tookEffect: Bool = false, methods: [KeybayMethod]? = nil) {
         self.code = code
         self.name = strdup(name)
         self.message = strdup(message)
@@ -29,13 +31,14 @@ final class CError: @unchecked Sendable {
         self.reason = reason.map { strdup($0) }
         self.triesLeft = triesLeft.map { Int32(clamping: $0) } ?? -1
         self.tookEffect = tookEffect
+        self.methods = methods.map(CMethodList.init)
     }
 
     /// `e` as a C error; `methodID` names the method when `e` does not.
     convenience init(_ e: KeybayError, methodID: String? = nil) {
-        self.init(code: ErrorCodes.numbers[e.code] ?? KEYBAY_ERR_PLUGIN_FAILED, name: e.code.rawValue, message: e.message, path: e.path,
+        self.init(code: ErrorCodes.numbers[e.code] ?? KEYBAY_ERR_PLUGIN_FAILED.number, name: e.code.rawValue, message: e.message, path: e.path,
                   pluginID: e.pluginID, methodID: e.methodID ?? methodID, reason: e.reason, triesLeft: e.triesLeft,
-                  tookEffect: e.tookEffect)
+                  tookEffect: e.tookEffect, methods: e.methods)
     }
 
     deinit {
@@ -78,12 +81,12 @@ struct CAPIFailure: Error {
     let error: CError
 
     static func notFound(_ key: String, in path: String) -> CAPIFailure {
-        CAPIFailure(error: CError(code: KEYBAY_ERR_NOT_FOUND, name: ErrorCodes.notFoundName, message: "no record '\(key)' in \(path)", path: path))
+        CAPIFailure(error: CError(code: KEYBAY_ERR_NOT_FOUND.number, name: ErrorCodes.notFoundName, message: "no record '\(key)' in \(path)", path: path))
     }
 }
 
 @_cdecl("keybay_error_code")
-public func keybay_error_code(_ error: OpaquePointer?) -> Int32 { CError.from(error)?.code ?? KEYBAY_ERR_INVALID_ARGUMENT }
+public func keybay_error_code(_ error: OpaquePointer?) -> Int32 { CError.from(error)?.code ?? KEYBAY_ERR_INVALID_ARGUMENT.number }
 
 @_cdecl("keybay_error_name")
 public func keybay_error_name(_ error: OpaquePointer?) -> UnsafePointer<CChar>? { CError.from(error).map { UnsafePointer($0.name) } }
@@ -108,6 +111,13 @@ public func keybay_error_tries_left(_ error: OpaquePointer?) -> Int32 { CError.f
 
 @_cdecl("keybay_error_took_effect")
 public func keybay_error_took_effect(_ error: OpaquePointer?) -> Int32 { CError.from(error)?.tookEffect == true ? 1 : 0 }
+
+@_cdecl("keybay_error_methods")
+public func keybay_error_methods(_ error: OpaquePointer?, _ count: UnsafeMutablePointer<Int>?) -> UnsafePointer<keybay_method_info>? {
+    let list = CError.from(error)?.methods
+    count?.pointee = list?.count ?? 0
+    return list.map { UnsafePointer($0.entries) }
+}
 
 @_cdecl("keybay_error_free")
 public func keybay_error_free(_ error: OpaquePointer?) {

@@ -35,8 +35,8 @@ public func keybay_import_age(_ store: OpaquePointer?, _ file: UnsafePointer<UIn
     reporting(err) {
         let session = try CStore.from(store).session
         guard let file, let identity, fileLength >= 0, identityLength >= 0 else { throw invalidArgument("keybay_import_age needs the file and the identity") }
-        guard let report, report.pointee.size >= MemoryLayout<keybay_import_report>.size else {
-            throw invalidArgument("keybay_import_age needs a report whose size is sizeof(keybay_import_report)")
+        guard let report, Int(report.pointee.struct_size) >= MemoryLayout<keybay_import_report>.size else {
+            throw invalidArgument("keybay_import_age needs a report whose struct_size is sizeof(keybay_import_report)")
         }
         let known = UInt32(KEYBAY_IMPORT_REPLACE) | UInt32(KEYBAY_IMPORT_DRY_RUN)
         guard flags & ~known == 0 else { throw invalidArgument("keybay_import_age: unknown flags \(flags)") }

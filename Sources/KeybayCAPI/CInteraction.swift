@@ -35,12 +35,18 @@ final class CInteraction: KeybayInteraction, @unchecked Sendable {
     private init(_ callbacks: keybay_interaction) { self.callbacks = callbacks }
 
     func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        guard let ask = callbacks.ask_secret else {
-            throw KeybayError(.interactionRequired, "a \(request.kind.displayName) is needed but the host gave no ask_secret")
-        }
         var length = 0
-        let status = buffer.withMemoryRebound(to: CChar.self) { chars in
-            ask(callbacks.context, request.prompt, request.isConfirmation ? 1 : 0, chars.baseAddress, chars.count, &length)
+        let status: Int32
+        if let ask = callbacks.ask {
+            status = CAskRequest.with(request) { asked in
+                buffer.withMemoryRebound(to: CChar.self) { chars in ask(callbacks.context, asked, chars.baseAddress, chars.count, &length) }
+            }
+        } else if let ask = callbacks.ask_secret {
+            status = buffer.withMemoryRebound(to: CChar.self) { chars in
+                ask(callbacks.context, request.prompt, request.isConfirmation ? 1 : 0, chars.baseAddress, chars.count, &length)
+            }
+        } else {
+            throw KeybayError(.interactionRequired, "a \(request.kind.displayName) is needed but the host gave neither ask nor ask_secret")
         }
         switch status {
         case 0:
@@ -48,7 +54,7 @@ final class CInteraction: KeybayInteraction, @unchecked Sendable {
                 throw invalidArgument("ask_secret answered \(length) bytes into a buffer of \(buffer.count)")
             }
             return length
-        case KEYBAY_ERR_CANCELLED:
+        case KEYBAY_ERR_CANCELLED.number:
             throw KeybayError(.cancelled, "the host cancelled the request for a \(request.kind.displayName)")
         default:
             throw KeybayError(.interactionRequired, "the host could not ask for a \(request.kind.displayName)")
@@ -64,6 +70,23 @@ final class CInteraction: KeybayInteraction, @unchecked Sendable {
 
     func message(_ text: String, level: KeybayMessageLevel) {
         callbacks.message?(callbacks.context, level == .warning ? KEYBAY_MESSAGE_WARNING : KEYBAY_MESSAGE_INFO, text)
+    }
+
+    /// The host's `choose_method`, given the methods as `keybay_method_info`; without one, the
+    /// protocol's default (`.authenticationRequired` listing them).
+    func chooseMethod(_ methods: [KeybayMethod]) throws -> String {
+        guard let choose = callbacks.choose_method else { throw KeybayError.methodChoiceRequired(methods) }
+        let list = CMethodList(methods)
+        var chosen = Int.max
+        switch choose(callbacks.context, list.entries, list.count, &chosen) {
+        case 0:
+            guard chosen < methods.count else { throw invalidArgument("choose_method chose entry \(chosen) of \(methods.count)") }
+            return methods[chosen].id
+        case KEYBAY_ERR_CANCELLED.number:
+            throw KeybayError(.cancelled, "the host cancelled the choice of an unlock method")
+        default:
+            throw KeybayError(.interactionRequired, "the host could not choose an unlock method")
+        }
     }
 
     /// Whether the host can be shown a secret (a recovery key).

@@ -37,26 +37,15 @@ public func keybay_enroll(_ store: OpaquePointer?, _ plugin: UnsafePointer<CChar
                 throw KeybayError(.pluginFailed, "\(plugin) showed a secret with a NUL byte, which show_secret cannot pass on; nothing was enrolled")
             }
         }
-        var unconfirmed: KeybayError?
+        // The library's one order: commit, then show, then take back if showing failed. The id
+        // goes out with an unconfirmed commit too: the method is in the store.
         do {
-            try prepared.commit()
+            try prepared.commit(showingSecretWith: { shown in try asker?.showSecret(shown) })
         } catch let e as KeybayError where e.tookEffect {
-            unconfirmed = e // stored all the same: hand the secret over, then report it
+            methodID?.pointee = strdup(prepared.method.id)
+            throw CAPIFailure(error: CError(e, methodID: prepared.method.id))
         }
-        // The id goes out with an unconfirmed commit too: the method is in the store.
         methodID?.pointee = strdup(prepared.method.id)
-        if let shown = prepared.shownSecret, let asker {
-            do {
-                try asker.showSecret(shown)
-            } catch {
-                // A secret nobody received must not stay a way in.
-                try? prepared.takeBack()
-                free(methodID?.pointee)
-                methodID?.pointee = nil
-                throw error
-            }
-        }
-        if let unconfirmed { throw CAPIFailure(error: CError(unconfirmed, methodID: prepared.method.id)) }
     }
 }
 
@@ -69,5 +58,19 @@ public func keybay_remove_method(_ store: OpaquePointer?, _ methodID: UnsafePoin
         // interaction the store was opened with (keybay.h).
         _ = try CInteraction.from(host)
         try session.auth.remove(try text(methodID, "method_id"))
+    }
+}
+
+@_cdecl("keybay_verify")
+public func keybay_verify(_ store: OpaquePointer?, _ methodID: UnsafePointer<CChar>?, _ host: UnsafePointer<keybay_interaction>?,
+                          _ err: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    reporting(err) {
+        let session = try CStore.from(store).session
+        let id = try text(methodID, "method_id")
+        if let asker = try CInteraction.from(host) {
+            try session.auth.verify(id, interaction: asker.asker)
+        } else {
+            try session.auth.verify(id)
+        }
     }
 }

@@ -36,17 +36,9 @@ public func keybay_open(_ options: UnsafePointer<keybay_open_options>?, _ host: 
     _ = reporting(err) {
         let options = try OpenOptions(options)
         let asker = try interaction(host, noInput: options.noInput)
-        let session: KeybaySession
-        if let method = options.methodID {
-            session = try KeybayStore.open(options.configuration, method: method, interaction: asker)
-        } else {
-            session = try KeybayStore.open(options.configuration, choosingMethod: { methods in
-                guard methods.count == 1 else {
-                    throw KeybayError(.authenticationRequired, "\(options.configuration.storePath) has \(methods.count) unlock methods: name one in method_id (\(methods.map(\.id).joined(separator: ", ")))")
-                }
-                return methods[0].id
-            }, interaction: asker)
-        }
+        // The library's one policy: method_id, the only method, choose_method, else
+        // authentication-required listing the methods.
+        let session = try KeybayStore.open(options.configuration, policy: options.policy, interaction: asker)
         store = OpaquePointer(Unmanaged.passRetained(CStore(session)).toOpaque())
     }
     return store
@@ -70,11 +62,7 @@ public func keybay_get(_ store: OpaquePointer?, _ key: UnsafePointer<CChar>?, _ 
         let key = try text(key, "key")
         guard let value, let length else { throw invalidArgument("keybay_get needs value and length") }
         guard let bytes = try session.get(key) else { throw CAPIFailure.notFound(key, in: session.storePath) }
-        // Guarded memory (a slot of a guarded arena, or sodium_malloc's own for a large value),
-        // which keybay_free_value wipes and frees.
-        guard let out = keybay_value_alloc(max(bytes.count, 1)) else { throw KeybayError(.io, "cannot allocate guarded memory") }
-        bytes.withUnsafeBytes { if let b = $0.baseAddress { out.copyMemory(from: b, byteCount: bytes.count) } }
-        value.pointee = out.assumingMemoryBound(to: UInt8.self)
+        value.pointee = try guardedCopy(bytes)
         length.pointee = bytes.count
     }
 }

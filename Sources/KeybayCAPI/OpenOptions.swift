@@ -7,6 +7,8 @@ struct OpenOptions {
     let configuration: KeybayConfiguration
     let methodID: String?
     let noInput: Bool
+    /// Asks in all for a wrong secret (1 unless the caller's struct has `tries`).
+    let tries: Int
 
     init(_ pointer: UnsafePointer<keybay_open_options>?) throws {
         guard let pointer else { throw invalidArgument("keybay_open_options is NULL") }
@@ -37,7 +39,15 @@ struct OpenOptions {
         self.configuration = configuration
         methodID = try options.method_id.map { try Self.text($0, "method_id") }
         noInput = options.no_input != 0
+        // Past the caller's struct_size the copy left `tries` zero: one ask.
+        tries = Int(options.tries)
+        guard (0...KeybayOpenPolicy.maximumTries).contains(tries) else {
+            throw invalidArgument("keybay_open_options.tries is \(tries), not 0 to \(KeybayOpenPolicy.maximumTries)")
+        }
     }
+
+    /// The library's open policy for these options.
+    var policy: KeybayOpenPolicy { KeybayOpenPolicy(method: methodID, tries: max(tries, 1)) }
 
     /// The size of version 1's struct, through `no_input`: what every caller passes at least.
     static let version1Bytes = MemoryLayout<keybay_open_options>.offset(of: \.no_input)! + MemoryLayout<Int32>.size

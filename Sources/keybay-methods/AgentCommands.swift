@@ -21,11 +21,11 @@ extension Command {
         guard let socket = config.agentSocket else {
             throw KeybayError(.invalidArgument, "XDG_RUNTIME_DIR is not set to an absolute path: there is no place for the keybay agent's socket")
         }
-        try AgentLauncher.ensureRunning(socket)
+        try AgentLauncher.ensureRunning(socket, program: try selfExecutable())
         let session = try unlock(a, c.interaction, createIfAbsent: false, throughAgent: false)
         defer { session.close() }
         // The agent may have ended meanwhile (it leaves after a minute with nothing to hold).
-        try AgentLauncher.ensureRunning(socket)
+        try AgentLauncher.ensureRunning(socket, program: try selfExecutable())
         let until = try KeybayStore.unlock(session, agentSocket: socket, for: seconds)
         if a.json {
             var fields: [(String, JSON.Value)] = [("unlocked", .bool(true)), ("storePath", .string(config.storePath))]
@@ -98,39 +98,10 @@ enum AgentDuration {
     }
 }
 
-/// Starts the agent as gpg-agent starts its own: this executable with `agent`, detached (its
-/// own session, standard descriptors on /dev/null, nothing else inherited), then waits until it
-/// answers (bounded), or reports that it ended.
-enum AgentLauncher {
-    static let startBound = 5.0
-
-    static func ensureRunning(_ socket: String) throws {
-        if KeybayStore.agentAnswers(socket) { return }
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard n > 0 else { throw KeybayError(.io, "cannot find this executable (/proc/self/exe) to start the keybay agent") }
-        let executable = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup("agent"), nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = keybay_spawn_detached(executable, argv, environ, &pid)
-        guard rc == 0 else { throw KeybayError(.io, "cannot start the keybay agent (\(executable) agent): \(String(cString: strerror(rc)))") }
-        let deadline = now() + startBound
-        while now() < deadline {
-            if KeybayStore.agentAnswers(socket) { return }
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid {
-                if KeybayStore.agentAnswers(socket) { return }
-                throw KeybayError(.io, "the keybay agent ended as it started (exit status \((status >> 8) & 0xff)); run keybay-methods agent to see why")
-            }
-            usleep(10_000)
-        }
-        throw KeybayError(.io, "the keybay agent did not answer on \(socket) within \(Int(startBound)) s")
-    }
-
-    private static func now() -> Double {
-        var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
-        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
-    }
+/// This executable, which runs the agent as `keybay-methods agent`.
+private func selfExecutable() throws -> String {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard n > 0 else { throw KeybayError(.io, "cannot find this executable (/proc/self/exe) to start the keybay agent") }
+    return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

@@ -19,7 +19,8 @@ enum Command {
         while true {
             do {
                 return try runOnce(a, interaction: interaction, standardInput: standardInput)
-            } catch let e as KeybayError where attempt < 2 && (e.code == .keyChanged || e.code == .authenticationRequired) {
+            } catch let e as KeybayError where KeybayOpenPolicy.shouldOpenAgain(after: e, retriesSoFar: attempt)
+                        || (attempt < KeybayOpenPolicy.keyChangeRetries && e.code == .authenticationRequired && e.methods == nil) {
                 // `.authenticationRequired` with --method: the agent stopped serving the store
                 // between the open and the operation (without --method, the store may also have
                 // become protected meanwhile). The retry opens it as it would without the agent.
@@ -408,46 +409,22 @@ enum Command {
         return config
     }
 
-    /// Opens the store, unlocking a protected one with `--method`, its only method, or one the
-    /// user picks; never tries credentials in turn. The store is read once either way. A wrong
-    /// secret typed into a pinentry is asked for again, with the error shown, up to three tries
-    /// in all (gpg-agent's way); one from a descriptor or the terminal fails at once.
+    /// Opens the store by the library's policy (`KeybayOpenPolicy`): `--method`, the store's only
+    /// method, or one the user picks; never tries credentials in turn. A wrong secret typed into
+    /// a pinentry is asked for again, with the error shown, up to three tries in all (gpg-agent's
+    /// way); one from a descriptor or the terminal fails at once (`mayAskAgain`).
     static func unlock(_ a: Arguments, _ interaction: CommandInteraction, createIfAbsent: Bool,
                        requireMethod: Bool = false, throughAgent: Bool? = nil) throws -> KeybaySession {
         let config = try configuration(a, throughAgent: throughAgent)
-        var chosen = a.method
-        var tries = 1
-        while true {
-            interaction.answeredByPinentry = nil
-            do {
-                let session = try open(config, method: chosen, interaction, createIfAbsent: createIfAbsent) { chosen = $0 }
-                if requireMethod && !session.isProtected {
-                    session.close()
-                    throw KeybayError(.protectionMismatch, "\(config.storePath) has no unlock methods to verify")
-                }
-                return session
-            } catch let e as KeybayError where e.code == .wrongSecret && tries < 3 {
-                guard let kind = interaction.answeredByPinentry else { throw e }
-                tries += 1
-                interaction.pinentryError = "Wrong \(kind.displayName) (try \(tries) of 3)"
-            }
+        // The unlock descriptors are the named method's, before its ceremony asks.
+        if let method = a.method { interaction.unlocks(with: method) }
+        let session = try KeybayStore.open(config, policy: KeybayOpenPolicy(method: a.method, createIfAbsent: createIfAbsent, tries: 3),
+                                           interaction: interaction)
+        if requireMethod && !session.isProtected {
+            session.close()
+            throw KeybayError(.protectionMismatch, "\(config.storePath) has no unlock methods to verify")
         }
-    }
-
-    /// One open: with `method`, or choosing one (which `chose` is told, so a retry asks no more).
-    private static func open(_ config: KeybayConfiguration, method: String?, _ interaction: CommandInteraction, createIfAbsent: Bool,
-                             chose: @escaping (String) -> Void) throws -> KeybaySession {
-        // The unlock descriptors are the chosen method's, before its ceremony asks.
-        if let method {
-            interaction.unlocks(with: method)
-            return try KeybayStore.open(config, method: method, createIfAbsent: createIfAbsent, interaction: interaction)
-        }
-        return try KeybayStore.open(config, choosingMethod: { methods in
-            let id = methods.count == 1 ? methods[0].id : try interaction.choose(methods).id
-            interaction.unlocks(with: id)
-            chose(id)
-            return id
-        }, createIfAbsent: createIfAbsent, interaction: interaction)
+        return session
     }
 
     static func methodJSON(_ m: KeybayMethod) -> JSON.Value { m.jsonValue }

@@ -23,10 +23,8 @@ final class CommandInteraction: KeybayInteraction, @unchecked Sendable {
     /// it took one. Bound once, for the whole command (its retries too).
     private(set) var unlockOwner: SecretOwner?
     private var fromDescriptor: [Int32: SecureBytes] = [:]
-    /// The kind of the last secret a pinentry answered (`Command.unlock` retries those).
-    var answeredByPinentry: KeybaySecretRequest.Kind?
-    /// Shown by the next pinentry question (`SETERROR`): why it is asked again.
-    var pinentryError: String?
+    /// Whether the last secret came from a pinentry (only those are asked for again).
+    private var answeredByPinentry = false
 
     init(descriptors: SecretDescriptors, noInput: Bool) {
         self.descriptors = descriptors
@@ -48,11 +46,15 @@ final class CommandInteraction: KeybayInteraction, @unchecked Sendable {
         if request.isNew, enrolled, let fd = descriptors.new(request.kind) { return fd }
         guard let fd = descriptors.unlock(request.kind), !request.isNew || (enrolled && newFromUnlockDescriptors) else { return nil }
         if unlockOwner == nil && enrolled { unlockOwner = owner }
+        // The policy opens a store of one method with it, unnamed: the first method that asks
+        // to be unlocked is the one the command unlocks with (any other was named or chosen).
+        if unlockOwner == nil, case .method = owner, !request.isNew { unlockOwner = owner }
         return unlockOwner == owner ? fd : nil
     }
 
     func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         let what = (request.isNew ? "new " : "") + request.kind.displayName
+        answeredByPinentry = false
         if let fd = descriptor(for: request) {
             let secret = try descriptorSecret(fd, what: what)
             guard secret.count <= buffer.count else {
@@ -70,10 +72,8 @@ final class CommandInteraction: KeybayInteraction, @unchecked Sendable {
         case .terminal(let terminal)?:
             return try terminal.askSecret(request, into: buffer)
         case .pinentry(let pinentry)?:
-            if let error = pinentryError { pinentry.showError(error) }
-            pinentryError = nil
             let n = try pinentry.askSecret(request, into: buffer)
-            answeredByPinentry = request.kind
+            answeredByPinentry = true
             return n
         case nil:
             throw KeybayError(.interactionRequired, "a \(what) is needed but there is no terminal and no pinentry program (\(bound ?? "use \(option)"))")
@@ -107,11 +107,22 @@ final class CommandInteraction: KeybayInteraction, @unchecked Sendable {
         return try asker.interaction.confirm(question)
     }
 
+    /// A wrong secret is asked for again only when a pinentry answered it: a descriptor would
+    /// give the same answer, and the terminal's fails at once (as it always has).
+    func mayAskAgain(after failure: KeybayError) -> Bool { answeredByPinentry }
+
     /// Asks the user to pick one of several methods on the terminal (a pinentry offers no list).
-    func choose(_ methods: [KeybayMethod]) throws -> KeybayMethod {
+    func chooseMethod(_ methods: [KeybayMethod]) throws -> String {
+        let id = try choose(methods).id
+        unlocks(with: id)
+        return id
+    }
+
+    private func choose(_ methods: [KeybayMethod]) throws -> KeybayMethod {
         guard !noInput, KeybayTerminalInteraction.isAvailable else {
             let which = noInput ? " (\(methods.map { "\($0.id) \($0.plugin) \($0.label)" }.joined(separator: "; ")))" : ""
             throw KeybayError(.interactionRequired, "the store has several methods\(noInput ? "" : " and there is no terminal"); choose one with --method\(which)")
+                .listing(methods)
         }
         return try KeybayTerminalInteraction().choose(methods)
     }

@@ -58,7 +58,8 @@ enum Output {
     }
 
     /// The error's fields for a program, after `code` and `message`, each only when set:
-    /// `reason`, `triesLeft`, `path`, `pluginId`, `methodId`.
+    /// `reason`, `triesLeft`, `path`, `pluginId`, `methodId`, `methods` (an open that must
+    /// choose among them and could not).
     static func errorFields(_ e: KeybayError) -> [(String, JSON.Value)] {
         var fields: [(String, JSON.Value)] = []
         if let reason = e.reason { fields.append(("reason", .string(reason))) }
@@ -66,6 +67,7 @@ enum Output {
         if let path = e.path { fields.append(("path", .string(path))) }
         if let plugin = e.pluginID { fields.append(("pluginId", .string(plugin))) }
         if let method = e.methodID { fields.append(("methodId", .string(method))) }
+        if let methods = e.methods { fields.append(("methods", .array(methods.map(\.jsonValue)))) }
         return fields
     }
 

@@ -29,33 +29,31 @@ enum StoredEnrollment {
                 throw error
             }
         }
+        // The library's order: commit, then show, then take back if showing failed.
+        let printed = { (shown: KeybayShownSecret?) throws in
+            if c.a.json {
+                let object = JSON.render(.object(fields))
+                if let shown { ShownSecretOutput.printJSON(object, adding: shown) } else { Output.line(object) }
+            } else {
+                Output.line(text)
+                if let shown { ShownSecretOutput.printText(shown) }
+            }
+            guard let shown else { return }
+            Output.closeStandardOutput()
+            if let failure = Output.standardOutputFailure {
+                throw KeybayError(.io, "cannot write standard output: \(failure); the \(shown.kind.displayName) may not have been shown in full, so \(undone)")
+            }
+        }
         var unconfirmed: KeybayError?
         do {
             // (The session stays open: taking the enrollment back may need it.)
-            try prepared.commit()
-        } catch let e as KeybayError where e.tookEffect {
+            try prepared.commit(showingSecretWith: { try printed($0) })
+        } catch let e as KeybayError where e.tookEffect && e.methodID == nil {
+            // The commit took effect unconfirmed (printed below, or shown already); a failed
+            // take-back names the method and is reported as it is.
             unconfirmed = e
         }
-        if c.a.json {
-            let object = JSON.render(.object(fields))
-            if let shown { ShownSecretOutput.printJSON(object, adding: shown) } else { Output.line(object) }
-        } else {
-            Output.line(text)
-            if let shown { ShownSecretOutput.printText(shown) }
-        }
-        if let shown {
-            Output.closeStandardOutput()
-            if let failure = Output.standardOutputFailure {
-                let why = "cannot write standard output: \(failure); the \(shown.kind.displayName) may not have been shown in full"
-                do {
-                    try prepared.takeBack()
-                } catch {
-                    let undoWhy = (error as? KeybayError)?.message ?? "\(error)"
-                    throw KeybayError(.io, "\(why); taking the change back failed too (\(undoWhy)): method \(prepared.method.id) (\(prepared.method.plugin)) stays in the store, and its secret was not handed over; remove it with another method")
-                }
-                throw KeybayError(.io, "\(why), so \(undone)")
-            }
-        }
+        if shown == nil { try printed(nil) }
         if let unconfirmed { throw unconfirmed }
     }
 }

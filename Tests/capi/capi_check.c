@@ -152,7 +152,7 @@ int main(int argc, char **argv) {
         CHECK(name && strcmp(name, names[i].name) == 0, "code %d is %s, expected %s", names[i].code, name ? name : "NULL", names[i].name);
     }
     CHECK(keybay_code_name(0) == NULL && keybay_code_name(99) == NULL, "numbers that are no code have no name");
-    CHECK(strcmp(keybay_version(), "1.1.0") == 0, "version %s", keybay_version());
+    CHECK(strcmp(keybay_version(), "1.2.0") == 0, "version %s", keybay_version());
 
     // Open (a platform-only store is created), set, get, keys, delete.
     keybay_open_options o = options(NULL);

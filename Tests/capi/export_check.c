@@ -14,7 +14,7 @@ static int checks, failures;
 #define CHECK(condition, what) do { checks++; if (!(condition)) { failures++; printf("FAIL %s:%d %s\n", __FILE__, __LINE__, what); } } while (0)
 
 static keybay_store *open_app(const char *app) {
-    keybay_open_options o = {sizeof o, app, NULL, NULL, NULL, 1};
+    keybay_open_options o = {.struct_size = sizeof o, .app_id = app, .no_input = 1};
     keybay_error *err = NULL;
     keybay_store *store = keybay_open(&o, NULL, &err);
     if (!store) { printf("open %s: %s\n", app, keybay_error_message(err)); keybay_error_free(err); exit(1); }
@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
     static uint8_t identity[4096];
     size_t identity_length = read_file(argv[2], identity, sizeof identity);
     keybay_store *target = open_app("com.example.c-import");
-    keybay_import_report report = {sizeof report, 0, 0, 0, 0};
+    keybay_import_report report = {.struct_size = sizeof report};
     CHECK(keybay_import_age(target, file, length, identity, identity_length, KEYBAY_IMPORT_DRY_RUN, &report, &err) == 0, "dry run");
     CHECK(report.imported == 2 && report.unchanged == 0, "dry run counts");
     char **keys = NULL;

@@ -1,16 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Runs the CLI (argv[1]) with the given arguments on a new pseudo-terminal up to its first secret
 prompt (echo turned off), prints everything it wrote to the terminal by then, and ends it."""
-import fcntl, os, select, signal, subprocess, sys, termios, time
+import os, select, signal, sys, termios, time
 
-master, slave = os.openpty()
+from pty_child import spawn
 
-def controlling_terminal():
-    os.setsid()
-    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
-
-child = subprocess.Popen(sys.argv[1:], stdin=slave, stdout=slave, stderr=slave,
-                         preexec_fn=controlling_terminal, close_fds=True)
+master, slave, child = spawn(sys.argv[1:])
 seen = b""
 deadline = time.time() + 30
 while time.time() < deadline and termios.tcgetattr(slave)[3] & termios.ECHO and child.poll() is None:

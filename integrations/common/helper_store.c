@@ -6,7 +6,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "strict_json.h"
 
 static int asking_forbidden;
 
@@ -65,24 +64,21 @@ static int store_file_exists(const char *app_id) {
     return n > 0 && (size_t)n < sizeof path && lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* 1 when keybay_status_json says "absent", 0 when something is there, -1 on failure (err set). */
+/* 1 when keybay_status_get says "absent", 0 when something is there, -1 on failure (err set). */
 static int store_is_absent(keybay_open_options *options, keybay_error **err) {
-    char *json = NULL;
-    if (keybay_status_json(options, &json, err) != 0) return -1;
-    size_t length = strlen(json);
-    uint8_t scratch[4096];
-    json_member state = {"state", 0, NULL, 0};
-    int absent = 0;
-    /* The status object is small; a longer one is read as "something is there", which opens. */
-    if (length <= sizeof scratch && json_read_object((const uint8_t *)json, length, &state, 1, scratch, sizeof scratch) == 0)
-        absent = state.present && state.length == 6 && memcmp(state.value, "absent", 6) == 0;
-    keybay_free_string(json);
+    keybay_status_info *status = NULL;
+    if (keybay_status_get(options, &status, err) != KEYBAY_OK) return -1;
+    int absent = strcmp(status->state, "absent") == 0;
+    keybay_free_status(status);
     return absent;
 }
 
 helper_open_result helper_open_store(const char *program, const char *app_id, int create, keybay_store **store,
                                      char *message, size_t capacity) {
-    keybay_open_options options = {sizeof options, app_id, NULL, NULL, NULL, 0};
+    /* The library's open policy: the store's only method, else the one chosen on the terminal
+     * (the default interaction), else authentication-required naming them; a wrong secret typed
+     * in is asked again, three asks in all, as keybay-methods does. */
+    keybay_open_options options = {.struct_size = sizeof options, .app_id = app_id, .tries = 3};
     keybay_error *err = NULL;
     *store = NULL;
     message[0] = 0;

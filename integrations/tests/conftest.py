@@ -30,7 +30,7 @@ echo "askpass-$what"
 def prefix(tmp_path_factory):
     """PREFIX after `make install BIN=<this build>`: bin/ holds the helpers and keybay-methods."""
     top = tmp_path_factory.mktemp("prefix")
-    result = subprocess.run(["make", "-s", "-C", str(REPOSITORY), "install", f"BIN={BUILD}", f"PREFIX={top}",
+    result = subprocess.run(["make", "-s", "-C", str(REPOSITORY), "install", f"BIN={BUILD}", f"PREFIX={top}", "PREFIX_RECORD=",
                              f"INTEGRATION_CFLAGS={STRICT_CFLAGS}"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, f"make install: {result.stdout}\n{result.stderr}"
     return top

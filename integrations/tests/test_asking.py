@@ -152,3 +152,24 @@ def test_git_terminal_prompt_0_asks_nobody(home, runtime, pinentry):
     assert (result.returncode, result.stdout) == (0, b"")
     assert b"keybay-methods --app git-credential unlock" in result.stderr
     assert ran(pinentry) == (0, 0)
+
+
+@pytest.mark.parametrize("tool", ["git", "docker", "keyring"])
+def test_a_wrong_passphrase_is_asked_again_by_the_open_policy(home, runtime, pinentry, tool):
+    """The helpers open by the library's policy (three asks, the error shown on the next), as
+    keybay-methods does: a wrong passphrase in the pinentry, then the right one, opens."""
+    stored_credentials(home)
+    (pinentry / "answers").write_text(b"wrong one".hex() + "\n" + PASSPHRASE.hex() + "\n")
+    asker = {"KEYBAY_PINENTRY": str(pinentry / "pinentry")}
+    if tool == "git":
+        result = git_fill(home, "git.example", asker)
+        assert result.returncode == 0 and b"password=git-secret\n" in result.stdout, result.stderr
+    elif tool == "docker":
+        result = docker_get(home, "registry.example", asker)
+        assert result.returncode == 0 and json.loads(result.stdout)["Secret"] == "docker-secret", result.stdout
+    else:
+        result = keyring_get(home, "pypi.example", "carol", asker)
+        assert (result.returncode, result.stdout) == (0, b"keyring-secret\n"), result.stderr
+    assert ran(pinentry) == (2, 2)
+    log = (pinentry / "log").read_bytes()
+    assert log.count(b"SETERROR ") == 1, log

@@ -90,19 +90,12 @@ extension KeybayAuth {
         }
     }
 
-    /// The one-phase forms: a shown secret goes to `interaction` before anything is stored (if it
-    /// cannot take it, nothing is), then the enrollment is committed.
+    /// The one-phase forms: the enrollment is committed, then a shown secret goes to
+    /// `interaction` (if it cannot take it, the enrollment is taken back), the order of
+    /// ``PreparedEnrollment/commit(showingSecretWith:)``.
     /// Returns the enrollment and its store's session.
-    static func showAndCommit(_ prepared: PreparedEnrollment, to interaction: any KeybayInteraction) throws -> (method: KeybayMethod, session: KeybaySession) {
-        if let shown = prepared.shownSecret {
-            do {
-                try interaction.showSecret(shown)
-            } catch {
-                prepared.discard()
-                throw error
-            }
-        }
-        return (prepared.method, try prepared.commit())
+    static func commitAndShow(_ prepared: PreparedEnrollment, to interaction: any KeybayInteraction) throws -> (method: KeybayMethod, session: KeybaySession) {
+        (prepared.method, try prepared.commit(showingSecretWith: interaction.showSecret))
     }
 
     /// Checks what an enrollment is given (a label, options given once) and loads its plugin, before

@@ -35,17 +35,17 @@ public struct KeybayAuth: Sendable {
         try session.methods().map(KeybayMethod.init)
     }
 
-    /// Enrolls a method with `plugin` (e.g. `passphrase`) and returns it: `prepare`, then a
-    /// secret the plugin shows (a recovery key) goes to the interaction's `showSecret` (a host
-    /// that cannot show it gets no method), then `commit`. The store gets a fresh Kstore and
+    /// Enrolls a method with `plugin` (e.g. `passphrase`) and returns it: `prepare`, `commit`,
+    /// then a secret the plugin shows (a recovery key) goes to the interaction's `showSecret`
+    /// (a host that cannot show it gets no method: the enrollment is taken back). The store gets a fresh Kstore and
     /// epoch; every record is re-encrypted in one atomic replace.
     ///
     /// The plugin is probed first (an absent device fails before any ceremony), then runs its
     /// enrollment ceremony through the session's interaction (a passphrase is asked twice,
     /// ``KeybaySecretRequest/isConfirmation``). This form blocks the calling thread meanwhile.
-    /// A secret the plugin shows reaches ``KeybayInteraction/showSecret(_:)`` before anything is
-    /// stored; keep it and show it once `add` returns (until then it opens nothing). To show it
-    /// only after the method is stored, use `prepare(plugin:)`.
+    /// A secret the plugin shows reaches ``KeybayInteraction/showSecret(_:)`` once the method is
+    /// stored (``PreparedEnrollment/commit(showingSecretWith:)``); if `showSecret` throws, the
+    /// method is removed again.
     /// - Parameters:
     ///   - pluginID: The method plugin's id, e.g. `passphrase`.
     ///   - options: The plugin's enrollment options in order (e.g. `("memory-kib", "65536")`),
@@ -56,11 +56,11 @@ public struct KeybayAuth: Sendable {
     ///   method of a plugin that allows one per store, or a store already holding 32 methods;
     ///   `.pluginNotFound`, `.pluginRefused`; `.methodUnavailable`; the ceremony's failures
     ///   (`.cancelled`, `.interactionRequired`, `.wrongSecret` when the two entries differ);
-    ///   what `showSecret` throws (nothing is stored then); `.stateConflict`; `.closed`; `.io`
-    ///   (with `tookEffect` as above).
+    ///   what `showSecret` throws (the method is taken back then); `.stateConflict`; `.closed`;
+    ///   `.io` (with `tookEffect` as above).
     @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) throws -> KeybayMethod {
-        try Self.showAndCommit(try prepare(plugin: pluginID, options: options, label: label), to: session.interaction).method
+        try Self.commitAndShow(try prepare(plugin: pluginID, options: options, label: label), to: session.interaction).method
     }
 
     /// `add`, from async code: the ceremony runs on a thread of its own, and cancelling the
@@ -75,7 +75,7 @@ public struct KeybayAuth: Sendable {
     @discardableResult
     public func add(plugin pluginID: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
         try await CeremonyThread.run(session.interaction) { ceremony in
-            try Self.showAndCommit(try prepare(plugin: pluginID, options: options, label: label, interaction: ceremony), to: ceremony).method
+            try Self.commitAndShow(try prepare(plugin: pluginID, options: options, label: label, interaction: ceremony), to: ceremony).method
         }
     }
 
@@ -83,7 +83,7 @@ public struct KeybayAuth: Sendable {
     /// gives a new one): the new one is enrolled and the old envelope dropped in one rotation, so
     /// the store is never without the method and never holds both. Works for a plugin that
     /// allows one method per store too: that is how its secret changes. A shown secret goes to
-    /// `showSecret` before anything is stored, as for `add`.
+    /// `showSecret` once the new one is stored, as for `add`.
     ///
     /// The old method's credential is not asked for; the new one's enrollment ceremony runs
     /// through the session's interaction, blocking the calling thread.
@@ -96,7 +96,7 @@ public struct KeybayAuth: Sendable {
     ///   `add(plugin:options:label:)` throws.
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil) throws -> KeybayMethod {
-        try Self.showAndCommit(try prepare(replacing: id, options: options, label: label), to: session.interaction).method
+        try Self.commitAndShow(try prepare(replacing: id, options: options, label: label), to: session.interaction).method
     }
 
     /// `replace`, from async code: the ceremony runs on a thread of its own, and cancelling the
@@ -111,7 +111,7 @@ public struct KeybayAuth: Sendable {
     @discardableResult
     public func replace(_ id: String, options: [(String, String)] = [], label: String? = nil) async throws -> KeybayMethod {
         try await CeremonyThread.run(session.interaction) { ceremony in
-            try Self.showAndCommit(try prepare(replacing: id, options: options, label: label, interaction: ceremony), to: ceremony).method
+            try Self.commitAndShow(try prepare(replacing: id, options: options, label: label, interaction: ceremony), to: ceremony).method
         }
     }
 
@@ -149,6 +149,17 @@ public struct KeybayAuth: Sendable {
     ///   `.pluginRefused`; `.wrongSecret` also when the secret does not derive the stored key.
     public func verify(_ id: String) throws {
         try verifyMethod(id)
+    }
+
+    /// `verify`, asking through `interaction` instead of the session's (a host that opened the
+    /// store asking nobody, and verifies a method it enrolled with an interaction of its own).
+    ///
+    /// - Parameters:
+    ///   - id: The method to check.
+    ///   - interaction: Who the method's plugin asks.
+    /// - Throws: What `verify(_:)` throws.
+    public func verify(_ id: String, interaction: any KeybayInteraction) throws {
+        try verifyMethod(id, interaction: interaction)
     }
 
     /// `verify`, from async code: the ceremony runs on a thread of its own, and cancelling the

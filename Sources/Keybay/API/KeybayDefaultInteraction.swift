@@ -131,6 +131,28 @@ public struct KeybayDefaultInteraction: KeybayInteraction {
         return try asker.interaction.confirm(question)
     }
 
+    /// Asks the user to pick a method on the terminal (a pinentry offers no list); without a
+    /// terminal, the protocol's default: `.authenticationRequired` listing the methods.
+    ///
+    /// - Parameter methods: The store's methods.
+    /// - Returns: The id of the method picked.
+    /// - Throws: `.authenticationRequired` without a terminal, `.cancelled` for an answer that is
+    ///   not a listed number.
+    public func chooseMethod(_ methods: [KeybayMethod]) throws -> String {
+        guard KeybayTerminalInteraction.isAvailable else { throw KeybayError.methodChoiceRequired(methods) }
+        return try KeybayTerminalInteraction().choose(methods).id
+    }
+
+    /// A wrong secret is asked for again (within the open's tries) when a pinentry asks, with
+    /// the error shown (gpg-agent's way); one typed on the terminal fails at once, as the CLI's.
+    ///
+    /// - Parameter failure: The `.wrongSecret` error.
+    /// - Returns: True when the next question goes to a pinentry.
+    public func mayAskAgain(after failure: KeybayError) -> Bool {
+        if case .pinentry? = try? KeybayAsker.current() { return true }
+        return false
+    }
+
     /// Writes the line to standard error, as ``KeybayTerminalInteraction/message(_:level:)``.
     ///
     /// - Parameters:

@@ -64,7 +64,8 @@ public final class KeybayPinentry: KeybayInteraction, Sendable {
         defer { channel.end() }
         try set(channel, "SETDESC", Self.description(for: request, asker: Self.processName()))
         try set(channel, "SETPROMPT", request.isConfirmation ? "Repeat:" : Self.capitalized(request.kind.displayName) + ":")
-        if let error = pendingError.withLock({ e -> String? in defer { e = nil }; return e }) {
+        // A retry after a wrong secret says so (gpg-agent's way), unless showError gave a text.
+        if let error = pendingError.withLock({ e -> String? in defer { e = nil }; return e }) ?? request.retryText {
             try set(channel, "SETERROR", Self.oneLine(error))
         }
         let (reply, count) = try channel.transact("GETPIN", within: timeoutSeconds + 5, data: buffer)
@@ -126,7 +127,8 @@ public final class KeybayPinentry: KeybayInteraction, Sendable {
     /// the plugin's own prompt and the tries left.
     static func description(for r: KeybaySecretRequest, asker: String) -> String {
         let kind = r.kind.displayName
-        let label = r.label.map { "the method “\(oneLine($0))”" }
+        // The label, and for an enrolled method the start of its id (as `list` shows it).
+        let label = r.label.map { "the method “\(oneLine($0))”" + (r.methodID.map { " (\($0.prefix(8)))" } ?? "") }
         var lines: [String]
         if r.isConfirmation {
             lines = ["\(asker) asks for the new \(kind)\(label.map { " for " + $0 } ?? "") once more, to confirm it."]

@@ -34,8 +34,8 @@ extension KeybayStore {
     }
 
     /// Creates a new store protected from its first write by a method of `plugin` (label: the
-    /// plugin id unless given): `prepare(_:enrolling:)`, then a shown secret (a recovery key) to
-    /// `interaction.showSecret` (if it cannot take it, nothing is created), then `commit()`. The
+    /// plugin id unless given): `prepare(_:enrolling:)`, `commit()`, then a shown secret (a recovery key) to
+    /// `interaction.showSecret` (if it cannot take it, the new store is removed again). The
     /// ceremony runs before anything is created, so a failed or cancelled one leaves nothing on
     /// disk; then the store and its method are written in one write. Fails with
     /// `.alreadyInitialized` or `.stateConflict` if anything exists.
@@ -51,11 +51,11 @@ extension KeybayStore {
     /// - Returns: A session on the new protected store.
     /// - Throws: `.alreadyInitialized`, `.stateConflict`; `.invalidArgument` for a label, an
     ///   option given twice or refused; `.methodUnavailable` when the plugin cannot work here;
-    ///   the ceremony's failures; what `showSecret` throws (nothing is created then); the
+    ///   the ceremony's failures; what `showSecret` throws (the store is removed again then); the
     ///   failures of `initialize(_:interaction:)`.
     public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
                                   label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) throws -> KeybaySession {
-        try KeybayAuth.showAndCommit(try prepare(configuration, enrolling: plugin, options: options, label: label, interaction: interaction),
+        try KeybayAuth.commitAndShow(try prepare(configuration, enrolling: plugin, options: options, label: label, interaction: interaction),
                                      to: interaction).session
     }
 
@@ -73,7 +73,7 @@ extension KeybayStore {
     public static func initialize(_ configuration: KeybayConfiguration, enrolling plugin: String, options: [(String, String)] = [],
                                   label: String? = nil, interaction: any KeybayInteraction = NonInteractive()) async throws -> KeybaySession {
         try await CeremonyThread.run(interaction) { ceremony in
-            try KeybayAuth.showAndCommit(try prepareStore(configuration, enrolling: plugin, options: options, label: label, ceremony: ceremony,
+            try KeybayAuth.commitAndShow(try prepareStore(configuration, enrolling: plugin, options: options, label: label, ceremony: ceremony,
                                                           interaction: interaction), to: ceremony).session
         }
     }

@@ -193,8 +193,10 @@ public enum KeybayStore {
         let inspection = try StoreEngine(configuration.settings).inspect()
         return (KeybayStatus(inspection, storePath: configuration.storePath, unlocked: agentUnlock(configuration, inspection)), inspection.methods.map { envelope in
             do {
-                let text = try PluginLoader.loadMethod(envelope.pluginId, search: configuration.pluginSearch).describe(params: envelope.params)
-                return KeybayMethodDescription(method: KeybayMethod(envelope), description: text, failure: nil)
+                let plugin = try PluginLoader.loadMethod(envelope.pluginId, search: configuration.pluginSearch)
+                var method = KeybayMethod(envelope)
+                method.needsDevice = plugin.needsDevice
+                return KeybayMethodDescription(method: method, description: try plugin.describe(params: envelope.params), failure: nil)
             } catch {
                 return KeybayMethodDescription(method: KeybayMethod(envelope), description: nil,
                                                failure: error as? KeybayError ?? KeybayError(.pluginFailed, "\(error)"))

@@ -39,6 +39,7 @@ public struct KeybayTerminalInteraction: KeybayInteraction {
         defer { close(tty) }
         var prompt = Self.prompt(for: request)
         if let retries = request.retriesLeft { prompt = "(\(retries) tries left) " + prompt }
+        if let retry = request.retryText { prompt = retry + "\n" + prompt }
         Self.write(tty, prompt)
         defer { Self.write(tty, "\n") }
         let n = try EchoGuard.withEchoOff(tty) { () throws -> Int in

@@ -67,6 +67,52 @@ public final class PreparedEnrollment: Sendable {
         }
     }
 
+    /// Stores the enrollment, then hands the secret it shows (if any) to `show`, and takes the
+    /// enrollment back if `show` fails: the one order every front end uses (the one-phase
+    /// enrollments, the CLI, the C API's `keybay_enroll`).
+    ///
+    /// Why this order: a secret is shown only once it opens the store, so a user never keeps a
+    /// recovery key for a method a failed write never stored; and a secret that may not have
+    /// reached the user is not left as a way in. Showing first would leave the user holding a
+    /// secret that opens nothing whenever the commit fails after it.
+    ///
+    /// - Parameter show: Hands the secret to the user; called at most once, after the commit
+    ///   (also when it took effect unconfirmed). What it throws is rethrown once the enrollment
+    ///   is taken back.
+    /// - Returns: The session of the method's store.
+    /// - Throws: What ``commit()`` throws (when it took effect, after `show` ran); what `show`
+    ///   throws; `.io` with `tookEffect` and the method's id when `show` failed and taking the
+    ///   enrollment back failed too (the method stays in the store, its secret with nobody).
+    @discardableResult
+    public func commit(showingSecretWith show: (KeybayShownSecret) throws -> Void) throws -> KeybaySession {
+        guard let shown = shownSecret else { return try commit() }
+        var unconfirmed: KeybayError?
+        let session: KeybaySession
+        do {
+            session = try commit()
+        } catch let e as KeybayError where e.tookEffect {
+            // Stored all the same: the secret opens the store, so it is handed over.
+            unconfirmed = e
+            guard case .committed(let s) = progress.withLock({ $0 }) else { throw e }
+            session = s
+        }
+        do {
+            try show(shown)
+        } catch {
+            do {
+                try takeBack()
+            } catch let undo {
+                let why = (error as? KeybayError)?.message ?? "\(error)"
+                let undoWhy = (undo as? KeybayError)?.message ?? "\(undo)"
+                throw KeybayError(.io, "the \(shown.kind.displayName) could not be shown (\(why)), and taking the enrollment back failed too (\(undoWhy)): method \(method.id) (\(method.plugin)) stays in the store with its secret shown to nobody; remove it with another method",
+                                  tookEffect: true).with(methodID: method.id)
+            }
+            throw error
+        }
+        if let unconfirmed { throw unconfirmed }
+        return session
+    }
+
     /// Drops an enrollment that was not committed (a no-op after `commit()`). The method's
     /// secret was never kept; the shown secret's memory is wiped when the last reference to it
     /// goes.
@@ -128,34 +174,15 @@ public final class PreparedEnrollment: Sendable {
 /// The interaction a prepared enrollment's ceremony runs with: everything goes to the host's,
 /// except a secret to show, which is kept for `PreparedEnrollment.shownSecret` (a plugin shows
 /// at most one per enrollment).
-final class ShownSecretCapture: KeybayInteraction, Sendable {
-    private let inner: any KeybayInteraction
+final class ShownSecretCapture: ForwardingInteraction, @unchecked Sendable {
     private let captured = Mutex<KeybayShownSecret?>(nil)
-
-    init(_ inner: any KeybayInteraction) { self.inner = inner }
 
     var secret: KeybayShownSecret? { captured.withLock { $0 } }
 
-    func askSecret(_ request: KeybaySecretRequest, into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        try inner.askSecret(request, into: buffer)
-    }
-
-    func message(_ text: String, level: KeybayMessageLevel) { inner.message(text, level: level) }
-
-    func confirm(_ question: String) throws -> Bool { try inner.confirm(question) }
-
-    func showSecret(_ secret: KeybayShownSecret) throws {
+    override func showSecret(_ secret: KeybayShownSecret) throws {
         try captured.withLock { held in
             guard held == nil else { throw KeybayError(.pluginFailed, "a plugin showed a second secret in one enrollment") }
             held = secret
         }
     }
-
-    var isCancelled: Bool { inner.isCancelled }
-
-    var logLevel: KeybayLogLevel { inner.logLevel }
-
-    func log(_ text: String, level: KeybayLogLevel) { inner.log(text, level: level) }
-
-    func log(_ text: String) { inner.log(text) }
 }

@@ -133,7 +133,7 @@ private func bridgeAskSecret(_ context: UnsafeMutableRawPointer?, _ kind: keybay
     let request = { (confirmation: Bool) in
         KeybaySecretRequest(kind: kind, prompt: prompt.map { String(cString: $0) } ?? "", retriesLeft: retries >= 0 ? Int(retries) : nil,
                             isNew: isNew, isConfirmation: confirmation, application: bridge.about.applicationID, label: bridge.about.label,
-                            pluginID: bridge.pluginID, methodID: bridge.about.methodID)
+                            pluginID: bridge.pluginID, isRetry: false, methodID: bridge.about.methodID)
     }
     do {
         let buffer = UnsafeMutableRawBufferPointer(start: out, count: capacity)

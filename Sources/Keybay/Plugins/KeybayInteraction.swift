@@ -66,20 +66,40 @@ public protocol KeybayInteraction: Sendable {
     /// - Returns: `true` to go on, `false` to decline (the plugin then fails with `.cancelled`).
     /// - Throws: `KeybayError(.interactionRequired)` when nobody can be asked.
     func confirm(_ question: String) throws -> Bool
-    /// Shows the user a secret to keep (a recovery key), during enrollment. Show it only once the
-    /// enrollment is stored (`auth.add` or `auth.replace` returned): until then it opens nothing.
-    /// Throw `.interactionRequired` when nobody can be shown it: the enrollment then fails.
+    /// Shows the user a secret to keep (a recovery key), once its enrollment is stored. Throw
+    /// `.interactionRequired` when nobody can be shown it, or any error when showing it failed:
+    /// the enrollment is then taken back.
     ///
     /// The one-phase enrollments (`auth.add`, `auth.replace`, `KeybayStore.initialize(_:enrolling:)`)
-    /// call this before anything is stored: keep `secret` (its bytes are in guarded memory and
-    /// wiped when the last reference goes) and show it once the call returned; if the call
-    /// throws, drop it. The two-phase ones (`prepare`) never call this: the secret is in
+    /// call this after the commit (``PreparedEnrollment/commit(showingSecretWith:)``); its bytes
+    /// are in guarded memory and wiped when the last reference goes. The two-phase ones (`prepare`) never call this: the secret is in
     /// ``PreparedEnrollment/shownSecret``, to hand over after ``PreparedEnrollment/commit()``.
     ///
     /// Default: throws `.interactionRequired`.
     /// - Parameter secret: The secret's kind, its text and, when the plugin draws one, a picture.
     /// - Throws: `KeybayError(.interactionRequired)` when nobody can be shown it.
     func showSecret(_ secret: KeybayShownSecret) throws
+    /// Picks the method that opens a store with several, for `KeybayStore.open(_:policy:interaction:)`
+    /// when the host named none (see ``KeybayOpenPolicy``). It may ask the user; it is asked at
+    /// most once per open.
+    ///
+    /// Default: throws `.authenticationRequired` with the methods in ``KeybayError/methods``:
+    /// this host cannot choose, so it must name a method.
+    /// - Parameter methods: The store's methods, at least two, in the store's order, each with
+    ///   ``KeybayMethod/needsDevice`` filled in where its plugin could be read.
+    /// - Returns: The ``KeybayMethod/id`` of one of them.
+    /// - Throws: `.authenticationRequired` (the default), `.cancelled` when the user declines,
+    ///   `.interactionRequired` when nobody can be asked.
+    func chooseMethod(_ methods: [KeybayMethod]) throws -> String
+    /// Whether a secret the method refused as wrong may be asked for again, when the open's
+    /// ``KeybayOpenPolicy/tries`` allow another ask. Answer false when the next answer would be
+    /// the same (a secret read once from a file or a descriptor).
+    ///
+    /// Default: `true`.
+    /// - Parameter failure: The `.wrongSecret` error, with the method's id and, from a device,
+    ///   ``KeybayError/triesLeft``.
+    /// - Returns: True to ask again.
+    func mayAskAgain(after failure: KeybayError) -> Bool
     /// Polled by long operations (a calibration between trials, a wait for a touch); `true` ends
     /// them with `.cancelled`. With the `async` entry points, cancelling the calling task also
     /// reads as cancelled here, without the host doing anything.
@@ -145,6 +165,9 @@ public struct KeybaySecretRequest: Sendable {
     /// made outside a plugin call. A host that keeps secrets it was given beforehand (the CLI's
     /// descriptors) hands each only to the method it was given for, never to another plugin.
     public let pluginID: String?
+    /// True when the secret is asked for again because the last answer was wrong (an open whose
+    /// ``KeybayOpenPolicy/tries`` allow another ask): say so to the user.
+    public let isRetry: Bool
     /// The enrolled method the secret unlocks (its ``KeybayMethod/id``) when a plugin unlocks or
     /// verifies it; nil when a method is being enrolled (`isNew` or not: a device's existing PIN),
     /// for a root, and outside a store.
@@ -185,6 +208,13 @@ extension KeybayInteraction {
     public func showSecret(_ secret: KeybayShownSecret) throws {
         throw KeybayError(.interactionRequired, "a \(secret.kind.rawValue) must be shown to the user but this host cannot show one")
     }
+    /// Throws `.authenticationRequired`, listing `methods` in ``KeybayError/methods``: this host
+    /// names the method it opens with.
+    public func chooseMethod(_ methods: [KeybayMethod]) throws -> String {
+        throw KeybayError.methodChoiceRequired(methods)
+    }
+    /// `true`: the open's policy alone decides.
+    public func mayAskAgain(after failure: KeybayError) -> Bool { true }
     /// `false`: only the task's cancellation (with the `async` entry points) cancels.
     public var isCancelled: Bool { false }
     /// `.info`.
@@ -211,7 +241,20 @@ extension KeybaySecretRequest {
     /// its host (package access: no public API makes requests).
     package init(kind: Kind, prompt: String, isConfirmation: Bool) {
         self.init(kind: kind, prompt: prompt, retriesLeft: nil, isNew: isConfirmation, isConfirmation: isConfirmation, application: nil, label: nil,
-                  pluginID: nil, methodID: nil)
+                  pluginID: nil, isRetry: false, methodID: nil)
+    }
+
+    /// What a host shows with a retry ("Wrong passphrase (2 tries left)"); nil for a first ask.
+    var retryText: String? {
+        guard isRetry else { return nil }
+        return "Wrong \(kind.displayName)" + (retriesLeft.map { " (\($0) \($0 == 1 ? "try" : "tries") left)" } ?? "")
+    }
+
+    /// This request as asked after `failures` wrong answers of `tries` in all: after one, a
+    /// retry with the asks left as `retriesLeft` unless the plugin gave a count.
+    func retrying(failures: Int, tries: Int) -> KeybaySecretRequest {
+        KeybaySecretRequest(kind: kind, prompt: prompt, retriesLeft: retriesLeft ?? (failures > 0 ? tries - failures : nil), isNew: isNew, isConfirmation: isConfirmation,
+                            application: application, label: label, pluginID: pluginID, isRetry: failures > 0, methodID: methodID)
     }
 }
 

@@ -11,7 +11,7 @@ import Testing
 @Suite struct PinentryInteractionTests {
     static func request(label: String = "laptop", isNew: Bool = false, confirmation: Bool = false) -> KeybaySecretRequest {
         KeybaySecretRequest(kind: .passphrase, prompt: "", retriesLeft: 2, isNew: isNew, isConfirmation: confirmation,
-                            application: "com.example.test", label: label, pluginID: "passphrase", methodID: nil)
+                            application: "com.example.test", label: label, pluginID: "passphrase", isRetry: false, methodID: nil)
     }
 
     @Test func theAnswerIsDecodedIntoTheBufferByteForByte() throws {

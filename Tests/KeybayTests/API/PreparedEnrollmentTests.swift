@@ -75,14 +75,15 @@ import Testing
         #expect(try KeybayStore.status(freshConfig).state == .absent)
     }
 
-    /// The one-phase `add` hands the shown secret to the host before anything is stored: a host
-    /// that cannot show one gets no method.
+    /// The one-phase `add` commits, then hands the shown secret to the host: a host that cannot
+    /// show one gets no method (it is taken back), and its records stay.
     @Test func aHostThatCannotShowASecretGetsNoMethod() throws {
         let box = Sandbox()
         let session = try KeybayStore.open(try box.configuration())
-        let before = readBytes(box.storePath)
+        try session.set("k", string: "v")
         #expect(keybayError { try session.auth.add(plugin: "recovery") }?.code == .interactionRequired)
-        #expect(readBytes(box.storePath) == before)
+        #expect(try session.auth.list().isEmpty && session.getString("k") == "v")
+        #expect(try KeybayStore.status(box.configuration()).state == .platformOnly)
     }
 
     /// A commit through the library with each of its fsyncs failing in turn (strace's inject, in

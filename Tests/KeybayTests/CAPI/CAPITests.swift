@@ -12,19 +12,21 @@ import Testing
     static let installed: Result<String, Error> = Result {
         let prefix = NSTemporaryDirectory() + "keybay-capi-\(getpid())"
         try? FileManager.default.removeItem(atPath: prefix)
-        let make = try run("/usr/bin/make", ["-s", "-C", packageDirectory, "install", "BIN=" + buildDirectory, "PREFIX=" + prefix],
+        let make = try run("/usr/bin/make", ["-s", "-C", packageDirectory, "install", "BIN=" + buildDirectory, "PREFIX=" + prefix, "PREFIX_RECORD="],
                            environment: ["PATH": "/usr/bin:/bin"])
         guard make.status == 0 else { throw KeybayTestFailure("make install: \(make.stderr)") }
         return prefix
     }
 
-    /// capi_check (or another program of Tests/capi) built against the installed prefix.
-    static func built(_ prefix: String, as name: String = "capi_check", from source: String = "capi_check.c") throws -> String {
+    /// capi_check (or another program of Tests/capi, or of `directory`) built against the
+    /// installed prefix with `cc -std=c11 -Wall -Wextra -Werror … $(pkg-config --cflags --libs keybay)`.
+    static func built(_ prefix: String, as name: String = "capi_check", from source: String = "capi_check.c",
+                      in directory: String = "Tests/capi") throws -> String {
         let program = prefix + "/" + name
         let flags = try run("/usr/bin/pkg-config", ["--cflags", "--libs", "keybay"],
                             environment: ["PATH": "/usr/bin:/bin", "PKG_CONFIG_PATH": prefix + "/lib/pkgconfig"])
         guard flags.status == 0 else { throw KeybayTestFailure("pkg-config: \(flags.stderr)") }
-        let cc = try run("/usr/bin/cc", ["-std=c11", "-Wall", "-Wextra", "-Werror", packageDirectory + "/Tests/capi/" + source]
+        let cc = try run("/usr/bin/cc", ["-std=c11", "-Wall", "-Wextra", "-Werror", packageDirectory + "/" + directory + "/" + source]
                          + flags.out.split(whereSeparator: \.isWhitespace).map(String.init) + ["-lpthread", "-o", program],
                          environment: ["PATH": "/usr/bin:/bin"])
         guard cc.status == 0 else { throw KeybayTestFailure("cc: \(cc.stderr)") }
@@ -116,7 +118,25 @@ import Testing
         #expect(lines.filter { $0 == "parent: v" }.count == (mode == "both" ? 3 : 1), "\(out)")
     }
 
-    /// The library exports exactly the header's functions, at version KEYBAY_1.0, under its soname.
+    /// Tests/capi/policy_check.c: a store with a passphrase and a recovery key, listed by
+    /// keybay_status_get; no method and no chooser is authentication-required with both in
+    /// keybay_error_methods; choose_method picks the recovery key, whose ask request carries its
+    /// id, label, plugin and the application; contains, get_many, verify; keybay_unlock lets a
+    /// second process read without asking, keybay_lock ends that; clear_all; tries.
+    @Test func aCHostChoosesAmongMethodsAndUsesTheWholeAPI() throws {
+        let prefix = try Self.installed.get()
+        let program = try Self.built(prefix, as: "policy_check", from: "policy_check.c")
+        let agent = AgentSandbox(app: "com.example.c-policy")
+        var environment = agent.environment
+        environment["KEYBAY_PLUGIN_PATH"] = nil
+        let r = try run("/usr/bin/timeout", ["-s", "KILL", "120", program], environment: environment)
+        agent.stop()
+        #expect(r.status == 0, "\(r.out) \(r.stderr)")
+        #expect(r.out.contains("policy_check: ") && r.out.contains(" checks, 0 failures"), "\(r.out)")
+    }
+
+    /// The library exports exactly the header's functions, each at the version that added it
+    /// (scripts/link/libkeybay.map: KEYBAY_1.0, KEYBAY_1.2), under its soname.
     @Test func theLibraryExportsTheHeadersFunctionsAlone() throws {
         let prefix = try Self.installed.get()
         let library = prefix + "/lib/libkeybay.so.1"
@@ -125,7 +145,7 @@ import Testing
             let fields = line.split(whereSeparator: \.isWhitespace)
             guard fields.count >= 7, fields[1] == "g", fields[3] != "*UND*" else { return nil }
             return String(fields.last!)
-        }).subtracting(["KEYBAY_1.0"])
+        }).subtracting(["KEYBAY_1.0", "KEYBAY_1.2"])
         let header = try String(contentsOfFile: packageDirectory + "/Sources/CKeybay/include/keybay/keybay.h", encoding: .utf8)
         let declared = Set(header.split(separator: "\n").compactMap { line -> String? in
             guard let open = line.firstIndex(of: "("), line.contains("keybay_") else { return nil }
@@ -133,8 +153,16 @@ import Testing
             return name?.hasPrefix("keybay_") == true ? name : nil
         })
         #expect(exported == declared, "exported but not declared: \(exported.subtracting(declared).sorted()); declared but not exported: \(declared.subtracting(exported).sorted())")
-        let versions = symbols.out.split(separator: "\n").filter { $0.contains(" keybay_") && !$0.contains("KEYBAY_1.0") }
-        #expect(versions.isEmpty, "\(versions)")
+        // Each function at its version: those the map adds in 1.2 at KEYBAY_1.2, the rest at 1.0.
+        let map = try String(contentsOfFile: packageDirectory + "/scripts/link/libkeybay.map", encoding: .utf8)
+        let added = Set(map[try #require(map.range(of: "KEYBAY_1.2 {")).upperBound...].split(separator: "\n")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix("keybay_") }.map { String($0.dropLast()) })
+        #expect(added.count == 11, "\(added)")
+        let misplaced = symbols.out.split(separator: "\n").filter { line in
+            guard let name = line.split(whereSeparator: \.isWhitespace).last.map(String.init), name.hasPrefix("keybay_") else { return false }
+            return !line.contains(added.contains(name) ? "KEYBAY_1.2" : "KEYBAY_1.0")
+        }
+        #expect(misplaced.isEmpty, "\(misplaced)")
         let dynamic = try run("/usr/bin/readelf", ["-d", library], environment: ["PATH": "/usr/bin:/bin"])
         #expect(dynamic.out.contains("Library soname: [libkeybay.so.1]"), "\(dynamic.out)")
     }

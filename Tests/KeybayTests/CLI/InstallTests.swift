@@ -12,7 +12,7 @@ import Testing
     /// `make install BIN=<this build> PREFIX=<box>/prefix` (with `extra` make variables): the prefix.
     static func install(into box: Sandbox, _ extra: [String] = []) throws -> String {
         let prefix = box.root + "/prefix"
-        let make = try run("/usr/bin/make", ["-s", "-C", packageDirectory, "install", "BIN=" + buildDirectory, "PREFIX=" + prefix] + extra,
+        let make = try run("/usr/bin/make", ["-s", "-C", packageDirectory, "install", "BIN=" + buildDirectory, "PREFIX=" + prefix, "PREFIX_RECORD="] + extra,
                            environment: ["PATH": "/usr/bin:/bin", "HOME": box.root])
         guard make.status == 0 else { throw KeybayTestFailure("make install: \(make.stderr)") }
         return prefix
@@ -94,7 +94,7 @@ import Testing
         #include <stdio.h>
         #include <string.h>
         int main(void) {
-            keybay_open_options options = {sizeof options, "com.example.layout", NULL, NULL, NULL, 1};
+            keybay_open_options options = {.struct_size = sizeof options, .app_id = "com.example.layout", .no_input = 1};
             keybay_error *err = NULL;
             keybay_store *store = keybay_open(&options, NULL, &err);
             if (!store) { fprintf(stderr, "open: %s\\n", keybay_error_message(err)); return 1; }
@@ -119,7 +119,7 @@ import Testing
         let box = Sandbox()
         let prefix = box.root + "/prefix"
         // BIN= installs the build the tests run from (plain `make install` builds in release mode).
-        let make = try run("/usr/bin/make", ["-C", packageDirectory, "install", "BIN=" + buildDirectory, "PREFIX=" + prefix],
+        let make = try run("/usr/bin/make", ["-C", packageDirectory, "install", "BIN=" + buildDirectory, "PREFIX=" + prefix, "PREFIX_RECORD="],
                            environment: ["PATH": "/usr/bin:/bin", "HOME": box.root])
         #expect(make.status == 0, "\(make.stderr)")
         for file in ["bin/keybay-methods", "lib/keybay/plugins/libkeybay-file-root.so", "lib/keybay/plugins/libkeybay-passphrase.so",

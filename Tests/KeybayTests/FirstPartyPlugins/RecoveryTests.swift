@@ -266,19 +266,40 @@ import Testing
         #expect(try Self.readQR(picture, box: box) == text)
     }
 
-    /// A host that cannot show a secret gets no recovery method: the enrollment fails with
-    /// interaction-required and nothing is written.
+    /// A host that cannot show a secret gets no recovery method: the library's one order stores
+    /// it, finds the key cannot be shown and takes it back, so the enrollment fails with
+    /// interaction-required, no method is left and the records are as they were.
     @Test func aHostThatCannotShowTheKeyGetsNoMethod() throws {
         let box = Sandbox()
         let session = try KeybayStore.open(box.configuration())
         defer { session.close() }
         try session.set("k", string: "v")
-        let before = readBytes(box.storePath)
         let e = keybayError { _ = try session.auth.add(plugin: "recovery") }
         #expect(e?.code == .interactionRequired, "\(String(describing: e))")
-        let unchanged = readBytes(box.storePath) == before
-        let methods = try session.auth.list()
-        #expect(unchanged && methods.isEmpty)
+        #expect(try session.auth.list().isEmpty)
+        #expect(try session.getString("k") == "v")
+        let reopened = try KeybayStore.open(box.configuration(), createIfAbsent: false)
+        defer { reopened.close() }
+        #expect(try !reopened.isProtected && reopened.getString("k") == "v")
+    }
+
+    /// The one order (`PreparedEnrollment.commit(showingSecretWith:)`): the key is shown only once
+    /// the method is stored, so at the moment it is shown it already opens the store; a show that
+    /// fails takes the method back.
+    @Test func theKeyIsShownOnlyOnceItOpensTheStore() throws {
+        let box = Sandbox()
+        let configuration = try box.configuration()
+        let session = try KeybayStore.open(configuration)
+        defer { session.close() }
+        try session.set("k", string: "v")
+        let prepared = try session.auth.prepare(plugin: "recovery")
+        var methodsWhenShown: [KeybayMethod] = []
+        try prepared.commit(showingSecretWith: { _ in methodsWhenShown = try KeybayStore.status(configuration).methods })
+        #expect(methodsWhenShown.map(\.id) == [prepared.method.id])
+        let failing = try session.auth.prepare(plugin: "recovery")
+        struct Unshown: Error {}
+        #expect(throws: Unshown.self) { try failing.commit(showingSecretWith: { _ in throw Unshown() }) }
+        #expect(try session.auth.list().map(\.id) == [prepared.method.id])
     }
 
     /// docs/recovery.md's worked example, through the built plugin: the text of K = 00…1f opens

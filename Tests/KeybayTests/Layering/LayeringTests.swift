@@ -6,9 +6,8 @@ import Testing
 /// file may name only what its own layer and the layers below it declare. Crypto and Format are
 /// below Keys, Keys below Engine, Engine below API; Plugins and Root below API (and Engine); no
 /// type the API declares is named anywhere else. The top-level `KeybayError.swift` is below all.
-/// Agent (the agent's protocol and its client) is below API; Daemon (the agent itself, which
-/// serves held stores through sessions) is above it. Export (the age format and the export
-/// record layout) is above Crypto and Format and below API.
+/// Agent (the agent's protocol and its client) and Export (the age format) are below API; Daemon (the agent itself, which
+/// serves held stores through sessions) is above it.
 @Suite struct LayeringTests {
     /// Which layers each layer may use (its own always).
     static let allowed: [String: Set<String>] = [
@@ -19,6 +18,7 @@ import Testing
         "Plugins": ["Errors", "Crypto", "Format", "Storage"],
         "Root": ["Errors", "Crypto", "Format", "Storage", "Plugins"],
         "Agent": ["Errors", "Crypto", "Format", "Storage"],
+        // The age format of exports: bytes and crypto, nothing of stores.
         "Export": ["Errors", "Crypto", "Format"],
         "Keys": ["Errors", "Crypto", "Format", "Root"],
         "Engine": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys"],

@@ -6,7 +6,7 @@ import Testing
 /// (Swift, C, Python, shell, make, module maps) says so in an SPDX line within its first three
 /// lines (after a shebang or the tools-version line).
 @Suite struct LicenseTests {
-    static let sourceExtensions: Set<String> = ["swift", "c", "h", "cpp", "py", "sh", "modulemap"]
+    static let sourceExtensions: Set<String> = ["swift", "c", "h", "cpp", "py", "sh", "rs", "modulemap"]
     static let directories = ["Sources", "Plugins", "Tests", "Examples", "Fuzz", "bindings", "integrations", "scripts", "docs/examples", "completions", ".ci"]
 
     @Test func theLicenceIsApache2() throws {

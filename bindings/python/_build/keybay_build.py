@@ -3,7 +3,8 @@
 so `pip install ./bindings/python` downloads nothing and needs neither setuptools nor wheel.
 
 The wheel holds keybay/ and keybay/_installed.py naming the libkeybay.so.1 to load: PREFIX/lib's,
-PREFIX from `--config-settings prefix=PREFIX`, else KEYBAY_PREFIX, else pkg-config's keybay.pc
+PREFIX from `--config-settings prefix=PREFIX`, else KEYBAY_PREFIX, else the prefix the last
+`make install` of this checkout recorded (_build/installed-prefix), else pkg-config's keybay.pc
 (`make install` writes PREFIX/lib/pkgconfig/keybay.pc; put that directory on PKG_CONFIG_PATH).
 Without any of them, or without the library there, the build is refused. docs/python.md,
 "Installing"."""
@@ -18,6 +19,7 @@ import zipfile
 
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bindings/python
 SONAME = "libkeybay.so.1"
+RECORDED = os.path.join(HERE, "_build", "installed-prefix")  # written by `make install` (no DESTDIR)
 HOW_TO = ("give the PREFIX of `make install` as KEYBAY_PREFIX=PREFIX (or --config-settings prefix=PREFIX), "
           "or put PREFIX/lib/pkgconfig on PKG_CONFIG_PATH (docs/python.md, \"Installing\")")
 
@@ -52,6 +54,13 @@ def _libdir(config_settings):
     prefix = os.environ.get("KEYBAY_PREFIX")
     if prefix:
         return os.path.join(prefix, "lib"), f"KEYBAY_PREFIX={prefix}"
+    try:
+        with open(RECORDED, encoding="utf-8") as f:
+            prefix = f.read().strip()
+    except FileNotFoundError:
+        prefix = None
+    if prefix:
+        return os.path.join(prefix, "lib"), f"the prefix the last `make install` of this checkout recorded ({RECORDED}: {prefix})"
     try:
         found = subprocess.run(["pkg-config", "--variable=libdir", "keybay"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as error:

@@ -11,16 +11,17 @@ from ._library import lib as _lib
 from ._version import __version__
 from .errors import CODE_NAMES, Error
 from .interaction import MESSAGE_INFO, MESSAGE_WARNING, default_interaction
-from .store import Store, open, reset, status
+from .methods import AskRequest, Method, Status
+from .store import Store, lock, open, reset, status
 
 for _name in _errors.CLASS_NAMES:
     globals()[_name] = getattr(_errors, _name)
 
 
 def library_version():
-    """The loaded libkeybay's release, e.g. "1.1.0"."""
+    """The loaded libkeybay's release, e.g. "1.2.0"."""
     return _lib.keybay_version().decode("utf-8")
 
 
-__all__ = ["open", "status", "reset", "Store", "Error", "CODE_NAMES", "MESSAGE_INFO",
+__all__ = ["open", "status", "reset", "lock", "Store", "Status", "Method", "AskRequest", "Error", "CODE_NAMES", "MESSAGE_INFO",
            "MESSAGE_WARNING", "default_interaction", "library_version", *_errors.CLASS_NAMES]

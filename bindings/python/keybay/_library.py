@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Loads libkeybay.so.1 and declares the C API's functions (keybay.h, version 1)."""
+"""Loads libkeybay.so.1 and declares the C API's functions (keybay.h, version 1, release 1.2)."""
 import ctypes
 import os
 
@@ -48,11 +48,45 @@ class OpenOptions(ctypes.Structure):
                 ("root", ctypes.c_char_p),
                 ("method_id", ctypes.c_char_p),
                 ("plugin_dirs", ctypes.POINTER(ctypes.c_char_p)),
-                ("no_input", ctypes.c_int)]
+                ("no_input", ctypes.c_int),
+                ("tries", ctypes.c_int)]
+
+
+class MethodInfo(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32),
+                ("id", ctypes.c_char_p),
+                ("plugin", ctypes.c_char_p),
+                ("label", ctypes.c_char_p),
+                ("needs_device", ctypes.c_int)]
+
+
+class AskRequest(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32),
+                ("kind", ctypes.c_int),
+                ("secret_kind", ctypes.c_char_p),
+                ("prompt", ctypes.c_char_p),
+                ("method_id", ctypes.c_char_p),
+                ("plugin_id", ctypes.c_char_p),
+                ("label", ctypes.c_char_p),
+                ("app_id", ctypes.c_char_p),
+                ("tries_left", ctypes.c_int),
+                ("is_retry", ctypes.c_int)]
+
+
+class StatusInfo(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32),
+                ("state", ctypes.c_char_p),
+                ("store_path", ctypes.c_char_p),
+                ("root", ctypes.c_char_p),
+                ("root_location", ctypes.c_char_p),
+                ("methods", ctypes.POINTER(MethodInfo)),
+                ("method_count", ctypes.c_size_t),
+                ("unlocked", ctypes.c_int),
+                ("unlocked_until", ctypes.c_int64)]
 
 
 class ImportReport(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t),
+    _fields_ = [("struct_size", ctypes.c_uint32),
                 ("imported", ctypes.c_size_t),
                 ("unchanged", ctypes.c_size_t),
                 ("replaced", ctypes.c_size_t),
@@ -67,6 +101,10 @@ CONFIRM = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)
 MESSAGE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
 SHOW_SECRET = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
 IS_CANCELLED = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+CHOOSE_METHOD = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(MethodInfo), ctypes.c_size_t,
+                                 ctypes.POINTER(ctypes.c_size_t))
+ASK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(AskRequest), ctypes.c_void_p, ctypes.c_size_t,
+                       ctypes.POINTER(ctypes.c_size_t))
 
 
 class Interaction(ctypes.Structure):
@@ -77,7 +115,9 @@ class Interaction(ctypes.Structure):
                 ("confirm", CONFIRM),
                 ("message", MESSAGE),
                 ("show_secret", SHOW_SECRET),
-                ("is_cancelled", IS_CANCELLED)]
+                ("is_cancelled", IS_CANCELLED),
+                ("choose_method", CHOOSE_METHOD),
+                ("ask", ASK)]
 
 
 lib = _load()
@@ -94,6 +134,7 @@ for name, result, arguments in [
         ("keybay_error_reason", _s, [_p]),
         ("keybay_error_tries_left", ctypes.c_int, [_p]),
         ("keybay_error_took_effect", ctypes.c_int, [_p]),
+        ("keybay_error_methods", ctypes.POINTER(MethodInfo), [_p, ctypes.POINTER(ctypes.c_size_t)]),
         ("keybay_error_free", None, [_p]),
         ("keybay_code_name", _s, [ctypes.c_int]),
         ("keybay_open", _p, [ctypes.POINTER(OpenOptions), ctypes.POINTER(Interaction), _err]),
@@ -102,6 +143,15 @@ for name, result, arguments in [
         ("keybay_free_value", None, [_p, ctypes.c_size_t]),
         ("keybay_set", ctypes.c_int, [_p, _s, _p, ctypes.c_size_t, _err]),
         ("keybay_delete", ctypes.c_int, [_p, _s, _err]),
+        ("keybay_contains", ctypes.c_int, [_p, _s, ctypes.POINTER(ctypes.c_int), _err]),
+        ("keybay_get_many", ctypes.c_int, [_p, ctypes.POINTER(_s), ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p),
+                                           ctypes.POINTER(ctypes.c_size_t), _err]),
+        ("keybay_clear_all", ctypes.c_int, [_p, _err]),
+        ("keybay_verify", ctypes.c_int, [_p, _s, ctypes.POINTER(Interaction), _err]),
+        ("keybay_unlock", ctypes.c_int, [_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_int64), _err]),
+        ("keybay_lock", ctypes.c_int, [ctypes.POINTER(OpenOptions), ctypes.POINTER(ctypes.c_int), _err]),
+        ("keybay_status_get", ctypes.c_int, [ctypes.POINTER(OpenOptions), ctypes.POINTER(ctypes.POINTER(StatusInfo)), _err]),
+        ("keybay_free_status", None, [ctypes.POINTER(StatusInfo)]),
         ("keybay_keys", ctypes.c_int, [_p, ctypes.POINTER(ctypes.POINTER(_s)), ctypes.POINTER(ctypes.c_size_t), _err]),
         ("keybay_free_strings", None, [ctypes.POINTER(_s), ctypes.c_size_t]),
         ("keybay_enroll", ctypes.c_int, [_p, _s, _s, ctypes.POINTER(_s), ctypes.POINTER(Interaction),

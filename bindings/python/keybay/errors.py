@@ -3,6 +3,7 @@
 import ctypes
 
 from ._library import lib, text
+from .methods import methods_from
 
 # KEYBAY_ERR_<n> is CODE_NAMES[n - 1] (keybay.h); the numbers and names are stable.
 CODE_NAMES = (
@@ -21,14 +22,15 @@ class Error(Exception):
 
     Each subclass carries its own `number` and `code`, so a host raises `keybay.Cancelled()`.
     `reason` is the stable token naming which cause of several it is ("pin-blocked"), or None;
-    `tries_left` the PIN attempts the device says are left, or None when unknown.
+    `tries_left` the PIN attempts the device says are left, or None when unknown; `methods` the
+    store's methods (keybay.Method) when an open must choose one and could not, else None.
     """
 
     number = None
     code = None
 
     def __init__(self, message="", *, number=None, code=None, path=None, plugin_id=None, method_id=None,
-                 reason=None, tries_left=None, took_effect=False):
+                 reason=None, tries_left=None, took_effect=False, methods=None):
         if number is not None:
             self.number = number
         if code is not None:
@@ -41,6 +43,7 @@ class Error(Exception):
         self.reason = reason
         self.tries_left = tries_left
         self.took_effect = took_effect
+        self.methods = methods
 
 
 def _class_name(code):
@@ -84,6 +87,8 @@ def take(pointer, number):
         return make(number, "the call failed and gave no details")
     try:
         number = lib.keybay_error_code(pointer)
+        count = ctypes.c_size_t()
+        listed = lib.keybay_error_methods(pointer, ctypes.byref(count))
         return ERROR_CLASSES.get(number, Error)(
             text(lib.keybay_error_message(pointer)),
             number=number,
@@ -93,7 +98,8 @@ def take(pointer, number):
             method_id=text(lib.keybay_error_method_id(pointer)),
             reason=text(lib.keybay_error_reason(pointer)),
             tries_left=_known(lib.keybay_error_tries_left(pointer)),
-            took_effect=lib.keybay_error_took_effect(pointer) == 1)
+            took_effect=lib.keybay_error_took_effect(pointer) == 1,
+            methods=methods_from(listed, count.value) if listed else None)
     finally:
         lib.keybay_error_free(pointer)
 

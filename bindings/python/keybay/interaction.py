@@ -4,6 +4,7 @@ import ctypes
 
 from . import _library as c
 from .errors import ERROR_CLASSES
+from .methods import Method, ask_request_from, methods_from
 
 KEYBAY_ERR_CANCELLED = 22
 KEYBAY_ERR_INTERACTION_REQUIRED = 26
@@ -65,10 +66,13 @@ class Bridge:
         self._offer("message", c.MESSAGE, self._message)
         self._offer("show_secret", c.SHOW_SECRET, self._show_secret)
         self._offer("is_cancelled", c.IS_CANCELLED, self._is_cancelled)
+        # ask(request) is preferred by the library over ask_secret(prompt, is_confirmation).
+        self._offer("ask", c.ASK, self._ask, "ask")
+        self._offer("choose_method", c.CHOOSE_METHOD, self._choose, "choose")
 
-    def _offer(self, name, prototype, function):
+    def _offer(self, name, prototype, function, attribute=None):
         # A method the object lacks stays NULL: "not available", as keybay.h defines it.
-        if callable(getattr(self.interaction, name, None)):
+        if callable(getattr(self.interaction, attribute or name, None)):
             callback = prototype(function)
             self._callbacks.append(callback)
             setattr(self.struct, name, callback)
@@ -83,9 +87,15 @@ class Bridge:
             self.failure = error
 
     def _ask_secret(self, _context, prompt, is_confirmation, buf, capacity, length):
+        return self._answer(lambda: self.interaction.ask_secret(c.text(prompt), bool(is_confirmation)), buf, capacity, length)
+
+    def _ask(self, _context, request, buf, capacity, length):
+        return self._answer(lambda: self.interaction.ask(ask_request_from(request)), buf, capacity, length)
+
+    def _answer(self, asking, buf, capacity, length):
         answer = None
         try:
-            given = self.interaction.ask_secret(c.text(prompt), bool(is_confirmation))
+            given = asking()
             if given is None:
                 return KEYBAY_ERR_INTERACTION_REQUIRED
             answer = bytearray(given.encode("utf-8") if isinstance(given, str) else given)
@@ -104,6 +114,25 @@ class Bridge:
         finally:
             if answer is not None:
                 _wipe(answer)
+
+    def _choose(self, _context, methods, count, chosen):
+        try:
+            offered = methods_from(methods, count)
+            picked = self.interaction.choose(offered)
+            if picked is None:
+                return KEYBAY_ERR_INTERACTION_REQUIRED
+            wanted = picked.id if isinstance(picked, Method) else picked
+            for index, method in enumerate(offered):
+                if method.id == wanted:
+                    chosen[0] = index
+                    return 0
+            self._remember(ValueError(f"choose returned {picked!r}, which is none of the store's methods"))
+            return KEYBAY_ERR_INTERACTION_REQUIRED
+        except Cancelled:
+            return KEYBAY_ERR_CANCELLED
+        except BaseException as error:
+            self._remember(error)
+            return KEYBAY_ERR_INTERACTION_REQUIRED
 
     def _confirm(self, _context, question):
         try:

@@ -113,9 +113,10 @@ class KeybayKeyring(KeyringBackend):
         """The open store, or None when there is none and `create` is false."""
         import keybay
         try:
-            if not create and not _store_file_exists(self.app_id) and keybay.status(self.app_id)["state"] == "absent":
+            if not create and not _store_file_exists(self.app_id) and keybay.status(self.app_id).state == "absent":
                 return None
-            return keybay.open(self.app_id, interaction=_interaction())
+            # The library's open policy, as the credential helpers': a typed secret asked three times.
+            return keybay.open(self.app_id, interaction=_interaction(), tries=3)
         except keybay.Error as error:
             if error.code in LOCKED_CODES:
                 raise self._locked(error) from error

@@ -7,6 +7,7 @@ import os
 from . import _library as c
 from . import errors
 from .interaction import Bridge
+from .methods import Status
 
 KEYBAY_ERR_NOT_FOUND = 31
 KEYBAY_ERR_CLOSED = 30
@@ -29,13 +30,16 @@ def _c_string(data, what):
     return data
 
 
-def _options(app_id, root=None, method=None, no_input=False, plugin_dirs=None):
+def _options(app_id, root=None, method=None, no_input=False, plugin_dirs=None, tries=1):
     options = c.OpenOptions()
     options.struct_size = ctypes.sizeof(c.OpenOptions)
     options.app_id = _utf8(app_id, "app_id")
     options.root = None if root is None else _utf8(root, "root")
     options.method_id = None if method is None else _utf8(method, "method")
     options.no_input = 1 if no_input else 0
+    if not isinstance(tries, int) or isinstance(tries, bool) or not 1 <= tries <= 10:
+        raise ValueError(f"tries must be an int from 1 to 10, not {tries!r}")
+    options.tries = tries
     if plugin_dirs:
         directories = (ctypes.c_char_p * (len(plugin_dirs) + 1))(*[_c_string(os.fsencode(d), "plugin_dirs entry")
                                                                for d in plugin_dirs], None)
@@ -140,6 +144,66 @@ class Store:
         if number != 0:
             _raise(number, slot)
 
+    def __contains__(self, key):
+        return self.contains(key)
+
+    def contains(self, key):
+        """Whether `key` has a record (reads no value)."""
+        found, slot = ctypes.c_int(), errors.error_slot()
+        number = c.lib.keybay_contains(self._open_handle(), _utf8(key, "key"), ctypes.byref(found), ctypes.byref(slot))
+        if number != 0:
+            _raise(number, slot)
+        return found.value == 1
+
+    def get_many(self, keys):
+        """The values of `keys` from one generation of the store, as {key: bytes}; a key with no
+        record is left out."""
+        names = [_utf8(key, "key") for key in keys]
+        count = len(names)
+        array = (ctypes.c_char_p * max(count, 1))(*names)
+        values, lengths = (ctypes.c_void_p * max(count, 1))(), (ctypes.c_size_t * max(count, 1))()
+        slot = errors.error_slot()
+        number = c.lib.keybay_get_many(self._open_handle(), array, count, values, lengths, ctypes.byref(slot))
+        if number != 0:
+            _raise(number, slot)
+        found = {}
+        try:
+            for i, key in enumerate(keys):
+                if values[i]:
+                    found[key] = ctypes.string_at(values[i], lengths[i])
+        finally:
+            for i in range(count):
+                c.lib.keybay_free_value(values[i], lengths[i])
+        return found
+
+    def clear_all(self):
+        """Removes every record in one write; the store, its root and its methods stay."""
+        slot = errors.error_slot()
+        number = c.lib.keybay_clear_all(self._open_handle(), ctypes.byref(slot))
+        if number != 0:
+            _raise(number, slot)
+
+    def verify(self, method_id, *, interaction=None):
+        """Runs the method's ceremony and checks the secret, changing nothing; keybay.WrongSecret
+        when it does not match. `interaction` defaults to open's."""
+        bridge = Bridge(interaction if interaction is not None else self._interaction)
+        slot = errors.error_slot()
+        number = c.lib.keybay_verify(self._open_handle(), _utf8(method_id, "method_id"), bridge.pointer(), ctypes.byref(slot))
+        if number != 0:
+            _raise(number, slot, bridge)
+
+    def unlock(self, seconds=900):
+        """Hands the open store to the keybay agent for `seconds` (0: until keybay.lock), as
+        `keybay-methods unlock --for` does; returns when the agent forgets it (Unix seconds), or
+        None for never."""
+        if not isinstance(seconds, int) or isinstance(seconds, bool) or not 0 <= seconds <= 0xFFFFFFFF:
+            raise ValueError(f"seconds must be an int from 0 to 2**32-1, not {seconds!r}")
+        until, slot = ctypes.c_int64(), errors.error_slot()
+        number = c.lib.keybay_unlock(self._open_handle(), seconds, ctypes.byref(until), ctypes.byref(slot))
+        if number != 0:
+            _raise(number, slot)
+        return until.value or None
+
     def keys(self):
         """Every key, in ascending byte order."""
         keys, count, slot = ctypes.POINTER(ctypes.c_char_p)(), ctypes.c_size_t(), errors.error_slot()
@@ -177,7 +241,7 @@ class Store:
         secret = bytearray(identity.encode("utf-8") if isinstance(identity, str) else memoryview(identity))
         try:
             report = c.ImportReport()
-            report.size = ctypes.sizeof(c.ImportReport)
+            report.struct_size = ctypes.sizeof(c.ImportReport)
             slot = errors.error_slot()
             file_buffer = (ctypes.c_char * len(file)).from_buffer(file) if file else None
             identity_buffer = (ctypes.c_char * len(secret)).from_buffer(secret) if secret else None
@@ -220,9 +284,12 @@ class Store:
             _raise(number, slot, bridge)
 
 
-def open(app_id, *, root=None, method=None, interaction=None, no_input=False, plugin_dirs=None):
-    """Opens the application's store (created, platform-only, when nothing exists)."""
-    options = _options(app_id, root, method, no_input, plugin_dirs)
+def open(app_id, *, root=None, method=None, interaction=None, no_input=False, plugin_dirs=None, tries=1):
+    """Opens the application's store (created, platform-only, when nothing exists). A protected
+    store opens with `method`, else its only method, else the one `interaction.choose(methods)`
+    returns, else keybay.AuthenticationRequired listing them in `.methods`; a wrong secret is
+    asked again up to `tries` asks in all."""
+    options = _options(app_id, root, method, no_input, plugin_dirs, tries)
     bridge = Bridge(interaction)
     slot = errors.error_slot()
     handle = c.lib.keybay_open(ctypes.byref(options), bridge.pointer(), ctypes.byref(slot))
@@ -232,13 +299,31 @@ def open(app_id, *, root=None, method=None, interaction=None, no_input=False, pl
 
 
 def status(app_id, *, root=None, plugin_dirs=None):
-    """What is on disk, as `keybay-methods status --json` prints it; creates and unlocks nothing."""
+    """What is on disk, as a keybay.Status (its `methods` keybay.Method objects; its keys those
+    `keybay-methods status --json` prints); creates and unlocks nothing."""
     options = _options(app_id, root, plugin_dirs=plugin_dirs)
-    out, slot = ctypes.c_void_p(), errors.error_slot()
-    number = c.lib.keybay_status_json(ctypes.byref(options), ctypes.byref(out), ctypes.byref(slot))
+    info, slot = ctypes.POINTER(c.StatusInfo)(), errors.error_slot()
+    number = c.lib.keybay_status_get(ctypes.byref(options), ctypes.byref(info), ctypes.byref(slot))
     if number != 0:
         _raise(number, slot)
-    return json.loads(c.take_string(out.value))
+    try:
+        out = ctypes.c_void_p()
+        number = c.lib.keybay_status_json(ctypes.byref(options), ctypes.byref(out), ctypes.byref(slot))
+        if number != 0:
+            _raise(number, slot)
+        return Status(info.contents, json.loads(c.take_string(out.value)))
+    finally:
+        c.lib.keybay_free_status(info)
+
+
+def lock(app_id, *, root=None, plugin_dirs=None):
+    """Makes the keybay agent forget the store; True when it held it (nothing is opened)."""
+    options = _options(app_id, root, plugin_dirs=plugin_dirs)
+    forgotten, slot = ctypes.c_int(), errors.error_slot()
+    number = c.lib.keybay_lock(ctypes.byref(options), ctypes.byref(forgotten), ctypes.byref(slot))
+    if number != 0:
+        _raise(number, slot)
+    return forgotten.value == 1
 
 
 def reset(app_id, *, root=None, plugin_dirs=None):

@@ -58,7 +58,8 @@ def installed(tmp_path_factory):
     top = tmp_path_factory.mktemp("install")
     build = pathlib.Path(os.environ["KEYBAY_LIBRARY"]).parent
     prefix, venv = top / "prefix", top / "venv"
-    run(["make", "-s", "install", f"BIN={build}", f"PREFIX={prefix}"], dict(os.environ), REPOSITORY)
+    # PREFIX_RECORD=: the checkout is never written (test_pip_finds_what_make_install_recorded records into a copy).
+    run(["make", "-s", "install", f"BIN={build}", f"PREFIX={prefix}", "PREFIX_RECORD="], dict(os.environ), REPOSITORY)
     # --system-site-packages: keyring comes from this Python (nothing is downloaded).
     run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], dict(os.environ), top)
     # A copy of bindings/python, so setuptools' build/ and egg-info never land in the checkout.
@@ -131,6 +132,26 @@ def test_pip_finds_the_prefix_through_pkg_config_or_refuses(installed, tmp_path)
                            "--config-settings", f"prefix={prefix}", str(source)], env=environment, cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert told.returncode == 0 and f"(found through --config-settings prefix={prefix})" in told.stderr, told.stderr
+
+
+def test_pip_finds_what_make_install_recorded(installed, tmp_path):
+    """`make install PREFIX=P` then a plain `pip install ./bindings/python`: the prefix the install
+    recorded in the checkout (here a copy of it) is found, and pip says so."""
+    prefix, _, environment, top = installed
+    source = tmp_path / "python"
+    shutil.copytree(top / "python", source)
+    build = pathlib.Path(os.environ["KEYBAY_LIBRARY"]).parent
+    run(["make", "-s", "install", f"BIN={build}", f"PREFIX={prefix}", f"PREFIX_RECORD={source}/_build/installed-prefix"],
+        dict(os.environ), REPOSITORY)
+    assert (source / "_build" / "installed-prefix").read_text() == f"{prefix}\n"
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], environment, tmp_path)
+    pipped = pip_install(venv, source, environment, tmp_path)
+    assert pipped.returncode == 0, pipped.stdout + pipped.stderr
+    assert f"recorded ({source}/_build/installed-prefix: {prefix}))" in pipped.stdout + pipped.stderr
+    out = run([str(venv / "bin" / "python"), "-c", "import keybay; print(keybay._lib._name, keybay.__version__)"], environment, tmp_path)
+    version = run([str(prefix / "bin" / "keybay-methods"), "--version"], environment, tmp_path).split()[1]
+    assert out.split() == [str(prefix / "lib" / "libkeybay.so.1"), version]
 
 
 def test_the_soname_is_found_without_keybay_library(installed):

@@ -1,15 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-/// One enrolled unlock method, as listed without calling any plugin (``KeybayAuth/list()``,
-/// ``KeybayStatus/methods``).
-public struct KeybayMethod: Sendable, Equatable {
-    /// 16 random bytes as 32 lowercase hex characters.
-    public let id: String
-    /// The plugin that unlocks it, e.g. `passphrase`.
-    public let plugin: String
-    /// The label given at enrollment (the plugin id unless one was given). It may hold characters
-    /// a display should escape when written by an older version (``misleadsWhenShown(_:)``).
-    public let label: String
-
+/// Labels, and methods as a store lists them (the struct itself is declared in KeybayMethod.swift
+/// at the top of the core, below every layer).
+extension KeybayMethod {
     /// Labels an enrollment may give: 1–64 bytes of UTF-8 without control characters (C0, DEL,
     /// C1), bidirectional marks, overrides and isolates (U+061C, U+200E–U+200F, U+202A–U+202E,
     /// U+2066–U+2069) or line and paragraph separators (U+2028–U+2029).
@@ -31,9 +23,17 @@ public struct KeybayMethod: Sendable, Equatable {
     }
 
     init(_ method: MethodEnvelope.Public) {
-        id = hexString(method.methodId)
-        plugin = method.pluginId
-        label = method.label
+        self.init(id: hexString(method.methodId), plugin: method.pluginId, label: method.label)
+    }
+
+    /// This method with ``needsDevice`` read from its plugin's descriptor (loaded, never probed
+    /// or run); unchanged when the plugin cannot be loaded.
+    /// - Parameter search: Where its plugin is looked for (the store's configuration's).
+    /// - Returns: The method, with ``needsDevice`` filled in where the plugin could be read.
+    public func describingDevice(search: KeybayPluginSearch) -> KeybayMethod {
+        var m = self
+        m.needsDevice = (try? PluginLoader.loadMethod(plugin, search: search))?.needsDevice
+        return m
     }
 }
 
