@@ -124,7 +124,7 @@ let package = Package(
         // the time bound, taking turns, the storage primary).
         .target(name: "CKeybayTPM2", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Sources/CKeybayTPM2",
                 linkerSettings: [.linkedLibrary("pthread")]),
-        .target(name: "KeybayTPM2", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CKeybayTPM2", "CSodium"], path: "Plugins/tpm2", publicHeadersPath: ".",
+        .target(name: "KeybayTPM2", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CKeybayTPM2", "CKeybayRecoveryKey", "CSodium"], path: "Plugins/tpm2", publicHeadersPath: ".",
                 linkerSettings: [.linkedLibrary("pthread")] + cPluginLinking),
         // tpm2-pin: a method whose 32-byte secret the TPM unseals only with the user's PIN, under
         // the TPM's dictionary-attack protection.
@@ -141,8 +141,11 @@ let package = Package(
                 sources: ["plugin.c"], publicHeadersPath: ".", linkerSettings: cPluginLinking),
         // recovery: a 256-bit recovery key (libsodium only); it opens libqrencode.so.4 on first
         // use to draw the key as a QR code, and does without when it is missing.
-        .target(name: "KeybayRecovery", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/recovery", publicHeadersPath: ".",
+        .target(name: "KeybayRecovery", dependencies: ["CKeybayPlugin", "CKeybayRecoveryKey", "CSodium"], path: "Plugins/recovery", publicHeadersPath: ".",
                 linkerSettings: cPluginLinking),
+        // The recovery key's text and QR code, shared by recovery and the tpm2 root's recovery.
+        .target(name: "CKeybayRecoveryKey", dependencies: ["CKeybayPlugin", "CSodium"], path: "Sources/CKeybayRecoveryKey",
+                linkerSettings: [.linkedLibrary("pthread"), .linkedLibrary("dl")]),
         // secret-service: the desktop keyring as platform root. It declares the few libsecret and
         // GLib types it uses and links neither: it opens libsecret-1.so.0 on first use.
         .target(name: "KeybaySecretService", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/secret-service",

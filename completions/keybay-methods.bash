@@ -187,8 +187,8 @@ _keybay_methods() {
 
     if [[ "$command" == root ]]; then
         case ${#positionals[@]} in
-            0) COMPREPLY=($(compgen -W "move" -- "$cur")) ;;
-            1) COMPREPLY=($(compgen -W "$(_keybay_methods_root_ids) auto" -- "$cur")) ;;
+            0) COMPREPLY=($(compgen -W "move check reseal" -- "$cur")) ;;
+            1) [[ "${positionals[0]}" == move ]] && COMPREPLY=($(compgen -W "$(_keybay_methods_root_ids) auto" -- "$cur")) ;;
         esac
         return 0
     fi

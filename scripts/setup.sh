@@ -18,6 +18,7 @@ packages=(libsodium-dev libargon2-dev libfido2-dev libssl-dev pkg-config python3
           dpkg-dev     # PackagingTests: debian/rules' install-flags (dpkg's architecture.mk); readelf (binutils) for InstallTests
           strace       # MutationGuardTests (the order of fsync and rename), FaultInjectionTests (strace -e inject)
           xdg-desktop-portal bubblewrap  # the portal root's tests: the Secret portal on a private bus, bwrap sandboxes
+          openssl systemd  # Tpm2SignedPolicyTests sign PCR policies with openssl; Tpm2SystemdMeasureTests with /usr/lib/systemd/systemd-measure
           duplicity borgbackup tar attr e2fsprogs  # BackupExclusionTests: real backups; getfattr/setfattr, lsattr/chattr
           age)          # exports: AgeInteropTests and the CLI tests check them against age and age-keygen
 missing=()

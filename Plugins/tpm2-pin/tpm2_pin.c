@@ -44,7 +44,8 @@
 #define get_be keybay_tpm2_get_be
 
 #define PARAMS_MAGIC "KBTP"
-#define PARAMS_VERSION 1
+#define PARAMS_VERSION 1        /* literal PCRs or none */
+#define PARAMS_VERSION_SIGNED 2 /* a signed PCR policy: its key and signature file follow */
 #define PARAMS_HEADER 10 /* magic(4) | version:u16 | pcrs:u32 */
 #define MAX_PARAMS_BYTES 2048
 #define MIN_PIN 4
@@ -52,25 +53,33 @@
 
 /* ---------------------------------------------------------------- the parameters
 
-   "KBTP" | version:u16 (= 1) | pcrs:u32 | public:LP16 | private:LP16 (docs/tpm2-pin.md) */
+   "KBTP" | version:u16 (1 or 2) | pcrs:u32 | public:LP16 | private:LP16, and for version 2 (a
+   signed policy) | spki:LP16 | signaturePath:LP16 (docs/tpm2-pin.md) */
 
 typedef struct sealed_object {
     uint32_t pcrs;
     TPM2B_PUBLIC public;
     TPM2B_PRIVATE private;
+    int has_signed;
+    keybay_tpm2_signing_key key;
+    char signature_path[KEYBAY_TPM2_SIGNATURE_PATH_BYTES];
 } sealed_object;
 
 /* The layout alone, without tss2 (describe needs no TPM library): the PCR mask and where the
    two areas are. */
-static keybay_status split_params(const keybay_host *host, const uint8_t *p, size_t n, uint32_t *pcrs, const uint8_t *parts[2],
-                                  size_t lengths[2]) {
+static keybay_status split_params(const keybay_host *host, const uint8_t *p, size_t n, uint32_t *pcrs, const uint8_t *parts[4],
+                                  size_t lengths[4]) {
     if (!p || n < PARAMS_HEADER || n > MAX_PARAMS_BYTES || memcmp(p, PARAMS_MAGIC, 4) != 0)
         return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the method's parameters are not a tpm2-pin sealed object (%zu bytes)", n);
-    if (get_be(p + 4, 2) != PARAMS_VERSION)
-        return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: parameters of version %u; this plugin reads version 1", (unsigned)get_be(p + 4, 2));
+    unsigned version = (unsigned)get_be(p + 4, 2);
+    if (version != PARAMS_VERSION && version != PARAMS_VERSION_SIGNED)
+        return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: parameters of version %u; this plugin reads versions 1 and 2", version);
     *pcrs = (uint32_t)get_be(p + 6, 4);
     size_t at = PARAMS_HEADER;
-    for (int i = 0; i < 2; i++) {
+    int count = version == PARAMS_VERSION_SIGNED ? 4 : 2;
+    lengths[2] = lengths[3] = 0;
+    parts[2] = parts[3] = NULL;
+    for (int i = 0; i < count; i++) {
         if (n - at < 2 || (lengths[i] = (size_t)get_be(p + at, 2)) > n - at - 2)
             return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the method's parameters are truncated");
         parts[i] = p + at + 2;
@@ -83,10 +92,18 @@ static keybay_status split_params(const keybay_host *host, const uint8_t *p, siz
 
 /* Decodes strictly (tss2 loaded: it unmarshals the areas), each area exactly its own size. */
 static keybay_status decode_params(const keybay_host *host, const uint8_t *p, size_t n, sealed_object *o) {
-    const uint8_t *parts[2];
-    size_t lengths[2], off_pub = 0, off_priv = 0;
+    const uint8_t *parts[4];
+    size_t lengths[4], off_pub = 0, off_priv = 0;
     keybay_status s = split_params(host, p, n, &o->pcrs, parts, lengths);
     if (s != KEYBAY_OK) return s;
+    o->has_signed = parts[2] != NULL;
+    if (o->has_signed) {
+        if (o->pcrs == 0 || lengths[3] >= sizeof o->signature_path || (lengths[3] && parts[3][0] != '/') || memchr(parts[3], 0, lengths[3]) ||
+            keybay_tpm2_signing_key_from_der(NULL, parts[2], lengths[2], &o->key) != KEYBAY_OK)
+            return fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the signed policy in the method's parameters is malformed");
+        memcpy(o->signature_path, parts[3], lengths[3]);
+        o->signature_path[lengths[3]] = 0;
+    }
     memset(&o->public, 0, sizeof o->public);
     memset(&o->private, 0, sizeof o->private);
     /* tss2 does not hold the public area to its own size field, and takes an empty one: we do not */
@@ -102,7 +119,7 @@ static keybay_status encode_params(const keybay_host *host, const sealed_object 
     uint8_t *p = malloc(MAX_PARAMS_BYTES);
     if (!p) return fail(host, KEYBAY_ERR_INTERNAL, "tpm2-pin: out of memory");
     memcpy(p, PARAMS_MAGIC, 4);
-    put_be(p + 4, PARAMS_VERSION, 2);
+    put_be(p + 4, o->has_signed ? PARAMS_VERSION_SIGNED : PARAMS_VERSION, 2);
     put_be(p + 6, o->pcrs, 4);
     size_t at = PARAMS_HEADER, offset = 0;
     if (T(Tss2_MU_TPM2B_PUBLIC_Marshal)(&o->public, p + at + 2, MAX_PARAMS_BYTES - at - 4, &offset) != TSS2_RC_SUCCESS) goto too_big;
@@ -111,8 +128,14 @@ static keybay_status encode_params(const keybay_host *host, const sealed_object 
     offset = 0;
     if (T(Tss2_MU_TPM2B_PRIVATE_Marshal)(&o->private, p + at + 2, MAX_PARAMS_BYTES - at - 2, &offset) != TSS2_RC_SUCCESS) goto too_big;
     put_be(p + at, offset, 2);
+    at += 2 + offset;
+    if (o->has_signed) {
+        size_t length = keybay_tpm2_signed_encode(&o->key, o->signature_path, p + at, MAX_PARAMS_BYTES - at);
+        if (!length) goto too_big;
+        at += length;
+    }
     out->data = p;
-    out->length = at + 2 + offset;
+    out->length = at;
     return KEYBAY_OK;
 too_big:
     free(p);
@@ -161,42 +184,6 @@ static keybay_status tpm_open(const keybay_host *host, keybay_tpm2 *t) {
     return s;
 }
 
-/* The dictionary-attack state: failures counted, the most allowed, seconds per failure forgiven. */
-typedef struct lockout {
-    uint32_t counter, max, interval;
-} lockout;
-
-static keybay_status read_lockout(const keybay_host *host, keybay_tpm2 *t, lockout *l) {
-    TPMS_CAPABILITY_DATA *data = NULL;
-    TPMI_YES_NO more = 0;
-    TSS2_RC rc = T(Esys_GetCapability)(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES,
-                                       TPM2_PT_LOCKOUT_COUNTER, 3, &more, &data);
-    if (rc != TSS2_RC_SUCCESS) return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot read the dictionary-attack counters");
-    int found = 0;
-    for (UINT32 i = 0; i < data->data.tpmProperties.count; i++) {
-        TPMS_TAGGED_PROPERTY *p = &data->data.tpmProperties.tpmProperty[i];
-        if (p->property == TPM2_PT_LOCKOUT_COUNTER) { l->counter = p->value; found |= 1; }
-        if (p->property == TPM2_PT_MAX_AUTH_FAIL) { l->max = p->value; found |= 2; }
-        if (p->property == TPM2_PT_LOCKOUT_INTERVAL) { l->interval = p->value; found |= 4; }
-    }
-    T(Esys_Free)(data);
-    if (found != 7) return fail(host, KEYBAY_ERR_INTERNAL, "tpm2-pin: %s did not report its dictionary-attack counters", t->where);
-    return KEYBAY_OK;
-}
-
-static int32_t tries_left(const lockout *l) { return l->counter >= l->max ? 0 : (int32_t)(l->max - l->counter); }
-
-static keybay_status locked_out(const keybay_host *host, const keybay_tpm2 *t, const lockout *l) {
-    keybay_host_error_detail(host, "lockout", 0, NULL);
-    if (l->interval == 0)
-        return fail(host, KEYBAY_ERR_LOCKED, "tpm2-pin: %s is in dictionary-attack lockout after %u wrong authorizations and does not "
-                    "recover by itself (TPM_PT_LOCKOUT_INTERVAL is 0): its lockout authorization must reset it (tpm2_dictionarylockout -c)",
-                    t->where, (unsigned)l->counter);
-    return fail(host, KEYBAY_ERR_LOCKED, "tpm2-pin: %s is in dictionary-attack lockout after %u wrong authorizations; it allows one more "
-                "try at most %u s from now (TPM_PT_LOCKOUT_INTERVAL), and one more every %u s after that",
-                t->where, (unsigned)l->counter, (unsigned)l->interval, (unsigned)l->interval);
-}
-
 /* Asks for the PIN into `pin` (MAX_PIN + 1 bytes, guarded): 4 to 32 bytes, no NUL. */
 static keybay_status ask_pin(const keybay_host *host, uint32_t flags, const char *prompt, int32_t retries, uint8_t *pin, size_t *length) {
     if (!KEYBAY_HOST_HAS(host, ask_secret)) return fail(host, KEYBAY_ERR_INTERACTION_UNAVAILABLE, "tpm2-pin: a PIN is needed but the host cannot ask for one");
@@ -225,7 +212,8 @@ static keybay_status enroll(const keybay_host *host, const keybay_option *option
                             uint8_t secret_out[KEYBAY_METHOD_SECRET_BYTES]) {
     keybay_status s = keybay_method_enroll_begin(host, PLUGIN, params_out, secret_out);
     uint32_t pcrs = 0;
-    if (s == KEYBAY_OK) s = keybay_tpm2_parse_pcrs(host, PLUGIN, options, option_count, &pcrs);
+    const char *public_key = NULL, *signature = NULL;
+    if (s == KEYBAY_OK) s = keybay_tpm2_parse_policy_options(host, PLUGIN, options, option_count, &pcrs, NULL, &public_key, &signature);
     if (s != KEYBAY_OK) return s;
     TPM2B_SENSITIVE_CREATE *sensitive = keybay_method_secret_new(host, PLUGIN, sizeof *sensitive);
     sealed_object *o = malloc(sizeof *o);
@@ -240,50 +228,15 @@ static keybay_status enroll(const keybay_host *host, const keybay_option *option
     memset(&t, 0, sizeof t);
     t.lock = -1;
     if (s == KEYBAY_OK) s = tpm_open(host, &t);
-    ESYS_TR trial = ESYS_TR_NONE, primary = ESYS_TR_NONE, session = ESYS_TR_NONE;
-    TPM2B_PUBLIC template = { .publicArea = {
-        .type = TPM2_ALG_KEYEDHASH,
-        .nameAlg = TPM2_ALG_SHA256,
-        /* No userWithAuth: only the policy (which needs the PIN) unseals it. No noDA: every
-           wrong PIN counts towards the TPM's lockout. */
-        .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT,
-        .parameters.keyedHashDetail.scheme = { .scheme = TPM2_ALG_NULL },
-    } };
-    if (s == KEYBAY_OK) s = keybay_tpm2_policy_session(host, &t, TPM2_SE_TRIAL, ESYS_TR_NONE, pcrs, 1, &trial);
-    if (s == KEYBAY_OK) {
-        TPM2B_DIGEST *policy = NULL;
-        TSS2_RC rc = T(Esys_PolicyGetDigest)(t.esys, trial, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &policy);
-        if (rc != TSS2_RC_SUCCESS) s = keybay_tpm2_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot compute the policy");
-        else template.publicArea.authPolicy = *policy;
-        if (policy) T(Esys_Free)(policy);
-    }
-    if (trial != ESYS_TR_NONE) keybay_tpm2_flush(&t, &trial);
-    if (s == KEYBAY_OK) s = keybay_tpm2_create_primary(host, &t, &primary);
-    /* A session salted with the primary encrypts the sensitive part (PIN and M) on its way in. */
-    TSS2_RC rc = TSS2_RC_SUCCESS;
-    if (s == KEYBAY_OK) {
-        TPMT_SYM_DEF aes = { .algorithm = TPM2_ALG_AES, .keyBits.aes = 128, .mode.aes = TPM2_ALG_CFB };
-        rc = T(Esys_StartAuthSession)(t.esys, primary, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, NULL, TPM2_SE_HMAC, &aes,
-                                      TPM2_ALG_SHA256, &session);
-        if (rc == TSS2_RC_SUCCESS) rc = T(Esys_TRSess_SetAttributes)(t.esys, session, TPMA_SESSION_DECRYPT, TPMA_SESSION_DECRYPT);
-        if (rc != TSS2_RC_SUCCESS) s = keybay_tpm2_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot start an encrypted session");
+    if (s == KEYBAY_OK && public_key && (s = keybay_tpm2_signing_key_from_pem(host, public_key, &o->key)) == KEYBAY_OK) {
+        o->has_signed = 1;
+        if (signature) snprintf(o->signature_path, sizeof o->signature_path, "%s", signature);
     }
     if (s == KEYBAY_OK) {
         sensitive->sensitive.data.size = KEYBAY_METHOD_SECRET_BYTES;
         randombytes_buf(sensitive->sensitive.data.buffer, KEYBAY_METHOD_SECRET_BYTES);
-        TPM2B_DATA outside = { 0 };
-        TPML_PCR_SELECTION none = { 0 };
-        TPM2B_PRIVATE *private = NULL;
-        TPM2B_PUBLIC *public = NULL;
-        rc = T(Esys_Create)(t.esys, primary, session, ESYS_TR_NONE, ESYS_TR_NONE, sensitive, &template, &outside, &none, &private, &public,
-                            NULL, NULL, NULL);
-        if (rc != TSS2_RC_SUCCESS) s = keybay_tpm2_fail(host, &t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot seal the method's secret");
-        else { o->private = *private; o->public = *public; }
-        if (private) T(Esys_Free)(private);
-        if (public) T(Esys_Free)(public);
+        s = keybay_tpm2_seal_with_auth(host, &t, pcrs, o->has_signed ? &o->key : NULL, sensitive, &o->public, &o->private);
     }
-    keybay_tpm2_flush(&t, &session);
-    keybay_tpm2_flush(&t, &primary);
     if (s == KEYBAY_OK) s = encode_params(host, o, params_out);
     if (s == KEYBAY_OK) memcpy(secret_out, sensitive->sensitive.data.buffer, KEYBAY_METHOD_SECRET_BYTES);
     keybay_tpm2_close(&t);
@@ -292,70 +245,58 @@ static keybay_status enroll(const keybay_host *host, const keybay_option *option
     return s;
 }
 
-/* Loads the sealed object under a fresh primary; `*primary` stays loaded (it salts the session).
-   Through the SAPI, as the session is (keybay_tpm2_session.h). */
-static keybay_status load_object(const keybay_host *host, keybay_tpm2 *t, const sealed_object *o, TPM2_HANDLE *primary,
-                                 TPM2B_PUBLIC *primary_public, TPM2_HANDLE *object, TPM2B_NAME *name) {
-    keybay_status s = KEYBAY_OK;
-    TSS2_RC rc = TSS2_RC_SUCCESS;
-    /* A full object memory flushes every transient object, the new primary too: make it again. */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if ((s = keybay_tpm2_sys_create_primary(host, t, primary, primary_public)) != KEYBAY_OK) return s;
-        rc = keybay_tpm2_sys_load(t, *primary, &o->private, &o->public, object, name);
-        if (rc == TSS2_RC_SUCCESS) return KEYBAY_OK;
-        keybay_tpm2_sys_flush(t, primary);
-        if (attempt || !keybay_tpm2_flush_leftovers(t, rc)) break;
-    }
-    *object = 0;
-    /* A foreign or damaged object is a format-one error on its parameters (integrity, size, key). */
-    if (keybay_tpm2_rc_is_tpm(rc) && (rc & TPM2_RC_FMT1)) {
-        keybay_host_error_reason(host, "foreign-object");
-        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: %s cannot load this method's sealed object: it was sealed by another "
-                    "machine's TPM, or this TPM was cleared since (%s); the method cannot be used here, and another method must open the store",
-                    t->where, T(Tss2_RC_Decode)(rc));
-    }
-    return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot load the method's sealed object");
-}
-
 /* Unseals M with `pin` in a policy session salted with the primary (M comes back encrypted). */
 static keybay_status unseal(const keybay_host *host, keybay_tpm2 *t, const sealed_object *o, const uint8_t *pin, size_t pin_length,
                             uint8_t *secret_out) {
-    TPM2_HANDLE primary = 0, object = 0;
-    TPM2B_PUBLIC primary_public;
-    TPM2B_NAME name;
     keybay_tpm2_session *session = keybay_method_secret_new(host, PLUGIN, sizeof *session);
     if (!session) return KEYBAY_ERR_INTERNAL;
-    keybay_status s = load_object(host, t, o, &primary, &primary_public, &object, &name);
-    if (s == KEYBAY_OK) s = keybay_tpm2_sys_policy_session(host, t, primary, &primary_public, o->pcrs, session);
-    keybay_tpm2_sys_flush(t, &primary);
-    if (s == KEYBAY_OK) {
-        TSS2_RC rc = keybay_tpm2_sys_unseal(t, session, object, &name, pin, pin_length);
-        TSS2_RC base = keybay_tpm2_rc_base(rc);
-        lockout l = { 0 };
-        if (rc == TSS2_RC_SUCCESS && session->unsealed_length == KEYBAY_METHOD_SECRET_BYTES) {
-            memcpy(secret_out, session->unsealed, KEYBAY_METHOD_SECRET_BYTES);
-        } else if (rc == TSS2_RC_SUCCESS) {
-            s = fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the sealed object holds %zu bytes, not a method secret", session->unsealed_length);
-        } else if (keybay_tpm2_rc_is_tpm(rc) && (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH)) {
-            s = read_lockout(host, t, &l);
-            if (s == KEYBAY_OK) {
-                keybay_host_error_detail(host, "wrong-pin", tries_left(&l), NULL);
-                s = fail(host, KEYBAY_ERR_WRONG_SECRET, "tpm2-pin: wrong PIN for %s; %d tr%s left before the TPM locks out%s", t->where,
-                         tries_left(&l), tries_left(&l) == 1 ? "y" : "ies", tries_left(&l) == 0 ? " (it is in lockout now)" : "");
-            }
-        } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_LOCKOUT) {
-            s = read_lockout(host, t, &l);
-            if (s == KEYBAY_OK) s = locked_out(host, t, &l);
-        } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_POLICY_FAIL) {
+    TSS2_RC rc = TSS2_RC_SUCCESS;
+    int loaded = 0;
+    keybay_status s = KEYBAY_OK;
+    /* A signed policy: the signature that approves the PCR values now, verified, or pcr-mismatch. */
+    uint8_t now[KEYBAY_TPM2_PCRS][32], approved[32];
+    TPMT_TK_VERIFIED *ticket = NULL;
+    if (o->has_signed) {
+        s = keybay_tpm2_read_pcrs(host, t, o->pcrs, now);
+        if (s == KEYBAY_OK) keybay_tpm2_pcr_policy(o->pcrs, (const uint8_t (*)[32])now, approved);
+        if (s == KEYBAY_OK) s = keybay_tpm2_signed_ticket(host, t, &o->key, o->signature_path, o->pcrs, approved, &ticket);
+        if (s == KEYBAY_OK && !ticket) {
             keybay_host_error_reason(host, "pcr-mismatch");
-            s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: the PCRs this method is bound to (mask 0x%06x, SHA-256) no longer hold the "
-                     "values it was sealed to (a firmware, boot loader or Secure Boot change); another method must open the store", (unsigned)o->pcrs);
-        } else {
-            s = keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot unseal the method's secret");
+            keybay_host_error_pcrs(host, o->pcrs);
+            s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: no signature approves the values the PCRs this method is bound to (mask 0x%06x) "
+                     "hold now; another method must open the store", (unsigned)o->pcrs);
         }
     }
-    keybay_tpm2_sys_flush(t, &session->handle); /* 0 once the TPM ended it */
-    keybay_tpm2_sys_flush(t, &object);
+    keybay_tpm2_approval approval = { &o->key, approved, ticket };
+    if (s == KEYBAY_OK)
+        s = keybay_tpm2_unseal_with_auth(host, t, &o->public, &o->private, o->pcrs, o->has_signed ? &approval : NULL, pin, pin_length, session,
+                                         &rc, &loaded);
+    if (ticket) T(Esys_Free)(ticket);
+    TSS2_RC base = keybay_tpm2_rc_base(rc);
+    if (s == KEYBAY_OK && session->unsealed_length == KEYBAY_METHOD_SECRET_BYTES) {
+        memcpy(secret_out, session->unsealed, KEYBAY_METHOD_SECRET_BYTES);
+    } else if (s == KEYBAY_OK) {
+        s = fail(host, KEYBAY_ERR_MALFORMED_PARAMS, "tpm2-pin: the sealed object holds %zu bytes, not a method secret", session->unsealed_length);
+    } else if (rc == TSS2_RC_SUCCESS) {
+        /* explained already (the primary, the session) */
+    } else if (!loaded && keybay_tpm2_rc_is_tpm(rc) && (rc & TPM2_RC_FMT1)) {
+        /* A foreign or damaged object is a format-one error on its parameters (integrity, size, key). */
+        keybay_host_error_reason(host, "foreign-object");
+        s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: %s cannot load this method's sealed object: it was sealed by another "
+                 "machine's TPM, or this TPM was cleared since (%s); the method cannot be used here, and another method must open the store",
+                 t->where, T(Tss2_RC_Decode)(rc));
+    } else if (!loaded) {
+        s = keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot load the method's sealed object");
+    } else if (keybay_tpm2_is_auth_refusal(rc)) {
+        s = keybay_tpm2_auth_refused(host, t, rc, "wrong-pin", "PIN");
+    } else if (keybay_tpm2_rc_is_tpm(rc) && base == TPM2_RC_POLICY_FAIL) {
+        keybay_host_error_reason(host, "pcr-mismatch");
+        keybay_host_error_pcrs(host, o->pcrs);
+        s = fail(host, KEYBAY_ERR_NOT_AVAILABLE, "tpm2-pin: the PCRs this method is bound to (mask 0x%06x, SHA-256) no longer hold the "
+                 "values it was sealed to (a firmware, boot loader or Secure Boot change); another method must open the store", (unsigned)o->pcrs);
+    } else {
+        s = keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "tpm2-pin: cannot unseal the method's secret");
+    }
     keybay_method_secret_free(session, sizeof *session);
     return s;
 }
@@ -371,16 +312,16 @@ static keybay_status unwrap(const keybay_host *host, const uint8_t *params, size
     keybay_tpm2_close(&t);
     if (s == KEYBAY_OK) s = decode_params(host, params, params_length, o);
     /* The tries left, read before asking; the TPM is let go while the user types. */
-    lockout l = { 0 };
+    keybay_tpm2_lockout l = { 0 };
     if (s == KEYBAY_OK && (s = tpm_open(host, &t)) == KEYBAY_OK) {
-        s = read_lockout(host, &t, &l);
-        if (s == KEYBAY_OK && tries_left(&l) == 0) s = locked_out(host, &t, &l);
+        s = keybay_tpm2_read_lockout(host, &t, &l);
+        if (s == KEYBAY_OK && keybay_tpm2_tries_left(&l) == 0) s = keybay_tpm2_locked_out(host, &t, &l);
         keybay_tpm2_close(&t);
     }
     uint8_t *pin = s == KEYBAY_OK ? keybay_method_secret_new(host, PLUGIN, MAX_PIN + 1) : NULL;
     if (s == KEYBAY_OK && !pin) s = KEYBAY_ERR_INTERNAL;
     size_t length = 0;
-    if (s == KEYBAY_OK) s = ask_pin(host, 0, "PIN for the TPM", tries_left(&l), pin, &length);
+    if (s == KEYBAY_OK) s = ask_pin(host, 0, "PIN for the TPM", keybay_tpm2_tries_left(&l), pin, &length);
     if (s == KEYBAY_OK && (s = tpm_open(host, &t)) == KEYBAY_OK) {
         s = unseal(host, &t, o, pin, length, secret_out);
         keybay_tpm2_close(&t);
@@ -394,14 +335,14 @@ static keybay_status unwrap(const keybay_host *host, const uint8_t *params, size
 static keybay_status describe(const keybay_host *host, const uint8_t *params, size_t params_length, keybay_buffer *text_out) {
     keybay_status s = keybay_method_describe_begin(text_out);
     uint32_t pcrs = 0;
-    const uint8_t *parts[2];
-    size_t lengths[2];
+    const uint8_t *parts[4];
+    size_t lengths[4];
     if (s == KEYBAY_OK) s = split_params(host, params, params_length, &pcrs, parts, lengths);
     if (s != KEYBAY_OK) return s;
-    char text[160];
+    char text[200];
     int n = snprintf(text, sizeof text, "PIN sealed by this machine's TPM");
     if (pcrs) {
-        n += snprintf(text + n, sizeof text - (size_t)n, ", bound to PCRs");
+        n += snprintf(text + n, sizeof text - (size_t)n, parts[2] ? ", bound to PCR values signed by a key for PCRs" : ", bound to PCRs");
         const char *separator = " ";
         for (int i = 0; i < 24; i++)
             if (pcrs & (1u << i)) { n += snprintf(text + n, sizeof text - (size_t)n, "%s%d", separator, i); separator = ","; }
@@ -413,6 +354,10 @@ static keybay_status describe(const keybay_host *host, const uint8_t *params, si
 static const keybay_option_spec option_specs[] = {
     { "pcrs", "also bind the secret to PCRs of the SHA-256 bank at their current values, e.g. 7 (Secure Boot) or 0,7; a change "
               "of any makes the method unusable" },
+    { "pcr-public-key", "bind the secret to the PCR values this PEM public key (RSA-2048 or EC P-256) signs (systemd-measure; PCR 11 "
+                        "unless pcrs= says otherwise) instead of their current values" },
+    { "pcr-signature", "the signature file to read (systemd-measure's JSON); default: the first of /run/systemd/tpm2-pcr-signature.json "
+                       "and /usr/lib/systemd/tpm2-pcr-signature.json" },
 };
 
 static const keybay_plugin descriptor = {

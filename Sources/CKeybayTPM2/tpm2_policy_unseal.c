@@ -87,7 +87,8 @@ TSS2_RC keybay_tpm2_sys_load(keybay_tpm2 *t, TPM2_HANDLE parent, const TPM2B_PRI
 }
 
 keybay_status keybay_tpm2_sys_policy_session(const keybay_host *host, keybay_tpm2 *t, TPM2_HANDLE salt_key, const TPM2B_PUBLIC *salt_public,
-                                             uint32_t pcr_mask, keybay_tpm2_session *s) {
+                                             uint32_t pcr_mask, const keybay_tpm2_approval *approval, int auth_value,
+                                             keybay_tpm2_session *s) {
     TSS2_SYS_CONTEXT *sys = sys_of(t);
     s->handle = 0;
     const TPMT_PUBLIC *area = &salt_public->publicArea;
@@ -123,7 +124,17 @@ keybay_status keybay_tpm2_sys_policy_session(const keybay_host *host, keybay_tpm
             return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot read the PCRs into the policy");
         }
     }
-    SUBMIT(rc, T(Tss2_Sys_PolicyAuthValue)(sys, s->handle, NULL, NULL));
+    if (approval) {
+        TPM2B_DIGEST approved = { .size = 32 };
+        memcpy(approved.buffer, approval->approved, 32);
+        TPM2B_NONCE reference = { 0 };
+        SUBMIT(rc, T(Tss2_Sys_PolicyAuthorize)(sys, s->handle, NULL, &approved, &reference, &approval->key->name, approval->ticket, NULL));
+        if (rc != TSS2_RC_SUCCESS) {
+            keybay_tpm2_sys_flush(t, &s->handle);
+            return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot authorize the PCR policy with its signature");
+        }
+    }
+    if (auth_value) SUBMIT(rc, T(Tss2_Sys_PolicyAuthValue)(sys, s->handle, NULL, NULL));
     if (rc != TSS2_RC_SUCCESS) {
         keybay_tpm2_sys_flush(t, &s->handle);
         return keybay_tpm2_fail(host, t, rc, KEYBAY_ERR_INTERNAL, "cannot add the authorization value to the policy");
@@ -153,7 +164,7 @@ TSS2_RC keybay_tpm2_sys_unseal(keybay_tpm2 *t, keybay_tpm2_session *s, TPM2_HAND
     if (!sys || !s->handle || auth_length > sizeof(TPMU_HA)) return TSS2_ESYS_RC_BAD_VALUE;
     /* The session value: sessionKey || authValue (PolicyAuthValue puts the authValue in the HMAC key). */
     memcpy(s->value, s->key, sizeof s->key);
-    memcpy(s->value + sizeof s->key, auth, auth_length);
+    if (auth_length) memcpy(s->value + sizeof s->key, auth, auth_length);
     size_t value_length = sizeof s->key + auth_length;
     uint8_t code[4], hash[32];
     keybay_tpm2_put_be(code, TPM2_CC_Unseal, 4);

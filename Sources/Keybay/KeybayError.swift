@@ -110,6 +110,9 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The PIN or retry attempts the device says are left, when it said (a wrong PIN, a locked
     /// device with 0).
     public private(set) var triesLeft: Int?
+    /// With reason `pcr-mismatch`: the TPM PCRs (0–23, ascending) whose values now differ from
+    /// the ones the secret was sealed to, as the plugin named them.
+    public private(set) var pcrs: [Int]?
 
     /// The store's methods, when the failure is that one must be chosen
     /// (`.authenticationRequired` from an open that named none and could not choose).
@@ -138,7 +141,7 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
     /// This error with the fields given filled in; a field already set is kept (the innermost
     /// layer knows best).
     func with(path: String? = nil, pluginID: String? = nil, methodID: String? = nil, underlying: Underlying? = nil,
-              reason: String? = nil, triesLeft: Int? = nil) -> KeybayError {
+              reason: String? = nil, triesLeft: Int? = nil, pcrs: [Int]? = nil) -> KeybayError {
         var e = self
         e.path = e.path ?? path
         e.pluginID = e.pluginID ?? pluginID
@@ -146,6 +149,7 @@ public struct KeybayError: Error, Sendable, Equatable, CustomStringConvertible {
         e.underlying = e.underlying ?? underlying
         e.reason = e.reason ?? reason.flatMap { Self.isReasonToken($0) ? $0 : nil }
         e.triesLeft = e.triesLeft ?? triesLeft.flatMap { $0 >= 0 ? $0 : nil }
+        e.pcrs = e.pcrs ?? pcrs.flatMap { $0.isEmpty ? nil : $0 }
         return e
     }
 

@@ -4,7 +4,7 @@
 // references (age, cryptsetup-bin) and builds in release mode.
 //
 //   keybay-bench [RUNS]          the whole table
-//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 ssget tpm2pin pkcs11 agent
+//   keybay-bench RUNS ROW...     only these rows: get verify set open inproc plugins tpm2 tpm2signed ssget tpm2pin pkcs11 agent
 //                                capi capiopen python gitfill keyringget
 //   (ssget, capiopen, python, gitfill and keyringget need a Secret Service on
 //   DBUS_SESSION_BUS_ADDRESS: scripts/bench.sh runs the bench in a private session with a
@@ -457,6 +457,8 @@ if wanted("ssget") {
 }
 
 if wanted("tpm2pin") { benchTpm2Pin() }
+// 13. A tpm2 store with a signed PCR policy vs tpm2_unseal through a PolicyAuthorize session.
+if wanted("tpm2signed") { benchSignedPolicy() }
 if wanted("capi") { try CAPIRows.benchGet(runs: runs, base: base, env: env, config: config) }
 if wanted("capiopen") { CAPIRows.benchOpen(runs: runs, base: base, env: env, cli: cli) }
 if wanted("python") { CAPIRows.benchPython(runs: runs, base: base, env: env, cli: cli) }

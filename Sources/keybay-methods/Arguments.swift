@@ -185,7 +185,8 @@ commands:
   status              show what is on disk (state, paths, root, methods)
   init [--opt NAME=VALUE ...] [--keep-in-backups]
                       create a new platform-only store (refuses if anything exists);
-                      --opt goes to the root ($KEYBAY_ROOT), e.g. tpm2's pcrs=7; the store's
+                      --opt goes to the root ($KEYBAY_ROOT), e.g. tpm2's pcrs=7 and
+                      recovery=yes (a root recovery key, printed once); the store's
                       and the root's directories are marked as excluded from backups
                       (.deja-dup-ignore, user.xdg.robots.backup, nodump) unless --keep-in-backups
   get KEY...          print the value of each KEY, all from one unlock (exit 3, printing
@@ -221,6 +222,11 @@ commands:
   root move ROOT [--opt NAME=VALUE ...]
                       move the store to another platform root (file-root, secret-service, auto):
                       one atomic re-seal, then the old root is removed
+  root check          exit 0 if the store's root would open now, 1 with pcr-mismatch naming
+                      the PCRs that changed (tpm2; nothing is unsealed)
+  root reseal [--recovery-key-fd N]
+                      seal the tpm2 root again to the PCRs now in effect with the root
+                      recovery key that init --opt recovery=yes printed
   unlock [--for DURATION]
                       open a protected store once (asking as get would) and hand it to the
                       keybay agent for DURATION (90s, 15m, 2h, or seconds; default 15m; 0:

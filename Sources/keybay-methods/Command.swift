@@ -95,9 +95,10 @@ enum Command {
         config.excludeFromBackups = !a.flags.contains("--keep-in-backups")
         let unconfirmed = try tookEffect { try KeybayStore.initialize(config, interaction: c.interaction).close() }
         let root = try KeybayStore.status(config).rootPlugin
-        a.json ? Output.line(JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath)),
-                                                  ("rootPlugin", .string(root))])))
-               : Output.line("initialized a platform-only store at \(config.storePath) on the root \(root)")
+        let warnings = initWarnings(config)
+        let object = JSON.render(.object([("initialized", .bool(true)), ("storePath", .string(config.storePath)),
+                                          ("rootPlugin", .string(root))] + (warnings.isEmpty ? [] : [("warnings", .array(warnings))])))
+        printInitialized(object, text: "initialized a platform-only store at \(config.storePath) on the root \(root)", c)
         return try succeeded(unless: unconfirmed)
     }
 
@@ -348,8 +349,10 @@ enum Command {
     /// another root, then the old root removed.
     static func root(_ c: Context) throws -> Int32 {
         let a = c.a
+        if a.positionals.first == "check" { return try rootCheck(c) }
+        if a.positionals.first == "reseal" { return try rootReseal(c) }
         try a.expect(["move", "ROOT"])
-        guard a.positionals[0] == "move" else { throw Arguments.UsageError(message: "unknown root command '\(a.positionals[0])' (root move ROOT)") }
+        guard a.positionals[0] == "move" else { throw Arguments.UsageError(message: "unknown root command '\(a.positionals[0])' (root move ROOT, root check, root reseal)") }
         let target = a.positionals[1]
         guard target == KeybayConfiguration.automaticRoot || KeybayPluginSearch.isValidPluginID(target) else {
             throw Arguments.UsageError(message: "'\(target)' is not a root plugin id (file-root, secret-service, auto, ...)")
@@ -431,8 +434,10 @@ enum Command {
 
     static func status(_ a: Arguments, _ config: KeybayConfiguration) throws -> Int32 {
         let s = try KeybayStore.status(config)
+        let policy = statusPolicy(config, s)
         if a.json {
-            Output.line(s.json)
+            guard case .object(let fields) = s.jsonValue else { return Exit.failure }
+            Output.line(JSON.render(.object(fields + (policy.map { [("rootPolicy", $0.json)] } ?? []))))
         } else {
             let methods = s.methods.isEmpty ? "none" : s.methods.map { "\($0.id) \($0.plugin) (\($0.label))" }.joined(separator: "\n            ")
             Output.out("""
@@ -440,7 +445,7 @@ enum Command {
                 store:      \(s.storePath)
                 root:       \(s.rootPlugin) at \(s.rootLocation)
                 methods:    \(methods)
-                note:       \(s.rootProtection)
+                note:       \(s.rootProtection)\(policy.map { "\npolicy:     " + $0.text } ?? "")
                 backups:    \(backupText(s.backupExclusion))\(s.state == .protected ? "\nunlocked:   " + (s.unlocked.map { untilText($0.until) } ?? "no") : "")
 
                 """)

@@ -7,9 +7,9 @@ import Keybay
 /// removed) given for the method that asks (`descriptor(for:)`), else where `KeybayAsker` says
 /// (a pinentry named by KEYBAY_PINENTRY, the controlling terminal, `pinentry` on PATH); never
 /// from an argument. `--no-input`, or nowhere to ask, turns every question into
-/// `.interactionRequired` (exit 4). A secret a plugin shows (a recovery key) never comes here:
-/// the command prepares the enrollment, and prints the prepared enrollment's `shownSecret` once
-/// it is stored (`StoredEnrollment`).
+/// `.interactionRequired` (exit 4). A secret a method plugin shows (a recovery key) never comes
+/// here: the command prepares the enrollment, and prints the prepared enrollment's `shownSecret`
+/// once it is stored (`StoredEnrollment`); a root's (root recovery) is held for `init` to print.
 final class CommandInteraction: KeybayInteraction, @unchecked Sendable {
     let descriptors: SecretDescriptors
     let noInput: Bool
@@ -96,6 +96,15 @@ final class CommandInteraction: KeybayInteraction, @unchecked Sendable {
 
     func message(_ text: String, level: KeybayMessageLevel) {
         KeybayTerminalInteraction().message(text, level: level)
+    }
+
+    /// A secret a root shows while it is created (`init --opt recovery=yes` on tpm2): held, and
+    /// printed by `init` once the store is in place (`shownByRoot`). A method's never comes here.
+    private(set) var shownByRoot: KeybayShownSecret?
+
+    func showSecret(_ secret: KeybayShownSecret) throws {
+        try ShownSecretOutput.check(secret)
+        shownByRoot = secret
     }
 
     func confirm(_ question: String) throws -> Bool {

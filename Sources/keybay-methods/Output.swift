@@ -58,12 +58,13 @@ enum Output {
     }
 
     /// The error's fields for a program, after `code` and `message`, each only when set:
-    /// `reason`, `triesLeft`, `path`, `pluginId`, `methodId`, `methods` (an open that must
+    /// `reason`, `triesLeft`, `pcrs`, `path`, `pluginId`, `methodId`, `methods` (an open that must
     /// choose among them and could not).
     static func errorFields(_ e: KeybayError) -> [(String, JSON.Value)] {
         var fields: [(String, JSON.Value)] = []
         if let reason = e.reason { fields.append(("reason", .string(reason))) }
         if let triesLeft = e.triesLeft { fields.append(("triesLeft", .number(triesLeft))) }
+        if let pcrs = e.pcrs { fields.append(("pcrs", .array(pcrs.map { .number($0) }))) }
         if let path = e.path { fields.append(("path", .string(path))) }
         if let plugin = e.pluginID { fields.append(("pluginId", .string(plugin))) }
         if let method = e.methodID { fields.append(("methodId", .string(method))) }

@@ -84,6 +84,20 @@ def stored_credentials(home):
         home.protect_with_passphrase(app)
 
 
+def read_stored(home, tool, asker):
+    """The credential stored_credentials gave `tool`, read back through it; the run's result."""
+    if tool == "git":
+        result = git_fill(home, "git.example", asker)
+        assert result.returncode == 0 and b"username=alice\npassword=git-secret\n" in result.stdout, result.stderr
+    elif tool == "docker":
+        result = docker_get(home, "registry.example", asker)
+        assert result.returncode == 0 and json.loads(result.stdout)["Secret"] == "docker-secret", result.stdout
+    else:
+        result = keyring_get(home, "pypi.example", "carol", asker)
+        assert (result.returncode, result.stdout) == (0, b"keyring-secret\n"), result.stderr
+    return result
+
+
 def test_unlocked_stores_need_no_terminal_and_no_prompt(home, runtime, pinentry):
     stored_credentials(home)
     for app in ("git-credential", "docker-credential", "python-keyring"):
@@ -109,15 +123,7 @@ def test_unlocked_stores_need_no_terminal_and_no_prompt(home, runtime, pinentry)
 def test_a_locked_store_is_unlocked_through_pinentry(home, runtime, pinentry, tool):
     stored_credentials(home)
     asker = {"KEYBAY_PINENTRY": str(pinentry / "pinentry")}
-    if tool == "git":
-        result = git_fill(home, "git.example", asker)
-        assert result.returncode == 0 and b"username=alice\npassword=git-secret\n" in result.stdout, result.stderr
-    elif tool == "docker":
-        result = docker_get(home, "registry.example", asker)
-        assert result.returncode == 0 and json.loads(result.stdout)["Secret"] == "docker-secret", result.stdout
-    else:
-        result = keyring_get(home, "pypi.example", "carol", asker)
-        assert (result.returncode, result.stdout) == (0, b"keyring-secret\n"), result.stderr
+    result = read_stored(home, tool, asker)
     assert ran(pinentry) == (1, 1)
     for secret in (b"git-secret", b"docker-secret", b"keyring-secret", PASSPHRASE):
         assert secret not in result.stderr
@@ -161,15 +167,7 @@ def test_a_wrong_passphrase_is_asked_again_by_the_open_policy(home, runtime, pin
     stored_credentials(home)
     (pinentry / "answers").write_text(b"wrong one".hex() + "\n" + PASSPHRASE.hex() + "\n")
     asker = {"KEYBAY_PINENTRY": str(pinentry / "pinentry")}
-    if tool == "git":
-        result = git_fill(home, "git.example", asker)
-        assert result.returncode == 0 and b"password=git-secret\n" in result.stdout, result.stderr
-    elif tool == "docker":
-        result = docker_get(home, "registry.example", asker)
-        assert result.returncode == 0 and json.loads(result.stdout)["Secret"] == "docker-secret", result.stdout
-    else:
-        result = keyring_get(home, "pypi.example", "carol", asker)
-        assert (result.returncode, result.stdout) == (0, b"keyring-secret\n"), result.stderr
+    result = read_stored(home, tool, asker)
     assert ran(pinentry) == (2, 2)
     log = (pinentry / "log").read_bytes()
     assert log.count(b"SETERROR ") == 1, log

@@ -209,6 +209,12 @@ typedef struct keybay_host {
        the session bus, whatever was declared. A refusal is a status after set_error_detail and a
        line, as for open_file. `*fd_out` is -1 unless KEYBAY_OK. */
     keybay_status (*connect_socket)(void *context, const char *path, int *fd_out) KEYBAY_NONNULL(2, 3) KEYBAY_WARN_UNUSED_RESULT;
+    /* Names the TPM PCRs (a bit mask of PCRs 0-23: bit n is PCR n) whose values now differ from
+       the ones a secret was sealed to, for the error about to be returned (reason "pcr-mismatch");
+       called after set_error_detail and before the set_error line it belongs to, which keeps it
+       (a later line drops it, as it drops the detail). The host shows them as the error's `pcrs`
+       field. Bits above 23 are dropped. */
+    void (*set_error_pcrs)(void *context, uint32_t pcrs);
 } keybay_host;
 
 /* True if `host` is non-NULL, its struct_size covers `field` (an older host may lack the newer
@@ -342,6 +348,26 @@ typedef struct keybay_plugin {
        kept; the rest of the environment is emptied). The host reads it before it loads the plugin
        for use and refuses an entry it does not know. */
     const char *const *sandbox;
+
+    /* Whether the root would open now, without unsealing anything (a check a package hook runs
+       before a reboot), after checking that `provider_state` names this root. OK when it could look:
+       `report_out` is one line of space-separated NAME=VALUE words describing the root's
+       platform policy (docs/plugins.md, "Root check"), and `*pcrs_out` the PCRs (bit n: PCR n)
+       whose values now keep the root from opening, 0 when it would open. Otherwise the error
+       opening would give for any other cause (a TPM that does not load the root, no root). */
+    keybay_status (*root_check)(const keybay_host *host, const keybay_root_context *context,
+                                const uint8_t *provider_state, size_t provider_state_length,
+                                keybay_buffer *report_out, uint32_t *pcrs_out) KEYBAY_NONNULL(1, 2, 5, 6) KEYBAY_WARN_UNUSED_RESULT;
+    /* Seals the root again to the platform state now in effect, opened with the root's recovery
+       secret (`secret`: what the user typed, `secret_length` bytes, never kept), after checking
+       that `provider_state` names this root; the provider state stays valid (the store itself is
+       not rewritten). The host calls it under the store's exclusive lock. A failure, or a kill,
+       at any point leaves the old root or the new one, each opening the store. WRONG_SECRET for
+       a recovery secret that is not the root's (with the tries left), LOCKED, UNSUPPORTED for a
+       root without recovery. */
+    keybay_status (*root_reseal)(const keybay_host *host, const keybay_root_context *context,
+                                 const uint8_t *provider_state, size_t provider_state_length,
+                                 const uint8_t *secret, size_t secret_length) KEYBAY_NONNULL(1, 2, 5) KEYBAY_WARN_UNUSED_RESULT;
 } keybay_plugin;
 
 /* The size of a descriptor built against the first version-1 header (it ends at root_reset);
@@ -350,7 +376,7 @@ typedef struct keybay_plugin {
 /* How many fields (pointers, all: function pointers and the sandbox list) this header's
    keybay_plugin has after root_reset: sizeof(keybay_plugin) is KEYBAY_PLUGIN_STRUCT_SIZE_V1_0
    plus that many pointers. */
-#define KEYBAY_PLUGIN_FIELDS_ADDED_IN_V1 7
+#define KEYBAY_PLUGIN_FIELDS_ADDED_IN_V1 9
 
 /* The one exported entry point. */
 typedef const keybay_plugin *(*keybay_plugin_entry_fn)(void);

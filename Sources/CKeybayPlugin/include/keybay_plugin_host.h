@@ -50,6 +50,12 @@ static inline void keybay_host_error_reason(const keybay_host *host, const char 
     keybay_host_error_detail(host, reason, -1, NULL);
 }
 
+/* The PCRs (bit n: PCR n) whose values differ now, for a "pcr-mismatch" failure: after
+   keybay_host_error_detail, before the keybay_host_error line; a host without the service is not told. */
+static inline void keybay_host_error_pcrs(const keybay_host *host, uint32_t pcrs) {
+    if (KEYBAY_HOST_HAS(host, set_error_pcrs)) host->set_error_pcrs(host->context, pcrs);
+}
+
 /* Informational: only the host's CANCELLED stops the operation (a host that cannot show
    messages, INTERACTION_UNAVAILABLE, does not). */
 __attribute__((format(printf, 3, 4))) static inline keybay_status keybay_host_message(const keybay_host *host,

@@ -51,6 +51,9 @@
     X(KEYBAY_TSS_ESYS, Esys_StartAuthSession) \
     X(KEYBAY_TSS_ESYS, Esys_TRSess_SetAttributes) \
     X(KEYBAY_TSS_ESYS, Esys_PolicyPCR) \
+    X(KEYBAY_TSS_ESYS, Esys_PCR_Read) \
+    X(KEYBAY_TSS_ESYS, Esys_LoadExternal) \
+    X(KEYBAY_TSS_ESYS, Esys_VerifySignature) \
     X(KEYBAY_TSS_ESYS, Esys_PolicyAuthValue) \
     X(KEYBAY_TSS_ESYS, Esys_PolicyGetDigest) \
     X(KEYBAY_TSS_ESYS, Esys_NV_DefineSpace) \
@@ -68,6 +71,7 @@
     X(KEYBAY_TSS_SYS, Tss2_Sys_StartAuthSession) \
     X(KEYBAY_TSS_SYS, Tss2_Sys_PolicyPCR) \
     X(KEYBAY_TSS_SYS, Tss2_Sys_PolicyAuthValue) \
+    X(KEYBAY_TSS_SYS, Tss2_Sys_PolicyAuthorize) \
     X(KEYBAY_TSS_SYS, Tss2_Sys_Unseal_Prepare) \
     X(KEYBAY_TSS_SYS, Tss2_Sys_Unseal_Complete) \
     X(KEYBAY_TSS_SYS, Tss2_Sys_SetCmdAuths) \
@@ -212,6 +216,78 @@ TPML_PCR_SELECTION keybay_tpm2_pcr_selection(uint32_t mask);
    has no symmetric algorithm. */
 keybay_status keybay_tpm2_policy_session(const keybay_host *host, keybay_tpm2 *t, TPM2_SE type, ESYS_TR salt_key, uint32_t pcr_mask,
                                          int auth_value, ESYS_TR *session);
+
+#define KEYBAY_TPM2_PCRS 24
+#define KEYBAY_TPM2_PCR_MASK 0x00ffffffu
+
+/* The SHA-256 values of the PCRs in `mask` into values[pcr] (the others untouched). */
+keybay_status keybay_tpm2_read_pcrs(const keybay_host *host, keybay_tpm2 *t, uint32_t mask, uint8_t values[KEYBAY_TPM2_PCRS][32]);
+
+/* The policy digest of a trial session with PolicyPCR over `mask` (SHA-256 bank) alone, when the
+   PCRs hold `values`: what TPM2_PolicyGetDigest would give, computed here. */
+void keybay_tpm2_pcr_policy(uint32_t mask, const uint8_t values[KEYBAY_TPM2_PCRS][32], uint8_t digest[32]);
+
+/* The PCRs of `mask` whose `recorded` and `now` values differ. */
+uint32_t keybay_tpm2_pcrs_differing(uint32_t mask, const uint8_t recorded[KEYBAY_TPM2_PCRS][32], const uint8_t now[KEYBAY_TPM2_PCRS][32]);
+
+/* "0,7": the PCRs of `mask`, for messages and reports; -1 when `size` is too small. */
+int keybay_tpm2_format_pcrs(uint32_t mask, char *out, size_t size);
+
+/* ---- signed PCR policies (tpm2_signed_policy.c): systemd-measure's tpm2-pcr-signature.json ---- */
+
+#define KEYBAY_TPM2_MAX_SPKI 600
+#define KEYBAY_TPM2_MAX_SIGNATURE 512
+#define KEYBAY_TPM2_MAX_SIGNATURE_FILE 65536
+#define KEYBAY_TPM2_DEFAULT_SIGNATURES "/run/systemd/tpm2-pcr-signature.json", "/usr/lib/systemd/tpm2-pcr-signature.json"
+
+/* A key that signs PCR policies: RSA-2048 or EC P-256. */
+typedef struct keybay_tpm2_signing_key {
+    uint8_t der[KEYBAY_TPM2_MAX_SPKI]; /* its DER SubjectPublicKeyInfo */
+    size_t der_length;
+    uint8_t fingerprint[32];           /* systemd's "pkfp": SHA-256 of the RSAPublicKey DER, or of the EC point (04 | x | y) */
+    TPM2B_PUBLIC public;               /* as TPM2_LoadExternal loads it */
+    TPM2B_NAME name;                   /* its TPM name */
+    uint8_t policy[32];                /* PolicyAuthorize's digest for it (policyRef empty): an object's authPolicy */
+} keybay_tpm2_signing_key;
+
+/* The key of a DER SubjectPublicKeyInfo, or of a PEM file (-----BEGIN PUBLIC KEY-----);
+   INVALID_OPTION (reason invalid-public-key) for anything but RSA-2048 and EC P-256. tss2 must
+   be loaded (the name marshals the public area). */
+keybay_status keybay_tpm2_signing_key_from_der(const keybay_host *host, const uint8_t *spki, size_t length, keybay_tpm2_signing_key *key);
+keybay_status keybay_tpm2_signing_key_from_pem(const keybay_host *host, const char *path, keybay_tpm2_signing_key *key);
+
+/* `spki:LP16 | path:LP16` (the root file's and tpm2-pin's parameters' record of a signed policy)
+   into `out`: its length, 0 when it does not fit `capacity`. */
+size_t keybay_tpm2_signed_encode(const keybay_tpm2_signing_key *key, const char *path, uint8_t *out, size_t capacity);
+
+/* The signature (at most KEYBAY_TPM2_MAX_SIGNATURE bytes) in the JSON file `path` of the first
+   sha256 entry whose pkfp is the key's, whose pcrs are exactly `pcrs` and whose pol is `policy`;
+   *found 0 when none is, or the file does not exist. A file that is not that JSON is
+   ROOT_MISMATCH (reason invalid-pcr-signature). */
+keybay_status keybay_tpm2_find_signature(const keybay_host *host, const char *path, const keybay_tpm2_signing_key *key, uint32_t pcrs,
+                                         const uint8_t policy[32], uint8_t *signature, size_t *signature_length, int *found);
+
+/* TPM2_LoadExternal of the key (owner hierarchy), then TPM2_VerifySignature of `signature` over
+   SHA-256(policy): *valid and the ticket (Esys_Free it) when it verifies; *valid 0 when it does
+   not (or is malformed). */
+keybay_status keybay_tpm2_verify_signature(const keybay_host *host, keybay_tpm2 *t, const keybay_tpm2_signing_key *key, const uint8_t policy[32],
+                                           const uint8_t *signature, size_t length, TPMT_TK_VERIFIED **ticket, int *valid);
+
+#define KEYBAY_TPM2_SIGNATURE_PATH_BYTES 1024
+
+/* `path`, or when it is "" the first of systemd's signature files that exists; NULL when none does. */
+const char *keybay_tpm2_signature_file(const char *path);
+
+/* The ticket of a verified signature in `path`'s file (keybay_tpm2_signature_file) that
+   authorizes `policy` (the PolicyPCR digest of `pcrs`' values now) for `key`: *ticket (Esys_Free
+   it), or NULL when no entry matches or its signature does not verify. */
+keybay_status keybay_tpm2_signed_ticket(const keybay_host *host, keybay_tpm2 *t, const keybay_tpm2_signing_key *key, const char *path,
+                                        uint32_t pcrs, const uint8_t policy[32], TPMT_TK_VERIFIED **ticket);
+
+/* pcrs=, pcr-public-key=, pcr-signature= and (when `recovery` is not NULL) recovery=yes|no;
+   INVALID_OPTION for any other (reasons: docs/plugins.md). A key without pcrs binds PCR 11. */
+keybay_status keybay_tpm2_parse_policy_options(const keybay_host *host, const char *plugin, const keybay_option *options, size_t count,
+                                               uint32_t *pcrs, int *recovery, const char **public_key, const char **signature);
 
 /* `pcrs=7` or `pcrs=0,2,7` (PCRs 0-23 of the SHA-256 bank), the only option either plugin takes:
    INVALID_OPTION for any other, or a bad value. */

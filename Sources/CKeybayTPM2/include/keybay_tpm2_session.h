@@ -52,11 +52,21 @@ keybay_status keybay_tpm2_sys_create_primary(const keybay_host *host, keybay_tpm
 TSS2_RC keybay_tpm2_sys_load(keybay_tpm2 *t, TPM2_HANDLE parent, const TPM2B_PRIVATE *private, const TPM2B_PUBLIC *public,
                              TPM2_HANDLE *object, TPM2B_NAME *name);
 
+/* A signed PCR policy's approval: PolicyAuthorize of `approved` (the PolicyPCR digest of the
+   values now) by `key`, with the ticket of its verified signature. */
+typedef struct keybay_tpm2_approval {
+    const keybay_tpm2_signing_key *key;
+    const uint8_t *approved;
+    const TPMT_TK_VERIFIED *ticket;
+} keybay_tpm2_approval;
+
 /* Starts a policy session salted with `salt_key` (loaded; `salt_public` its P-256 public area),
-   symmetric AES-128-CFB, SHA-256, then PolicyPCR over `pcr_mask` (when not 0) and
-   PolicyAuthValue. On failure nothing is left loaded and set_error was called. */
+   symmetric AES-128-CFB, SHA-256, then PolicyPCR over `pcr_mask` (when not 0), PolicyAuthorize
+   (with an `approval`) and PolicyAuthValue (with `auth_value`). On failure nothing is left
+   loaded and set_error was called. */
 keybay_status keybay_tpm2_sys_policy_session(const keybay_host *host, keybay_tpm2 *t, TPM2_HANDLE salt_key, const TPM2B_PUBLIC *salt_public,
-                                             uint32_t pcr_mask, keybay_tpm2_session *session);
+                                             uint32_t pcr_mask, const keybay_tpm2_approval *approval, int auth_value,
+                                             keybay_tpm2_session *session);
 
 /* TPM2_Unseal of `object` (named `name`) authorized by `session` with `auth` (at most 64 bytes)
    as the object's authValue, the response encrypted (TPMA_SESSION_ENCRYPT) and the session ended
@@ -68,6 +78,41 @@ TSS2_RC keybay_tpm2_sys_unseal(keybay_tpm2 *t, keybay_tpm2_session *session, TPM
 
 /* Flushes a handle the SAPI functions above returned (ignoring a failure), and sets it to 0. */
 void keybay_tpm2_sys_flush(keybay_tpm2 *t, TPM2_HANDLE *handle);
+
+/* ---- a secret under an authorization value (tpm2_auth_object.c): tpm2-pin's PIN, the tpm2 root's recovery secret ---- */
+
+/* The dictionary-attack state: failures counted, the most allowed, seconds per failure forgiven. */
+typedef struct keybay_tpm2_lockout {
+    uint32_t counter, max, interval;
+} keybay_tpm2_lockout;
+
+keybay_status keybay_tpm2_read_lockout(const keybay_host *host, keybay_tpm2 *t, keybay_tpm2_lockout *l);
+int32_t keybay_tpm2_tries_left(const keybay_tpm2_lockout *l);
+/* LOCKED, reason "lockout" with 0 tries left, saying when the TPM takes a try again. */
+keybay_status keybay_tpm2_locked_out(const keybay_host *host, const keybay_tpm2 *t, const keybay_tpm2_lockout *l);
+
+/* The TPM refused an authorization value (TPM_RC_AUTH_FAIL, TPM_RC_BAD_AUTH) or is in lockout. */
+int keybay_tpm2_is_auth_refusal(TSS2_RC rc);
+/* That refusal: WRONG_SECRET with `reason` and the tries left (the lockout counters read), or
+   LOCKED (keybay_tpm2_locked_out); `what` names the secret in the line ("PIN"). */
+keybay_status keybay_tpm2_auth_refused(const keybay_host *host, keybay_tpm2 *t, TSS2_RC rc, const char *reason, const char *what);
+
+/* Seals `sensitive` (userAuth: the authorization value; data: the secret) in a keyed-hash object
+   under the storage primary: fixedTPM | fixedParent, no userWithAuth, not noDA (every wrong
+   value counts towards the TPM's lockout), its policy PolicyPCR over `pcr_mask` (when not 0) then
+   PolicyAuthValue; with a `key`, PolicyAuthorize for it (its signed PCR policy) then
+   PolicyAuthValue. The sensitive part crosses to the TPM in a session salted with the primary. */
+keybay_status keybay_tpm2_seal_with_auth(const keybay_host *host, keybay_tpm2 *t, uint32_t pcr_mask, const keybay_tpm2_signing_key *key,
+                                         const TPM2B_SENSITIVE_CREATE *sensitive, TPM2B_PUBLIC *public_out, TPM2B_PRIVATE *private_out);
+
+/* Loads such an object under a fresh primary and unseals it with `auth` in a policy session
+   salted with the primary (keybay_tpm2_sys_unseal); `auth` NULL: an object whose policy has no
+   PolicyAuthValue (the tpm2 root's under a signed policy), unsealed the same way: the secret in session->unsealed. A failed
+   primary or session: its status, explained, *rc 0. A failed load (*loaded 0) or unseal: INTERNAL,
+   unexplained, the TPM's answer in *rc for the caller to explain. Nothing is left loaded. */
+keybay_status keybay_tpm2_unseal_with_auth(const keybay_host *host, keybay_tpm2 *t, const TPM2B_PUBLIC *public, const TPM2B_PRIVATE *private,
+                                           uint32_t pcr_mask, const keybay_tpm2_approval *approval, const uint8_t *auth, size_t auth_length,
+                                           keybay_tpm2_session *session, TSS2_RC *rc, int *loaded);
 
 /* The cryptography, separately (tpm2_session_crypto.c). */
 

@@ -94,6 +94,11 @@ struct Keyring: Sendable {
         return Opened(keys: sealed.keys, methods: sealed.methods)
     }
 
+    /// Checks that the root opens the store's key package (after the root was sealed again).
+    func checkRootOpens(_ bootstrap: Bootstrap, sealedPackage: ArraySlice<UInt8>) throws {
+        _ = try openWithRoot(bootstrap, sealedPackage)
+    }
+
     /// The package's plaintext and the root's rollback floor.
     private func openWithRoot(_ bootstrap: Bootstrap, _ sealed: ArraySlice<UInt8>) throws -> (package: SecureBytes, floor: UInt64) {
         try root.open(sealed, aad: bootstrap.suite.packageAAD(domain: domain, bootstrapCore: bootstrap.core),

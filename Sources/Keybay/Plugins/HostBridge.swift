@@ -73,6 +73,7 @@ final class HostBridge {
         host.set_error_detail = bridgeSetErrorDetail
         host.open_file = bridgeOpenFile
         host.connect_socket = bridgeConnectSocket
+        host.set_error_pcrs = bridgeSetErrorPCRs
         return try withExtendedLifetime(self) { try withUnsafePointer(to: &host) { try body($0) } }
     }
 
@@ -236,17 +237,29 @@ private func bridgeSetErrorDetail(_ context: UnsafeMutableRawPointer?, _ reason:
                                        path: path.flatMap { $0.pointee == 0x2F && strnlen($0, Int(PATH_MAX)) < Int(PATH_MAX) ? String(cString: $0) : nil })
 }
 
-/// What set_error_detail said about one error line.
+/// set_error_pcrs: kept with the detail given before it, for the same line.
+private func bridgeSetErrorPCRs(_ context: UnsafeMutableRawPointer?, _ pcrs: UInt32) {
+    let bridge = HostBridge.from(context)
+    var detail = bridge.pendingDetail ?? ErrorDetail()
+    detail.pcrs = ErrorDetail.pcrList(pcrs)
+    bridge.pendingDetail = detail
+}
+
+/// What set_error_detail (and set_error_pcrs) said about one error line.
 struct ErrorDetail {
     var reason: String?
     var triesLeft: Int?
     var path: String?
+    var pcrs: [Int]?
+
+    /// PCRs 0–23 of a bit mask, ascending (higher bits dropped).
+    static func pcrList(_ mask: UInt32) -> [Int] { (0..<24).filter { mask >> UInt32($0) & 1 != 0 } }
 }
 
 extension KeybayError {
     /// This error with what a plugin's set_error_detail said (checked by `with`).
     func with(detail: ErrorDetail?) -> KeybayError {
-        with(path: detail?.path, reason: detail?.reason, triesLeft: detail?.triesLeft)
+        with(path: detail?.path, reason: detail?.reason, triesLeft: detail?.triesLeft, pcrs: detail?.pcrs)
     }
 }
 

@@ -152,6 +152,28 @@ struct PluginRoot: RootProvider {
         }
     }
 
+    func check(providerState: [UInt8]) throws -> (report: String, differingPCRs: UInt32)? {
+        guard let check = plugin.descriptor.pointee.root_check else { return nil }
+        let providerState = try ownState(providerState)
+        var report = keybay_buffer()
+        var differing: UInt32 = 0
+        try call("could not check its root") { _, h, c in check(h, c, providerState, providerState.count, &report, &differing) }
+        let line = String(decoding: try plugin.take(&report, limit: 4096, what: "root check report"), as: UTF8.self)
+        return (line, differing)
+    }
+
+    func reseal(providerState: [UInt8], recoverySecret: SecureBytes) throws {
+        guard let reseal = plugin.descriptor.pointee.root_reseal else {
+            throw KeybayError(.unsupported, "the root \(id) has no root recovery").with(pluginID: id, reason: "no-root-recovery")
+        }
+        let providerState = try ownState(providerState)
+        try call("could not re-seal its root") { _, h, c in
+            recoverySecret.withUnsafeBytes { secret in
+                reseal(h, c, providerState, providerState.count, secret.baseAddress?.assumingMemoryBound(to: UInt8.self), secret.count)
+            }
+        }
+    }
+
     func reset() throws {
         try call("could not remove its root") { d, h, c in d.pointee.root_reset(h, c) }
     }

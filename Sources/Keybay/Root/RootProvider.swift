@@ -33,9 +33,21 @@ protocol RootProvider: Sendable {
     var keepsFloor: Bool { get }
     /// Removes the root; idempotent.
     func reset() throws
+    /// Whether the root would open now, without unsealing (after checking that `providerState`
+    /// names it): its report line and the PCRs in the way (a bit mask, 0 when it would open);
+    /// nil for a root that offers no check.
+    func check(providerState: [UInt8]) throws -> (report: String, differingPCRs: UInt32)?
+    /// Seals the root again to the platform state now in effect, opened with its recovery
+    /// secret; `providerState` stays valid. The caller holds the store's exclusive lock.
+    func reseal(providerState: [UInt8], recoverySecret: SecureBytes) throws
 }
 
 extension RootProvider {
+    func check(providerState: [UInt8]) throws -> (report: String, differingPCRs: UInt32)? { nil }
+    func reseal(providerState: [UInt8], recoverySecret: SecureBytes) throws {
+        throw KeybayError(.unsupported, "the root \(id) has no root recovery").with(pluginID: id, reason: "no-root-recovery")
+    }
+
     func checkCreatable(options: [(String, String)]) throws {
         try refuseRepeatedOptionNames(options)
         _ = try exists()

@@ -250,6 +250,8 @@ struct CLIError: Equatable, CustomStringConvertible {
     let path: String?
     let pluginID: String?
     let methodID: String?
+    /// `pcrs`: the PCRs a `pcr-mismatch` names.
+    let pcrs: [Int]?
     /// The names of the members the object has (a field not set must be absent, not null).
     let members: Set<String>
 
@@ -266,7 +268,7 @@ func jsonError(_ r: RunResult, afterAResult: Bool = false) -> CLIError? {
           let error = object["error"] as? [String: Any], let code = error["code"] as? String else { return nil }
     return CLIError(code: code, reason: error["reason"] as? String, triesLeft: (error["triesLeft"] as? NSNumber)?.intValue,
                     path: error["path"] as? String, pluginID: error["pluginId"] as? String, methodID: error["methodId"] as? String,
-                    members: Set(error.keys))
+                    pcrs: (error["pcrs"] as? [NSNumber])?.map(\.intValue), members: Set(error.keys))
 }
 
 /// The code of the error object a `--json` run printed (see jsonError).

@@ -354,6 +354,15 @@ KEYBAY_API KEYBAY_WARN_UNUSED_RESULT
 keybay_code keybay_import_age(keybay_store *store, const uint8_t *file, size_t file_length,
                               const uint8_t *identity, size_t identity_length, unsigned flags,
                               keybay_import_report *report, keybay_error **err);
+/* The TPM root's recovery, since 1.2. */
+/* Seals the store's tpm2 root again to the PCR values now in effect, opened with the root's
+ * recovery key (made by `init --opt recovery=yes`): `recovery_key` is what the user typed,
+ * `length` bytes (spaces, dashes and case do not matter), never kept. One atomic step under the
+ * store's lock; records and methods are untouched. Fails with KEYBAY_ERR_WRONG_SECRET (reason
+ * "wrong-recovery-key" with the tries left, counted by the TPM's lockout, or a typo's reason),
+ * KEYBAY_ERR_LOCKED, KEYBAY_ERR_UNSUPPORTED (reason "no-root-recovery"). */
+KEYBAY_API KEYBAY_WARN_UNUSED_RESULT
+keybay_code keybay_root_reseal(const keybay_open_options *options, const uint8_t *recovery_key, size_t length, keybay_error **err);
 
 #ifdef __cplusplus
 }
