@@ -41,6 +41,7 @@ enum {
     X(g_str_hash, unsigned, (const void *text))                                                                    \
     X(g_str_equal, int, (const void *a, const void *b))                                                            \
     X(g_list_free_full, void, (si_list *list, void (*free)(void *)))                                              \
+    X(g_list_free, void, (si_list *list))                                                                          \
     X(g_object_unref, void, (void *object))                                                                        \
     X(g_error_free, void, (si_error *error))
 
@@ -125,7 +126,10 @@ int keybay_secret_items_search(const char *const *names, const char *const *valu
         l->data = NULL; /* the list owns it now */
         list->count++;
     }
-    si.g_list_free_full(found, si.g_object_unref);
+    /* The items not taken (after a locked one) are released; the list itself goes. */
+    for (si_list *l = found; l; l = l->next)
+        if (l->data) si.g_object_unref(l->data);
+    si.g_list_free(found);
     si.g_object_unref(service);
     if (code != KEYBAY_SECRET_ITEMS_OK) { keybay_secret_items_free(list); return code; }
     *out = list;

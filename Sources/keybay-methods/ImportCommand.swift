@@ -62,7 +62,9 @@ extension Command {
                                              ("dryRun", .bool(report.dryRun))] + extra)))
         } else {
             let verb = report.dryRun ? "would import" : "imported"
-            Output.line("\(verb) \(report.imported.count), unchanged \(report.unchanged.count), replaced \(report.replaced.count), conflicts \(report.conflicts.count)")
+            // The source's own counts (secret-service: skipped, removed) follow the store's.
+            let more = extra.compactMap { name, value -> String? in if case .number(let n) = value { return ", \(name) \(n)" }; return nil }.joined()
+            Output.line("\(verb) \(report.imported.count), unchanged \(report.unchanged.count), replaced \(report.replaced.count), conflicts \(report.conflicts.count)" + more)
             for key in report.conflicts { Output.error("conflict: '\(key)' holds a different value; kept (--replace replaces it)") }
         }
         return report.conflicts.isEmpty ? Exit.success : Exit.failure

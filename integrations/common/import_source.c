@@ -3,6 +3,7 @@
  * Reading and atomically rewriting an import's source file (import_source.h).
  */
 #define _GNU_SOURCE /* mkostemp */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -49,6 +50,22 @@ static int reads_back(const char *path, const uint8_t *bytes, size_t length) {
     return ok;
 }
 
+/* Temporaries an import killed before its rename left beside the file (".NAME.keybay-import-"
+ * and mkostemp's six characters): removed before a new one is made. One that another import is
+ * writing at this moment goes too; that import's rename then fails and it leaves the file alone. */
+static void remove_stale_temporaries(const char *directory, const char *name) {
+    char prefix[512];
+    if (snprintf(prefix, sizeof prefix, ".%s.keybay-import-", name) >= (int)sizeof prefix) return;
+    int dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!dir) { if (dfd >= 0) close(dfd); return; }
+    size_t prefix_length = strlen(prefix);
+    for (struct dirent *entry; (entry = readdir(dir)) != NULL;)
+        if (strncmp(entry->d_name, prefix, prefix_length) == 0 && strlen(entry->d_name) == prefix_length + 6)
+            (void)unlinkat(dfd, entry->d_name, 0);
+    closedir(dir);
+}
+
 int import_source_rewrite(const import_source *source, const uint8_t *bytes, size_t length, char *message, size_t capacity) {
     const char *path = source->path;
     char directory[4096], temporary[4096];
@@ -59,6 +76,7 @@ int import_source_rewrite(const import_source *source, const uint8_t *bytes, siz
         snprintf(message, capacity, "%s: path too long", path);
         return -1;
     }
+    remove_stale_temporaries(dir, slash ? slash + 1 : path);
     int fd = mkostemp(temporary, O_CLOEXEC);
     if (fd < 0) { snprintf(message, capacity, "cannot create a file beside %s: %s", path, strerror(errno)); return -1; }
     /* The file's own mode, and its owner where we may set it. */

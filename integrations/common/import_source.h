@@ -3,7 +3,8 @@
  * The files the helpers' `import` reads credentials from (git's store files, Docker's
  * config.json), and their rewrite for --remove-source: atomic (a temporary beside the file,
  * written, fsynced, renamed over it, the directory fsynced, read back), with the file's mode and
- * owner, and only when the file is still the one that was read.
+ * owner, and only when the file is still the one that was read. A temporary an import killed
+ * before its rename left beside the file is removed by the next rewrite.
  */
 #ifndef KEYBAY_IMPORT_SOURCE_H
 #define KEYBAY_IMPORT_SOURCE_H

@@ -36,6 +36,7 @@ import Testing
         try f.store("not-this-one", ["app", "other", "user", "carol"])
         let r = try f.cli("import", "secret-service", "--attr", "app=demo", "--key-from", "user", "--json")
         #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stderr.isEmpty, "GLib or libsecret complained: \(r.stderr)")
         #expect(f.report(r)["imported"] == ["alice", "bob"])
         #expect(try f.cli("get", "alice").out == "alice-secret")
         #expect(try f.cli("get", "bob").out == "bob-secret")
@@ -102,5 +103,44 @@ import Testing
         #expect(r.status == 4)
         #expect(jsonErrorCode(r) == "interaction-required")
         #expect(!exists(f.box.storePath))
+    }
+
+    /// `--remove-source` with each write, fsync, rename and pread64 of the CLI (and of the
+    /// threads libsecret starts) that is not on the bus socket failing in turn: an item is gone
+    /// from the keyring only when its record reads back from the store with its secret. Each run
+    /// imports into a store of its own.
+    @Test func everyFailingCallDeletesOnlyItemsThatReadBack() throws {
+        let f = try Fixture()
+        let secrets = ["alice": "alice-secret", "bob": "bob-secret"]
+        func makeItems() throws { for (user, secret) in secrets { try f.store(secret, ["app", "faults", "user", user]) } }
+        func environment(_ run: Int) -> [String: String] { f.env.merging(["KEYBAY_APP_ID": "com.example.faults\(run)"]) { $1 } }
+        let arguments = ["import", "secret-service", "--attr", "app=faults", "--key-from", "user", "--remove-source", "--no-input"]
+        try makeItems()
+        let trace = f.box.root + "/trace"
+        let clean = try run("/usr/bin/strace", ["-f", "-qq", "-y", "-o", trace, "-e", "trace=" + FaultInjectionTests.calls.joined(separator: ","), cliPath]
+                            + arguments, environment: environment(0))
+        #expect(clean.status == 0, "undisturbed: \(clean.stderr)")
+        let made = FaultInjectionTests.parseTrace(readBytes(trace) ?? [])
+        var runs = 0
+        for call in FaultInjectionTests.calls {
+            // GLib's own wake-ups (eventfd) and the bus socket are left alone: a lost one costs
+            // GDBus's 25-second reply timeout, and the deletions come after every store call anyway.
+            for (n, targets) in FaultInjectionTests.invocations(made[call, default: []])
+            where !targets.allSatisfy(FaultInjectionTests.isSharedLibrary) && !targets.allSatisfy({ $0.contains("socket:") || $0.contains("anon_inode") }) {
+                runs += 1
+                try makeItems()
+                let env = environment(runs)
+                let r = try run("/usr/bin/strace", ["-f", "-qq", "-o", "/dev/null", "-e", "trace=\(call)", "-e", "inject=\(call):error=EIO:when=\(n)", cliPath]
+                                + arguments, environment: env)
+                let what = "\(call) #\(n) (\(targets[0])) failing: exit \(r.status), \(r.stderr.suffix(300))"
+                #expect(!r.signalled, "\(what)")
+                let left = try Set(f.service.items(["app": "faults"]).compactMap { try f.service.attribute("user", of: $0) })
+                for (user, secret) in secrets where !left.contains(user) {
+                    let back = try run(cliPath, ["get", user, "--no-input"], environment: env)
+                    #expect(back.status == 0 && back.out == secret, "\(what): the item of \(user) was deleted but its record does not read back")
+                }
+            }
+        }
+        #expect(runs >= 10, "only \(runs) runs")
     }
 }
