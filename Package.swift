@@ -46,6 +46,7 @@ let package = Package(
         .library(name: "keybay-pkcs11", type: .dynamic, targets: ["KeybayPkcs11"]),
         .library(name: "keybay-portal", type: .dynamic, targets: ["KeybayPortal"]),
         .library(name: "KeybayPluginKit", targets: ["KeybayPluginKit"]),
+        .library(name: "KeybayPrompt", targets: ["KeybayPrompt"]),
         // The C API for hosts in any language: libkeybay.so (installed as libkeybay.so.1),
         // include/keybay/keybay.h (Sources/CKeybay), keybay.pc; docs/c-api.md.
         .library(name: "keybay", type: .dynamic, targets: ["KeybayCAPI"]),
@@ -96,11 +97,16 @@ let package = Package(
                           path: "Sources/keybay-plugin-host", linkerSettings: [.linkedLibrary("dl")] + cPluginLinking),
         .target(name: "Keybay", dependencies: ["CSodium", "CKeybayPlugin", "CKeybaySHA256", "CKeybayImage", "CKeybayFileAttributes", "CKeybayAgent",
                                                "CKeybayPluginIsolation"]),
+        // The user interface the library leaves to hosts: the controlling terminal (echo off), a
+        // pinentry program (Assuan), and the default interaction choosing between them. The CLI
+        // and the C API link it; a Swift host that wants it imports KeybayPrompt, and one that
+        // imports Keybay alone links no terminal or pinentry code.
+        .target(name: "KeybayPrompt", dependencies: ["Keybay", "CSodium"]),
         // The C API: its header (a C target of its own, so the Swift side reads the same types
         // the hosts compile against) and the @_cdecl functions over the public Swift API.
         .target(name: "CKeybay", path: "Sources/CKeybay"),
         .target(name: "CKeybayValueArena", dependencies: ["CSodium"], path: "Sources/CKeybayValueArena"),
-        .target(name: "KeybayCAPI", dependencies: ["Keybay", "CKeybay", "CKeybayValueArena", "CSodium"], linkerSettings: cLibraryLinking),
+        .target(name: "KeybayCAPI", dependencies: ["Keybay", "KeybayPrompt", "CKeybay", "CKeybayValueArena", "CSodium"], linkerSettings: cLibraryLinking),
 
         // plugin-check's table of conformance checks: linked by the CLI, no product (not API of
         // the library); it reaches the loader through Keybay's package-access PluginUnderCheck.
@@ -108,7 +114,7 @@ let package = Package(
         // The Secret Service's items for `import secret-service` (the CLI alone): libsecret-1 opened on first use.
         .target(name: "CKeybaySecretItems", path: "Sources/CKeybaySecretItems", linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
         // The CLI links its runtimes statically (cliLinking above, docs/performance.md).
-        .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "KeybayConformance", "CSodium", "CKeybayAgent", "CKeybaySecretItems"],
+        .executableTarget(name: "keybay-methods", dependencies: ["Keybay", "KeybayPrompt", "KeybayConformance", "CSodium", "CKeybayAgent", "CKeybaySecretItems"],
                          linkerSettings: cliLinking),
 
         // First-party plugins (C11). file-root: the TPM-less platform root. passphrase: Argon2id
@@ -180,7 +186,7 @@ let package = Package(
         // Side-by-side speed ratios (links libargon2 for the bare reference call; the core does not).
         .executableTarget(name: "keybay-bench", dependencies: ["Keybay", "CArgon2"]),
 
-        .testTarget(name: "KeybayTests", dependencies: ["Keybay", "KeybayConformance", "CKeybaySHA256", "CKeybayAgent"]),
+        .testTarget(name: "KeybayTests", dependencies: ["Keybay", "KeybayPrompt", "KeybayConformance", "CKeybaySHA256", "CKeybayAgent"]),
     ],
     swiftLanguageModes: [.v6]
 )

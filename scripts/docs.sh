@@ -3,23 +3,25 @@
 # Builds the API documentation with the toolchain's own docc, and fails on a public symbol
 # without a doc comment.
 #
-#   scripts/docs.sh          build, check, convert: .build/docs/Keybay.doccarchive and
+#   scripts/docs.sh          build, check, convert: .build/docs/Keybay.doccarchive,
+#                            .build/docs/KeybayPrompt.doccarchive and
 #                            .build/docs/KeybayPluginKit.doccarchive
 #
 # 1. Symbol graphs from `swift build` (the compiler's -emit-symbol-graph, public symbols only),
-#    for the two library modules, Keybay and KeybayPluginKit. The build has its own scratch
+#    for the three library modules, Keybay, KeybayPrompt and KeybayPluginKit. The build has its own scratch
 #    directory (.build/docs-build), so the extra compiler flags never invalidate `.build/debug`.
-# 2. Every public symbol declared in a Swift file of Sources/Keybay or Sources/KeybayPluginKit is
+# 2. Every public symbol declared in a Swift file of Sources/Keybay, Sources/KeybayPrompt or
+#    Sources/KeybayPluginKit is
 #    counted, whatever its name; one without a doc comment of its own (written above it in that
 #    file) is printed as `file:line: undocumented public <kind> <name>`. Symbols the compiler
 #    synthesises (Equatable's !=, an enum's init(rawValue:)) and the C declarations
 #    KeybayPluginKit re-exports have no Swift source location and are not counted. A public
 #    declaration the graph leaves out (@_spi; the compiler drops a type named <Module>Version...,
 #    such as KeybayVersion) is found in the sources instead and needs a `///` line above it.
-# 3. docc convert: Keybay with its catalog, Sources/Keybay/Keybay.docc; KeybayPluginKit from its
-#    symbol graph alone. A docc warning (an unresolved link in a comment, say) fails the run.
+# 3. docc convert: Keybay with its catalog, Sources/Keybay/Keybay.docc; KeybayPrompt and
+#    KeybayPluginKit from their symbol graphs alone. A docc warning (an unresolved link in a comment, say) fails the run.
 #
-# Exit status: 0 when every public symbol is documented and both archives were built, 1 otherwise.
+# Exit status: 0 when every public symbol is documented and the three archives were built, 1 otherwise.
 # Needs no package from outside: only swift, docc (next to swift) and python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +38,7 @@ mkdir -p "$graphs" "$out"
 
 # The compiler writes a module's graph only when it compiles the module; an up-to-date module
 # keeps the graph its last compilation wrote.
-for target in Keybay KeybayPluginKit; do
+for target in Keybay KeybayPrompt KeybayPluginKit; do
   swift build --scratch-path "$scratch" --target "$target" \
     -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$root/$graphs" \
     -Xswiftc -symbol-graph-minimum-access-level -Xswiftc public > "$out/build-$target.log" 2>&1 \
@@ -50,7 +52,7 @@ import glob, json, os, re, sys
 root, graphs = sys.argv[1], sys.argv[2]
 total = undocumented = 0
 per_module = {}
-for module in ("Keybay", "KeybayPluginKit"):
+for module in ("Keybay", "KeybayPrompt", "KeybayPluginKit"):
     sources = "file://" + os.path.join(root, "Sources", module) + "/"
     files = sorted(glob.glob(os.path.join(graphs, module + ".symbols.json")) +
                    glob.glob(os.path.join(graphs, module + "@*.symbols.json")))
@@ -95,7 +97,7 @@ for path in glob.glob(os.path.join(graphs, "*.symbols.json")):
             located.add((location["uri"][len("file://" + root) + 1:], location["position"]["line"] + 1))
 declaration = re.compile(r"^\s*(?:@[\w.]+(?:\([^)]*\))?\s+)*(?:public|open)\s+(?!import\b|extension\b)")
 outside = outside_undocumented = 0
-for module in ("Keybay", "KeybayPluginKit"):
+for module in ("Keybay", "KeybayPrompt", "KeybayPluginKit"):
     for file in sorted(glob.glob(os.path.join("Sources", module, "**", "*.swift"), recursive=True)):
         lines = open(file).read().split("\n")
         for i, text in enumerate(lines):
@@ -116,7 +118,7 @@ sys.exit(1 if undocumented or outside_undocumented else 0)
 EOF
 
 # One graph directory per archive: docc documents every module it is given.
-for module in Keybay KeybayPluginKit; do
+for module in Keybay KeybayPrompt KeybayPluginKit; do
   rm -rf "$out/graphs-$module"
   mkdir -p "$out/graphs-$module"
   cp "$graphs/$module".symbols.json "$out/graphs-$module/"

@@ -2,6 +2,7 @@
 import CKeybay
 import Glibc
 import Keybay
+import KeybayPrompt
 
 /// The struct `keybay_default_interaction` hands out: made once, never freed. Its context points
 /// at itself, which is how the library knows it (a copy too) and uses `KeybayDefaultInteraction`

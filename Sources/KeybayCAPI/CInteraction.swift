@@ -3,6 +3,7 @@ import CKeybay
 import CSodium
 import Glibc
 import Keybay
+import KeybayPrompt
 
 /// A host's `keybay_interaction` as a `KeybayInteraction`: each question goes to its callback on
 /// the calling thread. Only the fields the caller's `struct_size` covers are read (the rest stay

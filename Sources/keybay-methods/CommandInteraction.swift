@@ -2,6 +2,7 @@
 import CSodium
 import Glibc
 import Keybay
+import KeybayPrompt
 
 /// Secrets for the CLI: from the secret descriptors (read once, to EOF, one trailing newline
 /// removed) given for the method that asks (`descriptor(for:)`), else where `KeybayAsker` says

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Glibc
 import Keybay
+import KeybayPrompt
 
 /// Raw, unbuffered output: the CLI writes little, and values must reach stdout byte for byte.
 /// A write to standard output that fails or falls short (a full disk, a closed descriptor, a

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import Glibc
 import Keybay
+import KeybayPrompt
 
 /// Prints the secret a plugin showed during `enroll` or `change` (a recovery key), once the
 /// enrollment is stored, straight from guarded memory: no String or array holds a copy. Text output gives the

@@ -244,8 +244,9 @@ extension KeybaySecretRequest {
                   pluginID: nil, isRetry: false, methodID: nil)
     }
 
-    /// What a host shows with a retry ("Wrong passphrase (2 tries left)"); nil for a first ask.
-    var retryText: String? {
+    /// What a host shows with a retry ("Wrong passphrase (2 tries left)"); nil for a first ask
+    /// (package access: KeybayPrompt's terminal and pinentry show it).
+    package var retryText: String? {
         guard isRetry else { return nil }
         return "Wrong \(kind.displayName)" + (retriesLeft.map { " (\($0) \($0 == 1 ? "try" : "tries") left)" } ?? "")
     }

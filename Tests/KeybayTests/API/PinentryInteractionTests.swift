@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import Keybay
+@testable import KeybayPrompt
 
 /// `KeybayPinentry` in this process, against Tests/pinentry/scripted_pinentry.py: the answer's
 /// data lines (%-escaped, split over several lines) decoded byte for byte into the buffer, an

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Glibc
+import Keybay
 
 /// Turns terminal echo off for a secret prompt and makes sure it comes back: when the prompt
 /// returns, and on SIGINT, SIGTERM, SIGHUP or SIGQUIT, whose handler restores the saved state and

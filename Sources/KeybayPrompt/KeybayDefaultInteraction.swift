@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Glibc
+import Keybay
 
 /// Where the user can be asked right now, as the CLI and ``KeybayDefaultInteraction`` decide it:
 ///
@@ -19,7 +20,7 @@ public enum KeybayAsker: Sendable {
     /// A pinentry program.
     case pinentry(KeybayPinentry)
 
-    /// Who asks, as a ``KeybayInteraction``.
+    /// Who asks, as a `KeybayInteraction`.
     public var interaction: any KeybayInteraction {
         switch self {
         case .terminal(let terminal): terminal
@@ -92,7 +93,7 @@ public enum KeybayAsker: Sendable {
 /// The interaction of a host that asks the user wherever the user is: each question goes where
 /// ``KeybayAsker/current()`` says at that moment (a pinentry named by `KEYBAY_PINENTRY`, the
 /// controlling terminal, or `pinentry` on `PATH`). Messages go to standard error. What a
-/// terminal or pinentry cannot do (show a recovery key) it refuses, as ``NonInteractive`` does.
+/// terminal or pinentry cannot do (show a recovery key) it refuses, as Keybay's `NonInteractive` does.
 ///
 /// The C API's `keybay_default_interaction()` is this interaction.
 public struct KeybayDefaultInteraction: KeybayInteraction {

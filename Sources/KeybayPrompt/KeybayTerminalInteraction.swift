@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Glibc
+import Keybay
 
 /// Asks on the process's controlling terminal (`/dev/tty`): a secret with echo off, read byte by
 /// byte straight into the plugin's buffer (no stdio copy, no `String`), a confirmation as
@@ -137,13 +138,13 @@ public struct KeybayTerminalInteraction: KeybayInteraction {
         return out
     }
 
-    /// Whether ``displayable(_:)`` spells `scalar` out: ``KeybayMethod/misleadsWhenShown(_:)``
+    /// Whether ``displayable(_:)`` spells `scalar` out: Keybay's `KeybayMethod.misleadsWhenShown(_:)`
     /// save newline and tab.
     ///
     /// - Parameter scalar: One character of text to show.
     /// - Returns: `true` when it must not reach a terminal as it is.
     public static func isUnsafeOnTerminal(_ scalar: Unicode.Scalar) -> Bool {
-        scalar != "\n" && scalar != "\t" && MethodNames.misleadsWhenShown(scalar)
+        scalar != "\n" && scalar != "\t" && KeybayMethod.misleadsWhenShown(scalar)
     }
 
     /// The controlling terminal, or `.interactionRequired` saying `missing`.

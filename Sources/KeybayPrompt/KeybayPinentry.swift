@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import Glibc
+import Keybay
 import Synchronization
 
 /// Asks through a pinentry program (GnuPG's: pinentry-gnome3, -gtk, -qt, -curses, -tty), as
@@ -146,7 +147,7 @@ public final class KeybayPinentry: KeybayInteraction, Sendable {
     /// Text from a plugin or the store as one line of the dialog: every character
     /// ``KeybayTerminalInteraction/displayable(_:)`` spells out, and newline and tab too.
     static func oneLine(_ text: String) -> String {
-        KeybayTerminalInteraction.spellingOut(text, where: MethodNames.misleadsWhenShown)
+        KeybayTerminalInteraction.spellingOut(text, where: KeybayMethod.misleadsWhenShown)
     }
 
     private static func capitalized(_ text: String) -> String { text.prefix(1).uppercased() + text.dropFirst() }

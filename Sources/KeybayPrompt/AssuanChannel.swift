@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 import CSodium
 import Glibc
+import Keybay
 
 /// One Assuan conversation with a pinentry program, the line protocol pinentry speaks on its
 /// standard input and output: the program is started with one end of a socket pair as both
