@@ -245,7 +245,7 @@ extension KeybaySecretRequest {
     }
 
     /// What a host shows with a retry ("Wrong passphrase (2 tries left)"); nil for a first ask
-    /// (package access: KeybayPrompt's terminal and pinentry show it).
+    /// (package access: the KeybayPrompt interactions show it).
     package var retryText: String? {
         guard isRetry else { return nil }
         return "Wrong \(kind.displayName)" + (retriesLeft.map { " (\($0) \($0 == 1 ? "try" : "tries") left)" } ?? "")

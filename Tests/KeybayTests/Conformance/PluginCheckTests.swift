@@ -164,20 +164,8 @@ import Testing
     /// client that imports Keybay (not @testable, not of this package) cannot name them, while
     /// the same set-up compiles with the public types. KeybayConformance is package-only too.
     @Test func aClientOfKeybaySeesNoConformanceAPIAndNoLoadedPlugin() throws {
-        let box = Sandbox()
-        let modules = buildDirectory + "/Modules"
-        // The module maps of Keybay's C dependencies: every C target's in the build, and libsodium's.
-        let maps = try FileManager.default.contentsOfDirectory(atPath: buildDirectory).filter { $0.hasPrefix("C") && $0.hasSuffix(".build") }
-            .map { buildDirectory + "/" + $0 + "/module.modulemap" }.filter { access($0, R_OK) == 0 }
-            + [packageDirectory + "/Sources/CSodium/module.modulemap"]
-        let swiftc = try #require((ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":")
-            .map { String($0) + "/swiftc" }.first { access($0, X_OK) == 0 }, "swiftc is not on PATH")
-        func typecheck(_ module: String, _ name: String) throws -> RunResult {
-            let file = box.root + "/client-\(module)-\(name).swift"
-            try "import \(module)\nlet _ = \(name).self\n".write(toFile: file, atomically: true, encoding: .utf8)
-            return try run(swiftc, ["-typecheck", "-I", modules] + maps.flatMap { ["-Xcc", "-fmodule-map-file=" + $0] } + [file],
-                           environment: ProcessInfo.processInfo.environment)
-        }
+        let client = SwiftClient(box: Sandbox())
+        func typecheck(_ module: String, _ name: String) throws -> RunResult { try client.naming(name, importing: module) }
         for name in ["KeybayStore", "KeybayPluginSearch", "KeybayInteraction"] {
             let r = try typecheck("Keybay", name)
             #expect(r.status == 0, "\(name): \(r.stderr)")

@@ -78,6 +78,57 @@ import Testing
         #expect(found.isEmpty, "\(found)")
     }
 
+    /// The words of user interface that the core must not hold (KeybayPrompt holds them): the
+    /// pinentry protocol, terminal echo control, and the types that moved there.
+    static let userInterfaceWords = ["assuan", "pinentry", "termios", "tcsetattr", "tcgetattr", "/dev/tty", "echoguard",
+                                     "keybayterminalinteraction", "keybaydefaultinteraction", "keybayasker"]
+
+    /// Each file that mentions one of `userInterfaceWords` (case aside, comments and strings included).
+    static func userInterface(in files: [SourceFile]) -> [String] {
+        files.flatMap { file in
+            let text = file.text.lowercased()
+            return userInterfaceWords.filter { text.contains($0) }.map { "\(file.path): \($0)" }
+        }
+    }
+
+    /// No file of `Sources/Keybay` speaks to a pinentry, a terminal or its echo: a GUI host links
+    /// none of it. The check finds such a file when there is one.
+    @Test func theCoreHoldsNoUserInterface() throws {
+        let found = Self.userInterface(in: try Self.readSources())
+        #expect(found.isEmpty, "\(found)")
+        let planted = [SourceFile(path: "API/Prompt.swift", layer: "API", text: "// asks through KeybayPinentry\nlet t = termios()\n")]
+        #expect(Self.userInterface(in: planted) == ["API/Prompt.swift: pinentry", "API/Prompt.swift: termios"])
+    }
+
+    /// A host that imports `Keybay` alone builds without KeybayPrompt: it compiles naming the
+    /// store and cannot name the default interaction, and Keybay's objects refer to no symbol of
+    /// KeybayPrompt (`12KeybayPrompt` in a mangled name) and call no termios function, so linking
+    /// them pulls none of it in. KeybayPrompt's own objects do (the check can see them).
+    @Test func aHostImportingKeybayAloneNeedsNoKeybayPrompt() throws {
+        let client = SwiftClient(box: Sandbox())
+        let store = try client.naming("KeybayStore", importing: "Keybay")
+        #expect(store.status == 0, "\(store.stderr)")
+        for name in ["KeybayDefaultInteraction", "KeybayTerminalInteraction", "KeybayPinentry", "KeybayAsker"] {
+            let r = try client.naming(name, importing: "Keybay")
+            #expect(r.status == 1 && r.stderr.contains("cannot find '\(name)' in scope"), "\(name): \(r.status) \(r.stderr)")
+            let prompt = try client.naming(name, importing: "KeybayPrompt")
+            #expect(prompt.status == 0, "KeybayPrompt.\(name): \(prompt.stderr)")
+        }
+        func symbols(_ target: String) throws -> String {
+            // The objects of the target's current sources (a file moved away may leave its old one).
+            let sources = try #require(FileManager.default.subpaths(atPath: packageDirectory + "/Sources/" + target))
+            let objects = sources.filter { $0.hasSuffix(".swift") }.map { buildDirectory + "/\(target).build/" + ($0 as NSString).lastPathComponent + ".o" }
+            #expect(objects.count >= 5, "\(target): \(objects)")
+            let r = try run("/usr/bin/nm", ["-u"] + objects, environment: [:])
+            #expect(r.status == 0, "\(r.stderr)")
+            return r.out
+        }
+        let core = try symbols("Keybay"), prompt = try symbols("KeybayPrompt")
+        let referred = ["12KeybayPrompt", "tcsetattr", "tcgetattr"].filter { core.contains($0) }
+        #expect(referred.isEmpty, "Keybay's objects refer to \(referred)")
+        #expect(prompt.contains("tcsetattr") && prompt.contains("6Keybay"))
+    }
+
     static func readSources() throws -> [SourceFile] {
         let manager = FileManager.default
         guard let walker = manager.enumerator(atPath: sourceDirectory) else { throw CocoaError(.fileReadNoSuchFile) }
