@@ -123,19 +123,34 @@ import Testing
         let source = which == "git" ? Self.git : Self.docker
         let prefix = try CAPITests.installed.get()
         let runs = Int(ProcessInfo.processInfo.environment["KEYBAY_CRASH_RUNS"] ?? "") ?? 24
-        var killedMidway = 0
-        for i in 0..<runs {
+        let app = source.helper == "git-credential-keybay" ? "git-credential" : "docker-credential"
+        // A box with the source file and the store made (the store exists first: the kills are
+        // the import's; a kill while the library makes a store's root and then its file leaves
+        // the root alone, which the core reports as an interrupted initialisation, the core's own
+        // harness's to test).
+        let prepared = { () throws -> (Sandbox, String) in
             let box = Sandbox(app: "com.example.import-kills")
             let path = source.write(box)
-            let original = readBytes(path)!, originalMode = mode(path)
-            // The store exists first: the kills are the import's. (A kill while the library makes
-            // a store's root and then its file leaves the root alone, which the core reports as
-            // an interrupted initialisation; that is the core's own harness's to test.)
-            let app = source.helper == "git-credential-keybay" ? "git-credential" : "docker-credential"
             let made = try run(cliPath, ["--app", app, "init"], environment: box.environment)
             try #require(made.status == 0, "init: \(made.stderr)")
+            return (box, path)
+        }
+        // How long an undisturbed import lasts here (the longest of three): the kills are drawn
+        // within it, so they land mid-way however fast or loaded the machine is.
+        var lifetime = 1_000.0
+        for _ in 0..<3 {
+            let (box, path) = try prepared()
+            let started = monotonicMicroseconds()
             let pid = spawnChild(prefix + "/bin/" + source.helper, source.arguments(path), environment: Self.helperEnvironment(box), stdinPath: "/dev/null")
-            usleep(useconds_t.random(in: 0...40_000))
+            #expect(waitChild(pid).succeeded, "\(source.name): an undisturbed import failed")
+            lifetime = max(lifetime, monotonicMicroseconds() - started)
+        }
+        var killedMidway = 0
+        for i in 0..<runs {
+            let (box, path) = try prepared()
+            let original = readBytes(path)!, originalMode = mode(path)
+            let pid = spawnChild(prefix + "/bin/" + source.helper, source.arguments(path), environment: Self.helperEnvironment(box), stdinPath: "/dev/null")
+            usleep(useconds_t(Double.random(in: 0..<lifetime)))
             kill(pid, SIGKILL)
             let (succeeded, signalled) = waitChild(pid)
             if signalled { killedMidway += 1 }
@@ -144,4 +159,11 @@ import Testing
         }
         #expect(killedMidway > 0, "no run was killed before it ended")
     }
+}
+
+/// CLOCK_MONOTONIC in microseconds.
+private func monotonicMicroseconds() -> Double {
+    var t = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &t)
+    return Double(t.tv_sec) * 1e6 + Double(t.tv_nsec) / 1e3
 }
