@@ -65,7 +65,8 @@ class Status:
     "root-only", "store-only"), `store_path`, `root`, `root_location`, `methods` (Method objects),
     `unlocked` (True while the agent holds the store) and `unlocked_until` (Unix seconds, None
     for never or not unlocked). `status["state"]` and the other keys of `keybay-methods status
-    --json` still read as they did in 1.1."""
+    --json` still read as they did in 1.1 (read from the store when first asked for: the
+    attributes alone read it once)."""
 
     def __init__(self, info, document):
         self.state = text(info.state)
@@ -75,13 +76,19 @@ class Status:
         self.methods = methods_from(info.methods, info.method_count)
         self.unlocked = info.unlocked == 1
         self.unlocked_until = info.unlocked_until or None
-        self._document = document
+        self._load = document
+        self._document = None
+
+    def _json(self):
+        if self._document is None:
+            self._document = self._load()
+        return self._document
 
     def __getitem__(self, key):
-        return self._document[key]
+        return self._json()[key]
 
     def get(self, key, default=None):
-        return self._document.get(key, default)
+        return self._json().get(key, default)
 
     def __repr__(self):
         return f"keybay.Status(state={self.state!r}, methods={self.methods!r})"

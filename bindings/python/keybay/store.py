@@ -307,13 +307,19 @@ def status(app_id, *, root=None, plugin_dirs=None):
     if number != 0:
         _raise(number, slot)
     try:
-        out = ctypes.c_void_p()
-        number = c.lib.keybay_status_json(ctypes.byref(options), ctypes.byref(out), ctypes.byref(slot))
-        if number != 0:
-            _raise(number, slot)
-        return Status(info.contents, json.loads(c.take_string(out.value)))
+        return Status(info.contents, lambda: _status_document(options))
     finally:
         c.lib.keybay_free_status(info)
+
+
+def _status_document(options):
+    """The object `keybay-methods status --json` prints (keybay_status_json): what `status[key]`
+    reads, asked for only when a key is read."""
+    out, slot = ctypes.c_void_p(), errors.error_slot()
+    number = c.lib.keybay_status_json(ctypes.byref(options), ctypes.byref(out), ctypes.byref(slot))
+    if number != 0:
+        _raise(number, slot)
+    return json.loads(c.take_string(out.value))
 
 
 def lock(app_id, *, root=None, plugin_dirs=None):
