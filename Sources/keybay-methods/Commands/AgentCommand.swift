@@ -3,7 +3,7 @@ import Keybay
 
 /// `agent`: the keybay agent itself (docs/agent.md).
 extension Command {
-    /// `agent`: runs in the foreground until it ends (the launcher detaches it; systemd runs it as a service).
+    /// Runs in the foreground until it ends (the launcher detaches it; systemd runs it as a service).
     static func runAgent(_ c: Context) throws -> Int32 {
         try c.a.expect([])
         try KeybayAgent.run { Output.error("keybay agent: " + $0) }

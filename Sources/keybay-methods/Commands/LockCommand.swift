@@ -4,8 +4,7 @@ import Keybay
 
 /// `lock [--all]`: the keybay agent forgets the store, or every store (docs/agent.md).
 extension Command {
-    /// `lock [--all]`: the agent forgets the store (or every store). Nothing to forget, or no
-    /// agent, is a success too.
+    /// Nothing to forget, or no agent, is a success too.
     static func lockStores(_ c: Context) throws -> Int32 {
         let a = c.a
         try a.expect([])

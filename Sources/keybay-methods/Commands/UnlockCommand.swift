@@ -5,9 +5,9 @@ import Keybay
 
 /// `unlock [--for DURATION]`: the store handed to the keybay agent for a while (docs/agent.md).
 extension Command {
-    /// `unlock [--for DURATION]`: the agent is started if none answers (before anything is
-    /// asked, so a missing runtime directory fails first), the store is opened through its
-    /// method as `get` opens it (never through the agent), and its unlocked generation is handed over.
+    /// The agent is started if none answers (before anything is asked, so a missing runtime
+    /// directory fails first), the store is opened through its method as `get` opens it (never
+    /// through the agent), and its unlocked generation is handed over.
     static func unlockStore(_ c: Context) throws -> Int32 {
         let a = c.a
         try a.expect([])
