@@ -6,11 +6,8 @@ import Keybay
 /// handle: the reference does the least TPM work an unseal can, ReadPublic then Unseal).
 @MainActor func benchTpm2() {
     if let swtpm = which("swtpm"), let unseal = which("tpm2_unseal") {
-        let state = base + "/swtpm"
-        let tcti = startSoftwareTPM(swtpm, in: state)
+        let (state, tcti, tpmEnv) = softwareTPMForRow(swtpm, named: "swtpm", root: "tpm2")
         defer { stopSoftwareTPM(state) }
-        var tpmEnv = env
-        for (k, v) in [("TPM2TOOLS_TCTI", tcti), ("KEYBAY_TPM2_TCTI", tcti), ("KEYBAY_ROOT", "tpm2"), ("TSS2_LOG", "all+none")] { tpmEnv[k] = v }
         let tools = "export TPM2TOOLS_TCTI='\(tcti)' TSS2_LOG=all+none; cd '\(state)' && head -c 32 /dev/urandom > secret && " +
             "tpm2_createprimary -Q -C o -G ecc -c p.ctx && tpm2_create -Q -C p.ctx -i secret -u s.pub -r s.priv && tpm2_flushcontext -t && " +
             "tpm2_load -Q -C p.ctx -u s.pub -r s.priv -c s.ctx && tpm2_evictcontrol -Q -C o -c s.ctx 0x81010001 && tpm2_flushcontext -t"
@@ -58,11 +55,8 @@ import Keybay
         print("  (swtpm or tpm2-tools not installed: run scripts/bench.sh)")
         return
     }
-    let state = base + "/swtpm-pin"
-    let tcti = startSoftwareTPM(swtpm, in: state)
+    let (state, tcti, tpmEnv) = softwareTPMForRow(swtpm, named: "swtpm-pin")
     defer { stopSoftwareTPM(state) }
-    var tpmEnv = env
-    for (k, v) in [("TPM2TOOLS_TCTI", tcti), ("KEYBAY_TPM2_TCTI", tcti), ("TSS2_LOG", "all+none")] { tpmEnv[k] = v }
     let pin = "2468"
     writeFile(base + "/tpm2-pin", Array((pin + "\n").utf8))
     // Many runs on one TPM: its lockout must never be reached (no wrong PIN is tried anyway).

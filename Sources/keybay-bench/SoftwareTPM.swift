@@ -32,3 +32,14 @@ func startSoftwareTPM(_ swtpm: String, in directory: String) -> String {
 }
 
 func stopSoftwareTPM(_ directory: String) { _ = system("kill -9 $(cat '\(directory)/pid')") }
+
+/// A row's swtpm: started in `base/name`, with `env` for tpm2-tools and Keybay on it (its TCTI,
+/// quiet TSS logs, and `root` as KEYBAY_ROOT when given); `stopSoftwareTPM(state)` kills it.
+@MainActor func softwareTPMForRow(_ swtpm: String, named name: String, root: String? = nil) -> (state: String, tcti: String, env: [String: String]) {
+    let state = base + "/" + name
+    let tcti = startSoftwareTPM(swtpm, in: state)
+    var tpmEnv = env
+    for (k, v) in [("TPM2TOOLS_TCTI", tcti), ("KEYBAY_TPM2_TCTI", tcti), ("TSS2_LOG", "all+none")] { tpmEnv[k] = v }
+    if let root { tpmEnv["KEYBAY_ROOT"] = root }
+    return (state, tcti, tpmEnv)
+}
