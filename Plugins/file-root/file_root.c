@@ -25,6 +25,7 @@
 #include <sodium.h>
 
 #include "keybay_plugin.h"
+#include "keybay_plugin_descriptor.h"
 #include "keybay_plugin_host.h"
 #include "keybay_root_files.h"
 
@@ -184,27 +185,9 @@ static keybay_status root_reset(const keybay_host *host, const keybay_root_conte
 }
 
 static const keybay_plugin descriptor = {
-    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(keybay_plugin),
-    .id = "file-root",
-    .name = "Private file (TPM-less platform root)",
-    .version = "1.0.0",
-    .kind = KEYBAY_KIND_ROOT,
-    .flags = 0,
-    .options = NULL,
-    .option_count = 0,
-    .free_buffer = keybay_rf_free_buffer,
-    .root_exists = root_exists,
+    KEYBAY_DESCRIPTOR("file-root", "Private file (TPM-less platform root)", "1.0.0", KEYBAY_KIND_ROOT, 0),
+    KEYBAY_ROOT_OPERATIONS,
     .root_create = root_create,
-    .root_seal = root_seal,
-    .root_reset = root_reset,
-    .root_location_with_host = root_location,
-    .root_protection = root_protection,
-    .root_open_with_floor = root_open_with_floor,
-    .root_raise_floor = root_raise_floor,
 };
 
-KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
-    if (sodium_init() < 0) return NULL;
-    return &descriptor;
-}
+KEYBAY_PLUGIN_ENTRY_AFTER_SODIUM(descriptor)

@@ -24,6 +24,7 @@
 
 #include <p11-kit/p11-kit.h>
 
+#include "keybay_lazy_library.h"
 #include "keybay_plugin_host.h"
 #include "pkcs11_oaep.h"
 
@@ -49,42 +50,15 @@
     X(p11_kit_uri_get_module_name) \
     X(p11_kit_uri_get_module_path)
 
-#define P11_POINTER(name) __typeof__(name) *name;
-static struct p11_lib {
-    P11_FUNCTIONS(P11_POINTER)
+static struct {
+    P11_FUNCTIONS(KEYBAY_LAZY_POINTER)
 } p11_lib; /* filled only when every symbol resolved */
-#undef P11_POINTER
 #define P11(name) (p11_lib.name)
+static const char *const p11_names[] = { P11_FUNCTIONS(KEYBAY_LAZY_NAME) };
+KEYBAY_LAZY_LIBRARY(p11_library, P11_LIBRARY, RTLD_NOW, p11_names, p11_lib);
 
-static pthread_once_t p11_once = PTHREAD_ONCE_INIT, p11_sodium_once = PTHREAD_ONCE_INIT;
-static int p11_lib_ok, p11_sodium_ok;
-static char p11_lib_error[256];
-
-static void p11_load(void) {
-    struct p11_lib lib;
-    memset(&lib, 0, sizeof lib);
-    dlerror();
-    void *handle = dlopen(P11_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL) {
-        const char *why = dlerror();
-        snprintf(p11_lib_error, sizeof p11_lib_error, "%s", why != NULL ? why : "unknown error");
-    } else {
-        int ok = 1;
-#define P11_RESOLVE(name)                                                                         \
-        if (ok && (lib.name = __extension__(__typeof__(name) *)dlsym(handle, #name)) == NULL) {    \
-            snprintf(p11_lib_error, sizeof p11_lib_error, "no symbol %s", #name);                  \
-            ok = 0;                                                                                \
-        }
-        P11_FUNCTIONS(P11_RESOLVE)
-#undef P11_RESOLVE
-        if (ok) {
-            p11_lib = lib; /* the handle stays open for the life of the process */
-            p11_lib_ok = 1;
-        } else {
-            dlclose(handle);
-        }
-    }
-}
+static pthread_once_t p11_sodium_once = PTHREAD_ONCE_INIT;
+static int p11_sodium_ok;
 
 static void p11_sodium_start(void) {
     p11_sodium_ok = sodium_init() >= 0;
@@ -92,9 +66,9 @@ static void p11_sodium_start(void) {
 
 keybay_status p11_library_init(const keybay_host *host, int p11kit) {
     pthread_once(&p11_sodium_once, p11_sodium_start);
-    if (p11kit) pthread_once(&p11_once, p11_load);
-    if (p11kit && !p11_lib_ok) {
-        keybay_host_error(host, "pkcs11: cannot load " P11_LIBRARY " (%s); PKCS#11 tokens need p11-kit (Debian: libp11-kit0)", p11_lib_error);
+    const char *why = p11kit ? keybay_lazy_library_open(&p11_library) : NULL;
+    if (why != NULL) {
+        keybay_host_error(host, "pkcs11: cannot load " P11_LIBRARY " (%s); PKCS#11 tokens need p11-kit (Debian: libp11-kit0)", why);
         return KEYBAY_ERR_NOT_AVAILABLE;
     }
     if (!p11_sodium_ok) {

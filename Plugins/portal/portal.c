@@ -37,11 +37,9 @@
  */
 #define _GNU_SOURCE /* pipe2 */
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -55,7 +53,9 @@
 
 #include <sodium.h>
 
+#include "keybay_lazy_library.h"
 #include "keybay_plugin.h"
+#include "keybay_plugin_descriptor.h"
 #include "keybay_plugin_host.h"
 #include "keybay_root_files.h"
 
@@ -122,39 +122,12 @@ enum { BUS_TYPE_SESSION = 2 /* G_BUS_TYPE_SESSION */ };
     X(g_object_unref, void, (pt_object *object))                                                                  \
     X(g_error_free, void, (pt_error *error))
 
-#define PT_POINTER(name, result, parameters) result(*name) parameters;
-static struct pt_lib {
-    PT_FUNCTIONS(PT_POINTER)
+static struct {
+    PT_FUNCTIONS(KEYBAY_LAZY_TYPED_POINTER)
 } pt_lib; /* filled only when every symbol resolved */
-#undef PT_POINTER
 #define PT(name) (pt_lib.name)
-
-static pthread_once_t pt_once = PTHREAD_ONCE_INIT;
-static int pt_lib_ok;
-static char pt_lib_error[256];
-
-static void pt_load(void) {
-    struct pt_lib lib;
-    memset(&lib, 0, sizeof lib);
-    dlerror();
-    void *handle = dlopen(PT_LIBRARY, RTLD_LAZY | RTLD_LOCAL);
-    if (handle == NULL) {
-        const char *why = dlerror();
-        snprintf(pt_lib_error, sizeof pt_lib_error, "%s", why ? why : "unknown error");
-        return;
-    }
-#define PT_RESOLVE(name, result, parameters)                                                       \
-    if ((*(void **)&lib.name = dlsym(handle, #name)) == NULL) {                                      \
-        const char *why = dlerror();                                                                 \
-        snprintf(pt_lib_error, sizeof pt_lib_error, "%s", why ? why : "no symbol " #name);          \
-        dlclose(handle);                                                                             \
-        return;                                                                                      \
-    }
-    PT_FUNCTIONS(PT_RESOLVE)
-#undef PT_RESOLVE
-    pt_lib = lib; /* the handle stays open for the life of the process */
-    pt_lib_ok = 1;
-}
+static const char *const pt_names[] = { PT_FUNCTIONS(KEYBAY_LAZY_TYPED_NAME) };
+KEYBAY_LAZY_LIBRARY(pt_library, PT_LIBRARY, RTLD_LAZY, pt_names, pt_lib);
 
 static keybay_status fail_error(const keybay_host *host, keybay_status status, const char *what, pt_error *error) {
     keybay_status s = fail(host, status, "%s: %s", what, error && error->message ? error->message : "no reason given");
@@ -323,9 +296,9 @@ static int request_path(const char *unique, const char *token, char *out, size_t
    pipe, then reads the pipe to its end and waits for Response 0. The secret, in guarded memory,
    is SECRET_MIN_BYTES..SECRET_MAX_BYTES long. */
 static keybay_status retrieve_secret(const keybay_host *host, uint8_t **secret_out, size_t *length_out) {
-    pthread_once(&pt_once, pt_load);
-    if (!pt_lib_ok)
-        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot load " PT_LIBRARY " (%s); the portal root needs GIO (Debian: libglib2.0-0) and " PORTAL_NAME, pt_lib_error);
+    const char *why = keybay_lazy_library_open(&pt_library);
+    if (why != NULL)
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot load " PT_LIBRARY " (%s); the portal root needs GIO (Debian: libglib2.0-0) and " PORTAL_NAME, why);
     keybay_status s = keybay_rf_check_session_bus(host, "portal", PORTAL_NAME);
     if (s != KEYBAY_OK) return s;
     int64_t deadline = now_ms() + PORTAL_TIMEOUT_MS;
@@ -615,28 +588,10 @@ static keybay_status root_reset(const keybay_host *host, const keybay_root_conte
 }
 
 static const keybay_plugin descriptor = {
-    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(keybay_plugin),
-    .id = "portal",
-    .name = "XDG Secret portal (platform root for sandboxed apps)",
-    .version = "1.0.0",
-    .kind = KEYBAY_KIND_ROOT,
-    .flags = 0,
-    .options = NULL,
-    .option_count = 0,
-    .free_buffer = keybay_rf_free_buffer,
+    KEYBAY_DESCRIPTOR("portal", "XDG Secret portal (platform root for sandboxed apps)", "1.0.0", KEYBAY_KIND_ROOT, 0),
+    KEYBAY_ROOT_OPERATIONS,
     .probe = probe,
-    .root_exists = root_exists,
     .root_create = root_create,
-    .root_seal = root_seal,
-    .root_reset = root_reset,
-    .root_location_with_host = root_location,
-    .root_protection = root_protection,
-    .root_open_with_floor = root_open_with_floor,
-    .root_raise_floor = root_raise_floor,
 };
 
-KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
-    if (sodium_init() < 0) return NULL;
-    return &descriptor;
-}
+KEYBAY_PLUGIN_ENTRY_AFTER_SODIUM(descriptor)

@@ -38,8 +38,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <dlfcn.h>
-#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <stdint.h>
@@ -49,7 +47,9 @@
 
 #include <sodium.h>
 
+#include "keybay_lazy_library.h"
 #include "keybay_plugin.h"
+#include "keybay_plugin_descriptor.h"
 #include "keybay_plugin_host.h"
 #include "keybay_root_files.h"
 
@@ -141,41 +141,14 @@ static const ss_schema schema_attributes_only = {
     X(g_str_hash, unsigned, (const void *text))                                                                   \
     X(g_str_equal, int, (const void *a, const void *b))
 
-#define SS_POINTER(name, result, parameters) result(*name) parameters;
-static struct ss_lib {
-    SS_FUNCTIONS(SS_POINTER)
+static struct {
+    SS_FUNCTIONS(KEYBAY_LAZY_TYPED_POINTER)
 } ss_lib; /* filled only when every symbol resolved */
-#undef SS_POINTER
 #define SS(name) (ss_lib.name)
-
-static pthread_once_t ss_once = PTHREAD_ONCE_INIT;
-static int ss_lib_ok;
-static char ss_lib_error[256];
-
-/* libsecret's dependencies (GLib, GIO) are searched through its handle. */
-static void ss_load(void) {
-    struct ss_lib lib;
-    memset(&lib, 0, sizeof lib);
-    dlerror();
-    /* Lazy binding: a lookup calls few of GIO's and libsecret's functions; dlsym resolves ours now. */
-    void *handle = dlopen(SS_LIBRARY, RTLD_LAZY | RTLD_LOCAL);
-    if (handle == NULL) {
-        const char *why = dlerror();
-        snprintf(ss_lib_error, sizeof ss_lib_error, "%s", why ? why : "unknown error");
-        return;
-    }
-#define SS_RESOLVE(name, result, parameters)                                                       \
-    if ((*(void **)&lib.name = dlsym(handle, #name)) == NULL) {                                      \
-        const char *why = dlerror();                                                                 \
-        snprintf(ss_lib_error, sizeof ss_lib_error, "%s", why ? why : "no symbol " #name);          \
-        dlclose(handle);                                                                             \
-        return;                                                                                      \
-    }
-    SS_FUNCTIONS(SS_RESOLVE)
-#undef SS_RESOLVE
-    ss_lib = lib; /* the handle stays open for the life of the process */
-    ss_lib_ok = 1;
-}
+static const char *const ss_names[] = { SS_FUNCTIONS(KEYBAY_LAZY_TYPED_NAME) };
+/* Lazy binding: a lookup calls few of GIO's and libsecret's functions; libsecret's dependencies
+   (GLib, GIO) are searched through its handle. */
+KEYBAY_LAZY_LIBRARY(ss_library, SS_LIBRARY, RTLD_LAZY, ss_names, ss_lib);
 
 /* ---- errors ---- */
 
@@ -205,10 +178,10 @@ static keybay_status check_session_bus(const keybay_host *host) {
    session is open. NOT_AVAILABLE names what was looked for when libsecret is missing, there is
    no session bus (check_session_bus), or nothing answers on the bus. */
 static keybay_status connect_service(const keybay_host *host, ss_object **service) {
-    pthread_once(&ss_once, ss_load);
-    if (!ss_lib_ok) {
+    const char *why = keybay_lazy_library_open(&ss_library);
+    if (why != NULL) {
         keybay_host_error_reason(host, "library-missing");
-        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot load " SS_LIBRARY " (%s); the secret-service root needs libsecret (Debian: libsecret-1-0) and " SERVICE_NAME, ss_lib_error);
+        return fail(host, KEYBAY_ERR_NOT_AVAILABLE, "cannot load " SS_LIBRARY " (%s); the secret-service root needs libsecret (Debian: libsecret-1-0) and " SERVICE_NAME, why);
     }
     keybay_status s = check_session_bus(host);
     if (s != KEYBAY_OK) return s;
@@ -657,28 +630,10 @@ static keybay_status root_reset(const keybay_host *host, const keybay_root_conte
 }
 
 static const keybay_plugin descriptor = {
-    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(keybay_plugin),
-    .id = "secret-service",
-    .name = "Desktop keyring (Secret Service platform root)",
-    .version = "1.0.0",
-    .kind = KEYBAY_KIND_ROOT,
-    .flags = 0,
-    .options = NULL,
-    .option_count = 0,
-    .free_buffer = keybay_rf_free_buffer,
+    KEYBAY_DESCRIPTOR("secret-service", "Desktop keyring (Secret Service platform root)", "1.0.0", KEYBAY_KIND_ROOT, 0),
+    KEYBAY_ROOT_OPERATIONS,
     .probe = probe,
-    .root_exists = root_exists,
     .root_create = root_create,
-    .root_seal = root_seal,
-    .root_reset = root_reset,
-    .root_location_with_host = root_location,
-    .root_protection = root_protection,
-    .root_open_with_floor = root_open_with_floor,
-    .root_raise_floor = root_raise_floor,
 };
 
-KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
-    if (sodium_init() < 0) return NULL;
-    return &descriptor;
-}
+KEYBAY_PLUGIN_ENTRY_AFTER_SODIUM(descriptor)

@@ -19,7 +19,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -33,6 +32,7 @@
 #include <sodium.h>
 
 #include "keybay_fido2_core.h"
+#include "keybay_lazy_library.h"
 #include "keybay_plugin_host.h"
 
 #define F2_MAX_PIN 63u
@@ -123,54 +123,27 @@ typedef struct f2_secret {
     X(fido_init) \
     X(fido_strerr)
 
-#define F2_POINTER(name) __typeof__(name) *name;
-static struct f2_lib {
-    F2_FUNCTIONS(F2_POINTER)
+static struct {
+    F2_FUNCTIONS(KEYBAY_LAZY_POINTER)
 } f2_lib; /* filled only when every symbol resolved; used only after f2_init succeeded */
-#undef F2_POINTER
 #define F2(name) (f2_lib.name)
+static const char *const f2_names[] = { F2_FUNCTIONS(KEYBAY_LAZY_NAME) };
+KEYBAY_LAZY_LIBRARY(f2_library, F2_LIBRARY, RTLD_NOW, f2_names, f2_lib);
 
 static pthread_once_t f2_once = PTHREAD_ONCE_INIT;
-static int f2_lib_ok, f2_sodium_ok;
-static char f2_lib_error[256]; /* why libfido2 could not be loaded */
-
-static void f2_lib_fail(const char *why) {
-    snprintf(f2_lib_error, sizeof f2_lib_error, "%s", why != NULL ? why : "unknown error");
-}
-
-/* Fills f2_lib only when the library opened and every symbol resolved. */
-static void f2_load_libfido2(void) {
-    struct f2_lib lib;
-    memset(&lib, 0, sizeof lib);
-    dlerror();
-    void *handle = dlopen(F2_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL) {
-        f2_lib_fail(dlerror());
-        return;
-    }
-#define F2_RESOLVE(name)                                                              \
-    if ((lib.name = __extension__(__typeof__(name) *)dlsym(handle, #name)) == NULL) { \
-        const char *why = dlerror();                                                  \
-        f2_lib_fail(why != NULL ? why : "no symbol " #name);                          \
-        dlclose(handle);                                                              \
-        return;                                                                       \
-    }
-    F2_FUNCTIONS(F2_RESOLVE)
-#undef F2_RESOLVE
-    f2_lib = lib; /* the handle stays open for the life of the process */
-    f2_lib_ok = 1;
-}
+static int f2_sodium_ok;
+static const char *f2_lib_error; /* why libfido2 could not be loaded, NULL when it was */
 
 static void f2_init_once(void) {
-    f2_load_libfido2();
-    if (f2_lib_ok) F2(fido_init)(0);
+    f2_lib_error = keybay_lazy_library_open(&f2_library);
+    if (f2_lib_error == NULL) F2(fido_init)(0);
     f2_sodium_ok = sodium_init() >= 0;
 }
 
 /* Loads libfido2 and libsodium once; every operation that touches a key calls this first. */
 static keybay_status f2_init(const keybay_host *host) {
     pthread_once(&f2_once, f2_init_once);
-    if (!f2_lib_ok) {
+    if (f2_lib_error != NULL) {
         keybay_host_error_reason(host, "library-missing");
         keybay_host_error(host, "fido2: cannot load " F2_LIBRARY " (%s); FIDO2 security keys need libfido2 (Debian: libfido2-1)",
                  f2_lib_error);
