@@ -17,7 +17,10 @@ static void load(keybay_lazy_library *library) {
     for (size_t i = 0; i < library->count; i++) {
         library->table[i] = dlsym(handle, library->names[i]);
         if (library->table[i] == NULL) {
-            snprintf(library->error, sizeof library->error, "%s has no %s", library->soname, library->names[i]);
+            /* dlerror's line names the file found and the symbol ("...: undefined symbol: x"). */
+            const char *why = dlerror();
+            if (why != NULL) snprintf(library->error, sizeof library->error, "%s", why);
+            else snprintf(library->error, sizeof library->error, "%s has no %s", library->soname, library->names[i]);
             /* Nothing half-filled stays callable. */
             memset(library->table, 0, library->count * sizeof library->table[0]);
             dlclose(handle);

@@ -121,8 +121,7 @@ typedef struct rk_qrcode {
 static struct {
     RK_QR_FUNCTIONS(KEYBAY_LAZY_TYPED_POINTER)
 } rk_qr;
-static const char *const rk_qr_names[] = { RK_QR_FUNCTIONS(KEYBAY_LAZY_TYPED_NAME) };
-KEYBAY_LAZY_LIBRARY(rk_qr_library, RK_QR_LIBRARY, RTLD_NOW, rk_qr_names, rk_qr);
+KEYBAY_LAZY_LIBRARY(rk_qr_library, RK_QR_LIBRARY, RTLD_NOW, rk_qr, RK_QR_FUNCTIONS, KEYBAY_LAZY_TYPED_NAME);
 
 /* The QR code of `text` in Unicode half blocks, two module rows a line, with the quiet zone, as
    `qrencode -t UTF8` draws it: light modules are drawn (█ ▀ ▄), dark ones left blank, for a

@@ -36,6 +36,12 @@ void keybay_rf_free_buffer(keybay_buffer *b) {
     if (b && b->data) { sodium_free(b->data); b->data = NULL; b->length = 0; }
 }
 
+keybay_status keybay_rf_text(const keybay_host *host, const char *text, size_t length, keybay_buffer *text_out) {
+    if (!keybay_rf_buffer_alloc(text_out, length)) return keybay_rf_fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    memcpy(text_out->data, text, length);
+    return KEYBAY_OK;
+}
+
 #define fail keybay_rf_fail
 #define fail_errno keybay_rf_fail_errno
 

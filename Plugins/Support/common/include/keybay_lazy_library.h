@@ -5,12 +5,11 @@
  * plugins, or its store is on another root) never maps it and its dependencies.
  *
  * A plugin lists the functions it calls once, X(name) or X(name, result, parameters), and
- * makes from that list a table of pointers and the names to resolve:
+ * makes from that list a table of pointers, and the library that fills it:
  *
  *   #define F2_FUNCTIONS(X) X(fido_init) X(fido_dev_new) ...
  *   static struct { F2_FUNCTIONS(KEYBAY_LAZY_POINTER) } f2_lib;
- *   static const char *const f2_names[] = { F2_FUNCTIONS(KEYBAY_LAZY_NAME) };
- *   KEYBAY_LAZY_LIBRARY(f2_library, "libfido2.so.1", RTLD_NOW, f2_names, f2_lib);
+ *   KEYBAY_LAZY_LIBRARY(f2_library, "libfido2.so.1", RTLD_NOW, f2_lib, F2_FUNCTIONS, KEYBAY_LAZY_NAME);
  *   ...
  *   const char *why = keybay_lazy_library_open(&f2_library);   (NULL: f2_lib is filled)
  *
@@ -42,20 +41,23 @@ typedef struct keybay_lazy_library {
     char error[256];
 } keybay_lazy_library;
 
-/* Declares `variable`, a library opened with `mode` whose symbols `names` fill `table` (a
-   struct of function pointers, one per name: checked at compile time). */
-#define KEYBAY_LAZY_LIBRARY(variable, soname, mode, names, table)                                       \
-    _Static_assert(sizeof(table) == sizeof(names) / sizeof((names)[0]) * sizeof(void *),                 \
-                   "one function pointer per name");                                                     \
-    static keybay_lazy_library variable = {(soname), (mode), (names), sizeof(names) / sizeof((names)[0]), \
+/* Declares `variable`, a library opened with `mode` whose functions, the list FUNCTIONS (made
+   into names by NAME: KEYBAY_LAZY_NAME or KEYBAY_LAZY_TYPED_NAME), fill `table` (a struct of
+   function pointers made from the same list: one per name, checked at compile time). */
+#define KEYBAY_LAZY_LIBRARY(variable, soname, mode, table, FUNCTIONS, NAME)                              \
+    static const char *const variable##_names[] = {FUNCTIONS(NAME)};                                      \
+    _Static_assert(sizeof(table) == sizeof(variable##_names) / sizeof(variable##_names[0]) * sizeof(void *), \
+                   "one function pointer per name");                                                      \
+    static keybay_lazy_library variable = {(soname), (mode), variable##_names,                            \
+                                           sizeof(variable##_names) / sizeof(variable##_names[0]),         \
                                            (void **)&(table), PTHREAD_MUTEX_INITIALIZER, 0, ""}
 
 #pragma GCC visibility push(hidden)
 
 /* Opens the library and resolves every symbol, once per process (every call after the first
    answers as the first did; safe from any thread). NULL when the table is filled (the handle
-   stays open for the life of the process); else why not, as one line: dlopen's error (which
-   names the library), or "<soname> has no <symbol>". */
+   stays open for the life of the process); else why not, as one line: dlopen's or dlsym's error
+   (which names the library, and the missing symbol), or "<soname> has no <symbol>". */
 const char *keybay_lazy_library_open(keybay_lazy_library *library);
 
 #pragma GCC visibility pop

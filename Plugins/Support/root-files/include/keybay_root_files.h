@@ -32,6 +32,9 @@ keybay_status keybay_rf_fail(const keybay_host *host, keybay_status status, cons
 int keybay_rf_buffer_alloc(keybay_buffer *b, size_t length);
 /* The plugin's free_buffer: wipes and frees, leaves data NULL and length 0. */
 void keybay_rf_free_buffer(keybay_buffer *b);
+/* `length` bytes of text into a new such buffer (location and protection lines); INTERNAL, with
+   the line, when out of memory. */
+keybay_status keybay_rf_text(const keybay_host *host, const char *text, size_t length, keybay_buffer *text_out);
 
 
 /* <state_home>/keybay/<app>/<name>; -1 if it does not fit (out then holds a truncated path). */
@@ -90,5 +93,13 @@ keybay_status keybay_rf_check_session_bus(const keybay_host *host, const char *r
     .root_reset = root_reset, .root_location_with_host = root_location,                           \
     .root_protection = root_protection, .root_open_with_floor = root_open_with_floor,             \
     .root_raise_floor = root_raise_floor
+
+/* A root's root_protection: its protection note, a string literal or char array, as it is. */
+#define KEYBAY_ROOT_PROTECTION(note)                                                              \
+    static keybay_status root_protection(const keybay_host *host, const keybay_root_context *c,   \
+                                         keybay_buffer *text_out) {                              \
+        (void)c;                                                                                 \
+        return keybay_rf_text(host, (note), sizeof(note) - 1, text_out);                        \
+    }
 
 #endif /* KEYBAY_ROOT_FILES_H */
