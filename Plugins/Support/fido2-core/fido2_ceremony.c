@@ -76,9 +76,44 @@ int f2_run(const keybay_host *host, f2_job *job) {
     return cancelled ? FIDO_ERR_KEEPALIVE_CANCEL : job->rc;
 }
 
+/* The failures whose line names the key alone: the codes (FIDO_OK ends the list), the reason,
+   the status and the line (its one %s the key's path), the same for every operation. */
+static const struct f2_plain_failure {
+    int rc[4];
+    const char *reason;
+    keybay_status status;
+    const char *line;
+} f2_plain_failures[] = {
+    {{FIDO_ERR_PIN_AUTH_BLOCKED}, "pin-auth-blocked", KEYBAY_ERR_LOCKED,
+     "fido2: too many wrong PINs in a row; remove and re-insert the key at %s, then try again"},
+    {{FIDO_ERR_UV_BLOCKED}, "uv-blocked", KEYBAY_ERR_LOCKED,
+     "fido2: built-in user verification of the key at %s is blocked; use its PIN to unblock it"},
+    {{FIDO_ERR_UV_INVALID}, "uv-failed", KEYBAY_ERR_WRONG_SECRET,
+     "fido2: the key at %s did not verify the user"},
+    {{FIDO_ERR_PIN_NOT_SET}, "no-pin-set", KEYBAY_ERR_UNSUPPORTED,
+     "fido2: the key at %s has no PIN set"},
+    {{FIDO_ERR_OPERATION_DENIED}, "touch-refused", KEYBAY_ERR_CANCELLED,
+     "fido2: the touch was refused on the key at %s"},
+    {{FIDO_ERR_KEEPALIVE_CANCEL}, "cancelled", KEYBAY_ERR_CANCELLED,
+     "fido2: cancelled while waiting for the key at %s"},
+    {{FIDO_ERR_USER_ACTION_TIMEOUT, FIDO_ERR_ACTION_TIMEOUT, FIDO_ERR_TIMEOUT}, "touch-timeout", KEYBAY_ERR_TIMED_OUT,
+     "fido2: nobody touched the key at %s in time"},
+    {{FIDO_ERR_NO_CREDENTIALS, FIDO_ERR_INVALID_CREDENTIAL}, "credential-not-held", KEYBAY_ERR_NOT_AVAILABLE,
+     "fido2: the key at %s does not hold this method's credential (is it the key that was enrolled?)"},
+};
+
 /* Maps a libfido2 failure of `what` to a status, with one line for the user (after a wrong PIN,
    with the retries the key has left). */
 keybay_status f2_failure(const keybay_host *host, fido_dev_t *dev, int rc, const char *what, const char *path) {
+    for (size_t i = 0; i < sizeof f2_plain_failures / sizeof f2_plain_failures[0]; i++) {
+        const struct f2_plain_failure *f = &f2_plain_failures[i];
+        for (const int *code = f->rc; *code != FIDO_OK; code++) {
+            if (*code != rc) continue;
+            keybay_host_error_reason(host, f->reason);
+            keybay_host_error(host, f->line, path);
+            return f->status;
+        }
+    }
     switch (rc) {
     case FIDO_ERR_PIN_INVALID: {
         int retries = -1;
@@ -96,45 +131,10 @@ keybay_status f2_failure(const keybay_host *host, fido_dev_t *dev, int rc, const
         keybay_host_error(host, "fido2: the PIN of the key at %s is blocked; only a reset of the key (which "
                        "deletes its credentials) unblocks it", path);
         return KEYBAY_ERR_LOCKED;
-    case FIDO_ERR_PIN_AUTH_BLOCKED:
-        keybay_host_error_reason(host, "pin-auth-blocked");
-        keybay_host_error(host, "fido2: too many wrong PINs in a row; remove and re-insert the key at %s, then try again", path);
-        return KEYBAY_ERR_LOCKED;
-    case FIDO_ERR_UV_BLOCKED:
-        keybay_host_error_reason(host, "uv-blocked");
-        keybay_host_error(host, "fido2: built-in user verification of the key at %s is blocked; use its PIN to unblock it", path);
-        return KEYBAY_ERR_LOCKED;
-    case FIDO_ERR_UV_INVALID:
-        keybay_host_error_reason(host, "uv-failed");
-        keybay_host_error(host, "fido2: the key at %s did not verify the user", path);
-        return KEYBAY_ERR_WRONG_SECRET;
     case FIDO_ERR_PIN_REQUIRED:
         keybay_host_error_reason(host, "pin-required");
         keybay_host_error(host, "fido2: the key at %s requires its PIN to %s", path, what);
         return KEYBAY_ERR_PIN_REQUIRED;
-    case FIDO_ERR_PIN_NOT_SET:
-        keybay_host_error_reason(host, "no-pin-set");
-        keybay_host_error(host, "fido2: the key at %s has no PIN set", path);
-        return KEYBAY_ERR_UNSUPPORTED;
-    case FIDO_ERR_OPERATION_DENIED:
-        keybay_host_error_reason(host, "touch-refused");
-        keybay_host_error(host, "fido2: the touch was refused on the key at %s", path);
-        return KEYBAY_ERR_CANCELLED;
-    case FIDO_ERR_KEEPALIVE_CANCEL:
-        keybay_host_error_reason(host, "cancelled");
-        keybay_host_error(host, "fido2: cancelled while waiting for the key at %s", path);
-        return KEYBAY_ERR_CANCELLED;
-    case FIDO_ERR_USER_ACTION_TIMEOUT:
-    case FIDO_ERR_ACTION_TIMEOUT:
-    case FIDO_ERR_TIMEOUT:
-        keybay_host_error_reason(host, "touch-timeout");
-        keybay_host_error(host, "fido2: nobody touched the key at %s in time", path);
-        return KEYBAY_ERR_TIMED_OUT;
-    case FIDO_ERR_NO_CREDENTIALS:
-    case FIDO_ERR_INVALID_CREDENTIAL:
-        keybay_host_error_reason(host, "credential-not-held");
-        keybay_host_error(host, "fido2: the key at %s does not hold this method's credential (is it the key that was enrolled?)", path);
-        return KEYBAY_ERR_NOT_AVAILABLE;
     case FIDO_ERR_UNSUPPORTED_OPTION:
     case FIDO_ERR_INVALID_OPTION:
     case FIDO_ERR_UNSUPPORTED_EXTENSION:
