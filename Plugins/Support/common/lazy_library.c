@@ -34,7 +34,7 @@ static void load(keybay_lazy_library *library) {
 const char *keybay_lazy_library_open(keybay_lazy_library *library) {
     pthread_mutex_lock(&library->lock);
     if (library->state == 0) load(library);
-    int open = library->state == 1;
+    int opened = library->state == 1;
     pthread_mutex_unlock(&library->lock);
-    return open ? NULL : library->error; /* error is written once, before state leaves 0 */
+    return opened ? NULL : library->error; /* error is written once, before state leaves 0 */
 }
