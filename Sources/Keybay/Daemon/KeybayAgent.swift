@@ -3,20 +3,25 @@ import CKeybayAgent
 import Glibc
 
 /// `keybay-methods agent`: the per-user agent that holds unlocked stores (docs/agent.md). It
-/// makes itself undumpable, listens (AgentListener), answers one request per connection, in
-/// turn, each connection bounded (a client that sends nothing, or reads nothing, is dropped after
-/// `connectionBound`), and forgets stores as HeldStores says. It ends on SIGTERM, SIGINT or
-/// SIGHUP, when its socket file is no longer in place (the runtime directory went at logout, or
-/// another agent took over), and when it has held nothing for `idleSeconds`; systemd's socket
+/// makes itself undumpable, listens (AgentListener), and serves connections at once, each on a
+/// thread of its own (ConnectionThreads, a bounded number), one request per connection, each
+/// connection bounded (a client that sends nothing, or reads nothing, is dropped after
+/// `connectionBound` and delays no other); requests on one store run in arrival order
+/// (HeldStores). It forgets stores as HeldStores says. It ends on SIGTERM, SIGINT or SIGHUP, when
+/// its socket file is no longer in place (the runtime directory went at logout, or another agent
+/// took over), and when it has held nothing and served nobody for `idleSeconds`; systemd's socket
 /// starts it again on the next connection, `unlock` when it needs it.
 package enum KeybayAgent {
     /// How long a connection may take to send its request, and then to take the reply.
     static let connectionBound = 1.0
     /// How long the agent stays with nothing held.
     package static let idleSeconds = 60.0
+    /// How long an ending agent waits for the requests in progress (a write's reply is bounded
+    /// by 10 s on the client's side).
+    static let drainSeconds = 15.0
 
     /// Runs the agent until it ends (then it has forgotten every store). `log` gets one line per
-    /// event worth a journal entry (never a key, a value or a record key).
+    /// event worth a journal entry (never a key, a value or a record key), from the agent's main thread.
     ///
     /// - Throws: What keeps it from starting: `.invalidArgument` (no `XDG_RUNTIME_DIR`, a socket
     ///   systemd passed that is not the agent's), `.insecurePermissions` (a runtime directory
@@ -41,7 +46,8 @@ package enum KeybayAgent {
         }
         log("listening on \(listener.path)")
         let held = HeldStores()
-        var lastHeld = AgentSocket.monotonicNow(), lastSweep = 0.0
+        let connections = ConnectionThreads()
+        var lastBusy = AgentSocket.monotonicNow(), lastSweep = 0.0
         while keybay_termination_signal() == 0 {
             let now = AgentSocket.monotonicNow()
             if now - lastSweep >= 1 {
@@ -52,7 +58,11 @@ package enum KeybayAgent {
                     break
                 }
             }
-            if !held.isEmpty { lastHeld = now } else if now - lastHeld >= idleSeconds { break }
+            if !held.isEmpty || connections.count > 0 { lastBusy = now } else if now - lastBusy >= idleSeconds { break }
+            guard connections.hasRoom else {
+                usleep(10_000)
+                continue
+            }
             var wait = 1.0
             if let deadline = held.nextDeadline { wait = max(0.01, min(wait, deadline - HeldStores.bootNow())) }
             var p = pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0)
@@ -60,9 +70,16 @@ package enum KeybayAgent {
             guard let connection = listener.accept(refused: { log("refused a connection from uid \($0): the agent serves uid \(geteuid()) only") }) else {
                 continue
             }
-            serve(connection, held)
-            close(connection)
+            let started = connections.start {
+                serve(connection, held)
+                close(connection)
+            }
+            if !started {
+                log("cannot start a thread for a connection (\(String(cString: strerror(errno)))); closed it unanswered")
+                close(connection)
+            }
         }
+        if !connections.waitUntilDone(seconds: drainSeconds) { log("ending with requests still in progress") }
         held.forgetAll()
         listener.stop()
     }
@@ -86,33 +103,5 @@ package enum KeybayAgent {
         reply.wipe()
         request?.wipe()
         _ = AgentSocket.send(connection, frame, before: AgentSocket.monotonicNow() + connectionBound)
-    }
-}
-
-extension AgentReply {
-    /// Wipes the values it carries (each buffer is then its only holder, so the wipe is in place).
-    mutating func wipe() {
-        switch self {
-        case .value(var value?):
-            self = .done
-            Sodium.wipe(&value)
-        case .values(var values):
-            self = .done
-            for i in values.indices where values[i] != nil {
-                var value = values[i]!
-                values[i] = nil
-                Sodium.wipe(&value)
-            }
-        default: break
-        }
-    }
-}
-
-extension AgentRequest {
-    /// Wipes the value a `set` carries.
-    mutating func wipe() {
-        guard case .set(_, _, var value) = self else { return }
-        self = .forgetAll
-        Sodium.wipe(&value)
     }
 }

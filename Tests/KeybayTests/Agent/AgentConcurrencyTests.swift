@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+@testable import Keybay
+
+/// The agent serves connections at once: a client that connects and says nothing, or stops in
+/// the middle of its request, holds nobody else; writes to one store from many clients all land,
+/// each visible to a read sent after it was acknowledged; and `lock` racing reads never hands a
+/// reader freed keys. The only bounds are the client's own (1 s for a read, 10 s for a write):
+/// a reply later than that is no reply, which the assertions count.
+@Suite struct AgentConcurrencyTests {
+    /// A running agent holding the sandbox's protected store, and the store's name in it.
+    static func unlocked(_ agent: AgentSandbox) throws -> (client: AgentClient, store: AgentStoreRef) {
+        try agent.makeProtectedStore()
+        let r = try agent.unlock("1h")
+        guard r.status == 0 else { throw KeybayTestFailure("unlock: \(r.stderr)") }
+        let config = try agent.configuration()
+        return (AgentClient(socketPath: agent.socketPath), config.agentStore)
+    }
+
+    /// Runs `body(i)` for i in 0..<count, each on a thread of its own, all released at once.
+    static func together(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let start = DispatchSemaphore(value: 0), done = DispatchGroup()
+        for i in 0..<count {
+            done.enter()
+            Thread.detachNewThread {
+                start.wait()
+                body(i)
+                done.leave()
+            }
+        }
+        for _ in 0..<count { start.signal() }
+        done.wait()
+    }
+
+    @Test func aSilentClientDelaysNoneOfTwentyOthers() throws {
+        let agent = AgentSandbox()
+        let (client, store) = try Self.unlocked(agent)
+        // One connection says nothing; another stops after its length and two bytes of the body.
+        let silent = try AgentSocket.connect(agent.socketPath, timeout: 1)
+        let stalled = try AgentSocket.connect(agent.socketPath, timeout: 1)
+        defer { close(silent); close(stalled) }
+        #expect(AgentSocket.send(stalled, Array(AgentRequest.record(store, .get(key: "service/token")).frame.prefix(6)), before: AgentSocket.monotonicNow() + 1))
+        let answers = Mutex<[String]>([])
+        Self.together(20) { _ in
+            let outcome: String
+            switch client.ask(.record(store, .get(key: "service/token"))) {
+            case .reply(.answer(.value(let v?))): outcome = String(decoding: v, as: UTF8.self)
+            case .reply(let other): outcome = "reply 0x\(String(other.type, radix: 16))"
+            case .unreachable(let why): outcome = "unreachable: \(why.reason)"
+            case .unanswered(let why): outcome = "unanswered: \(why)"
+            }
+            answers.withLock { $0.append(outcome) }
+        }
+        let got = answers.withLock { $0 }
+        #expect(got == Array(repeating: "s3cret", count: 20), "\(got)")
+        // The agent drops both at their bound: each reads the end of the stream, no reply.
+        for fd in [silent, stalled] { #expect(AgentSocket.receive(fd, before: AgentSocket.monotonicNow() + 5) == nil) }
+    }
+
+    @Test func concurrentWritesAllLandAndEachIsReadBackAfterItsAcknowledgement() throws {
+        let agent = AgentSandbox()
+        let (client, store) = try Self.unlocked(agent)
+        let records = AgentRecords(client: client, store: store)
+        let failures = Mutex<[String]>([])
+        Self.together(10) { i in
+            do {
+                try records.set("w/\(i)", value: Array("value \(i)".utf8))
+                let back = try records.get("w/\(i)")
+                if back != Array("value \(i)".utf8) { failures.withLock { $0.append("w/\(i) read back \(String(describing: back))") } }
+            } catch {
+                failures.withLock { $0.append("w/\(i): \(error)") }
+            }
+        }
+        #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+        #expect(try records.keys() == ["service/token"] + (0..<10).map { "w/\($0)" }.sorted())
+        // The store on disk has them too: read it without the agent.
+        let off = try { var c = try agent.configuration(); c.agentSocket = nil; return c }()
+        let id = try #require(try KeybayStore.status(off).methods.first?.id)
+        let session = try KeybayStore.open(off, method: id, interaction: ScriptedInteraction([AgentSandbox.passphrase]))
+        #expect(try session.getMany((0..<10).map { "w/\($0)" }).count == 10)
+    }
+
+    /// `lock` and `unlock` of the store over and over while four clients read it: every read is
+    /// the value or "not unlocked", the agent lives through it, and after the last `lock` nothing
+    /// is served.
+    @Test func lockRacingReadsNeverServesFreedKeys() throws {
+        let agent = AgentSandbox()
+        let (client, store) = try Self.unlocked(agent)
+        let pid = try #require(agent.agentPID)
+        var off = try agent.configuration()
+        off.agentSocket = nil
+        let id = try #require(try KeybayStore.status(off).methods.first?.id)
+        let handoff = try KeybayStore.open(off, method: id, interaction: ScriptedInteraction([AgentSandbox.passphrase])).handoff(seconds: 0)
+        let stop = Atomic<Bool>(false)
+        let outcomes = Mutex<[String: Int]>([:])
+        let readers = DispatchGroup()
+        for _ in 0..<4 {
+            readers.enter()
+            Thread.detachNewThread {
+                let records = AgentRecords(client: client, store: store)
+                while !stop.load(ordering: .relaxed) {
+                    let outcome: String
+                    do { outcome = try records.get("service/token").map { String(decoding: $0, as: UTF8.self) } ?? "nil" }
+                    catch let e as KeybayError { outcome = e.code.rawValue }
+                    catch { outcome = "\(error)" }
+                    outcomes.withLock { $0[outcome, default: 0] += 1 }
+                }
+                readers.leave()
+            }
+        }
+        for _ in 0..<200 {
+            #expect(client.forget(store) != nil)
+            #expect((try? client.hold(handoff)) != nil)
+        }
+        stop.store(true, ordering: .relaxed)
+        readers.wait()
+        let seen = outcomes.withLock { $0 }
+        #expect(Set(seen.keys).isSubset(of: ["s3cret", "authentication-required"]) && seen["s3cret", default: 0] > 0, "\(seen)")
+        #expect(agent.agentPID == pid)
+        #expect(client.forget(store) == 1)
+        #expect(keybayError { _ = try AgentRecords(client: client, store: store).get("service/token") }?.code == .authenticationRequired)
+    }
+}
