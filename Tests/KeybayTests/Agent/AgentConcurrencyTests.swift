@@ -111,10 +111,9 @@ import Testing
                 readers.leave()
             }
         }
-        for _ in 0..<200 {
-            #expect(client.forget(store) != nil)
-            #expect((try? client.hold(handoff)) != nil)
-        }
+        var rounds = 0
+        while rounds < 200, client.forget(store) != nil, (try? client.hold(handoff)) != nil { rounds += 1 }
+        #expect(rounds == 200, "the agent stopped answering after \(rounds) rounds")
         stop.store(true, ordering: .relaxed)
         readers.wait()
         let seen = outcomes.withLock { $0 }
