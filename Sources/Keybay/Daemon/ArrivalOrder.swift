@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 import Glibc
 
-/// The turns of one held store: its requests run one at a time, in the order they arrived (each
-/// takes a ticket once its whole request is read, and tickets are served in order). Writes land
-/// in arrival order and a read sees every write acknowledged before it was sent. A client that
-/// stalls before its request is whole has no ticket, and one slow to take its reply has
-/// finished its turn: neither holds anyone. Other stores have turns of their own.
+/// The turns of one held store: its requests run one at a time, first come first served (each
+/// takes a ticket as its thread starts on it, the main thread having read the whole request,
+/// and tickets are served in order). Writes land in that order and a read sees every write
+/// acknowledged before it was sent. A client that stalls before its request is whole has no
+/// ticket, and one slow to take its reply has finished its turn: neither holds anyone. Other
+/// stores have turns of their own.
 final class ArrivalOrder: @unchecked Sendable {
     // A condition variable needs a mutex at a fixed address: both are allocated here.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)

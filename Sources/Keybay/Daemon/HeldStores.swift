@@ -9,8 +9,8 @@ import Synchronization
 /// removed): checked on every request and once a second. Forgetting closes the source, which
 /// drops the keys (guarded memory, wiped when freed) once no request is using them.
 ///
-/// Connections are served at once, each on its own thread: the table is behind a lock taken only
-/// to look up, add or remove a hold; a request runs in its store's turn (`ArrivalOrder`).
+/// Requests run at once, each on a thread of its own: the table is behind a lock taken only to
+/// look up, add or remove a hold; a request on a store runs in its turn (`ArrivalOrder`).
 final class HeldStores: Sendable {
     private final class Held: Sendable {
         let records: LocalRecords

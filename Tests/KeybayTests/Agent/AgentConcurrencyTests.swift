@@ -60,6 +60,52 @@ import Testing
         for fd in [silent, stalled] { #expect(AgentSocket.receive(fd, before: AgentSocket.monotonicNow() + 5) == nil) }
     }
 
+    /// A write held up (another process holds its store's lock: /proc/locks shows the agent
+    /// waiting) delays no request on another store: 20 reads of a second store the agent holds
+    /// all get their value within their bound; once the lock is let go the write lands.
+    @Test func aWriteWaitingForItsStoresLockDelaysNoOtherStore() throws {
+        let agent = AgentSandbox()
+        let (client, store) = try Self.unlocked(agent)
+        let other = "com.example.other"
+        let otherEnvironment = agent.environment.merging(["KEYBAY_APP_ID": other]) { $1 }
+        #expect(try run(cliPath, ["set", "other/token", "b"], environment: otherEnvironment).status == 0)
+        for step in [["enroll", "passphrase"] + fastPassphraseFlags, ["unlock", "--for", "1h"]] {
+            let r = try agent.box.cli(step, secret: AgentSandbox.passphrase, option: "--passphrase-fd", environment: otherEnvironment)
+            #expect(r.status == 0, "\(step): \(r.stderr)")
+        }
+        let otherStore = try agent.box.configuration(app: other).agentStore
+        let pid = try #require(agent.agentPID)
+        let lock = open(agent.box.lockPath, O_RDONLY | O_CLOEXEC)
+        try #require(lock >= 0, "the lock file \(agent.box.lockPath)")
+        defer { close(lock) }
+        #expect(flock(lock, LOCK_SH) == 0)
+        let written = Mutex<String?>(nil)
+        let writer = DispatchGroup()
+        writer.enter()
+        Thread.detachNewThread {
+            do {
+                try AgentRecords(client: client, store: store).set("held/up", value: Array("late".utf8))
+                written.withLock { $0 = "written" }
+            } catch {
+                written.withLock { $0 = "\(error)" }
+            }
+            writer.leave()
+        }
+        let waiting = (0..<1000).contains { _ in MutationGuardTests.waitsForExclusiveFlock(pid) || usleep(10_000) != 0 }
+        #expect(waiting, "the agent never waited for the store's lock")
+        let answers = Mutex<[String]>([])
+        Self.together(20) { _ in
+            let outcome = (try? AgentRecords(client: client, store: otherStore).get("other/token")).map { $0.map { String(decoding: $0, as: UTF8.self) } ?? "nil" }
+            answers.withLock { $0.append(outcome ?? "failed") }
+        }
+        #expect(answers.withLock { $0 } == Array(repeating: "b", count: 20), "\(answers.withLock { $0 })")
+        #expect(written.withLock { $0 } == nil, "the write did not wait for the lock")
+        #expect(flock(lock, LOCK_UN) == 0)
+        writer.wait()
+        #expect(written.withLock { $0 } == "written")
+        #expect(try AgentRecords(client: client, store: store).get("held/up") == Array("late".utf8))
+    }
+
     @Test func concurrentWritesAllLandAndEachIsReadBackAfterItsAcknowledgement() throws {
         let agent = AgentSandbox()
         let (client, store) = try Self.unlocked(agent)

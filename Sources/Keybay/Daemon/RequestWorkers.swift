@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+import Glibc
+import Synchronization
+
+/// The agent's requests in progress, each on a thread of its own (detached), started by the main
+/// thread once a request is whole: a write waiting for the store's lock or an fsync holds its
+/// thread and its store's turn, and no other store and no other connection. A finished reply is
+/// queued for the main thread, which a byte on a pipe wakes.
+final class RequestWorkers: Sendable {
+    private let finished = Mutex<[(id: UInt64, frame: [UInt8])]>([])
+    private let running = Mutex(0)
+    /// The pipe's ends: the main thread polls `wakeup`, a worker writes to `notify`.
+    let wakeup: Int32
+    private let notify: Int32
+
+    init() throws {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw KeybayError.posix("cannot make the agent's wake-up pipe", "pipe") }
+        for end in ends {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, fcntl(end, F_GETFL) | O_NONBLOCK)
+        }
+        (wakeup, notify) = (ends[0], ends[1])
+    }
+
+    /// How many are running.
+    var count: Int { running.withLock { $0 } }
+
+    /// Runs `work` on a new thread and queues the frame it returns under `id`; false (and `work`
+    /// not run) when no thread could be started.
+    func start(id: UInt64, _ work: @escaping @Sendable () -> [UInt8]) -> Bool {
+        running.withLock { $0 += 1 }
+        let job = Job { [self] in
+            let frame = work()
+            finished.withLock { $0.append((id, frame)) }
+            running.withLock { $0 -= 1 }
+            var byte: UInt8 = 1
+            _ = write(notify, &byte, 1)
+        }
+        let context = Unmanaged.passRetained(job)
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        var thread = pthread_t()
+        let started = pthread_create(&thread, &attributes, { raw in
+            Unmanaged<Job>.fromOpaque(raw!).takeRetainedValue().body()
+            return nil
+        }, context.toOpaque()) == 0
+        pthread_attr_destroy(&attributes)
+        if !started {
+            context.release()
+            running.withLock { $0 -= 1 }
+        }
+        return started
+    }
+
+    /// The replies finished since the last call (the wake-up pipe emptied first).
+    func takeFinished() -> [(id: UInt64, frame: [UInt8])] {
+        var sink = [UInt8](repeating: 0, count: 64)
+        while read(wakeup, &sink, sink.count) > 0 {}
+        return finished.withLock { queue in
+            defer { queue = [] }
+            return queue
+        }
+    }
+
+    /// Waits until none is running, at most `seconds`; whether none is.
+    func waitUntilDone(seconds: Double) -> Bool {
+        let deadline = AgentSocket.monotonicNow() + seconds
+        while count > 0 {
+            guard AgentSocket.monotonicNow() < deadline else { return false }
+            usleep(10_000)
+        }
+        return true
+    }
+
+    private final class Job: Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+}
