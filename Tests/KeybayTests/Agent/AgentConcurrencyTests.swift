@@ -5,8 +5,8 @@ import Synchronization
 import Testing
 @testable import Keybay
 
-/// The agent serves connections at once: a client that connects and says nothing, or stops in
-/// the middle of its request, holds nobody else; writes to one store from many clients all land,
+/// The agent serves connections at once: a client that connects and says nothing, stops in the
+/// middle of its request, or does not read its reply, holds nobody else; writes to one store from many clients all land,
 /// each visible to a read sent after it was acknowledged; and `lock` racing reads never hands a
 /// reader freed keys. The only bounds are the client's own (1 s for a read, 10 s for a write):
 /// a reply later than that is no reply, which the assertions count.
@@ -38,11 +38,15 @@ import Testing
     @Test func aSilentClientDelaysNoneOfTwentyOthers() throws {
         let agent = AgentSandbox()
         let (client, store) = try Self.unlocked(agent)
-        // One connection says nothing; another stops after its length and two bytes of the body.
+        try AgentRecords(client: client, store: store).set("big", value: [UInt8](repeating: 0x5a, count: 1 << 20))
+        // One connection says nothing; another stops after its length and two bytes of the body;
+        // a third asks for a 1 MiB value and reads none of it (more than a socket's buffer).
         let silent = try AgentSocket.connect(agent.socketPath, timeout: 1)
         let stalled = try AgentSocket.connect(agent.socketPath, timeout: 1)
-        defer { close(silent); close(stalled) }
+        let unread = try AgentSocket.connect(agent.socketPath, timeout: 1)
+        defer { close(silent); close(stalled); close(unread) }
         #expect(AgentSocket.send(stalled, Array(AgentRequest.record(store, .get(key: "service/token")).frame.prefix(6)), before: AgentSocket.monotonicNow() + 1))
+        #expect(AgentSocket.send(unread, AgentRequest.record(store, .get(key: "big")).frame, before: AgentSocket.monotonicNow() + 1))
         let answers = Mutex<[String]>([])
         Self.together(20) { _ in
             let outcome: String
@@ -56,7 +60,7 @@ import Testing
         }
         let got = answers.withLock { $0 }
         #expect(got == Array(repeating: "s3cret", count: 20), "\(got)")
-        // The agent drops both at their bound: each reads the end of the stream, no reply.
+        // The agent drops the first two at their bound: each reads the end of the stream, no reply.
         for fd in [silent, stalled] { #expect(AgentSocket.receive(fd, before: AgentSocket.monotonicNow() + 5) == nil) }
     }
 
