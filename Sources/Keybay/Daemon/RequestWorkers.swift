@@ -30,27 +30,14 @@ final class RequestWorkers: Sendable {
     /// not run) when no thread could be started.
     func start(id: UInt64, _ work: @escaping @Sendable () -> [UInt8]) -> Bool {
         running.withLock { $0 += 1 }
-        let job = Job { [self] in
+        let started = DetachedThread.start { [self] in
             let frame = work()
             finished.withLock { $0.append((id, frame)) }
             running.withLock { $0 -= 1 }
             var byte: UInt8 = 1
             _ = write(notify, &byte, 1)
         }
-        let context = Unmanaged.passRetained(job)
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        var thread = pthread_t()
-        let started = pthread_create(&thread, &attributes, { raw in
-            Unmanaged<Job>.fromOpaque(raw!).takeRetainedValue().body()
-            return nil
-        }, context.toOpaque()) == 0
-        pthread_attr_destroy(&attributes)
-        if !started {
-            context.release()
-            running.withLock { $0 -= 1 }
-        }
+        if !started { running.withLock { $0 -= 1 } }
         return started
     }
 
@@ -72,10 +59,5 @@ final class RequestWorkers: Sendable {
             usleep(10_000)
         }
         return true
-    }
-
-    private final class Job: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
 }
