@@ -11,7 +11,7 @@ import Synchronization
 final class AgentRecords: RecordSource {
     let client: AgentClient
     let store: AgentStoreRef
-    private let closed = Atomic<Bool>(false)
+    private let closed = Mutex(false)
 
     init(client: AgentClient, store: AgentStoreRef) {
         self.client = client
@@ -21,9 +21,9 @@ final class AgentRecords: RecordSource {
     /// The reason of that `.io`: a program reads the record again rather than assume either outcome.
     static let unconfirmedReason = "agent-unconfirmed"
 
-    var isClosed: Bool { closed.load(ordering: .acquiring) }
+    var isClosed: Bool { closed.withLock { $0 } }
 
-    func close() { closed.store(true, ordering: .releasing) }
+    func close() { closed.withLock { $0 = true } }
 
     func get(_ key: String) throws -> [UInt8]? {
         guard case .value(let value) = try ask(.get(key: key)) else { throw unexpected() }
