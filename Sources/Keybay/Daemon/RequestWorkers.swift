@@ -31,8 +31,13 @@ final class RequestWorkers: Sendable {
     func start(id: UInt64, _ work: @escaping @Sendable () -> [UInt8]) -> Bool {
         running.withLock { $0 += 1 }
         let started = DetachedThread.start { [self] in
-            let frame = work()
-            finished.withLock { $0.append((id, frame)) }
+            var frame = work()
+            // Swapped in under the lock: the queue holds the only copy, so the connection's wipe
+            // is in place (a copy left here would be freed unwiped).
+            finished.withLock { queue in
+                queue.append((id, []))
+                swap(&queue[queue.count - 1].frame, &frame)
+            }
             running.withLock { $0 -= 1 }
             var byte: UInt8 = 1
             _ = write(notify, &byte, 1)
