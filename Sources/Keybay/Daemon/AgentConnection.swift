@@ -70,6 +70,15 @@ final class AgentConnection {
         return .done
     }
 
+    /// Writes the rest of the reply, waiting for the socket until its deadline (the agent is
+    /// ending: a request it did is still answered).
+    func finishReply() {
+        while phase == .sending, send() == .more, AgentSocket.monotonicNow() < deadline {
+            var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            _ = poll(&p, 1, 10)
+        }
+    }
+
     /// The events to poll for: none while a worker has the request.
     var events: Int16 {
         switch phase {

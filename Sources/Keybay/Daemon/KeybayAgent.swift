@@ -89,7 +89,11 @@ package enum KeybayAgent {
             }
         }
         if !workers.waitUntilDone(seconds: drainSeconds) { log("ending with requests still in progress") }
-        for c in connections.values { c.close() }
+        startReplies(workers, &connections)
+        for c in connections.values {
+            c.finishReply()
+            c.close()
+        }
         held.forgetAll()
         listener.stop()
     }

@@ -110,6 +110,45 @@ import Testing
         #expect(try AgentRecords(client: client, store: store).get("held/up") == Array("late".utf8))
     }
 
+    /// A write in progress when the agent is told to end (SIGTERM while it waits for the store's
+    /// lock) is still done and answered: the agent stops taking requests (a query goes
+    /// unanswered), and once the lock is let go the client is told the write is done.
+    @Test func aWriteInProgressWhenTheAgentEndsIsAnswered() throws {
+        let agent = AgentSandbox()
+        let (client, store) = try Self.unlocked(agent)
+        let pid = try #require(agent.agentPID)
+        let lock = open(agent.box.lockPath, O_RDONLY | O_CLOEXEC)
+        try #require(lock >= 0, "the lock file \(agent.box.lockPath)")
+        defer { close(lock) }
+        #expect(flock(lock, LOCK_SH) == 0)
+        let written = Mutex<String?>(nil)
+        let writer = DispatchGroup()
+        writer.enter()
+        Thread.detachNewThread {
+            do {
+                try AgentRecords(client: client, store: store).set("at/the/end", value: Array("done".utf8))
+                written.withLock { $0 = "written" }
+            } catch let e as KeybayError {
+                written.withLock { $0 = "\(e.code.rawValue) \(e.reason ?? "")" }
+            } catch {
+                written.withLock { $0 = "\(error)" }
+            }
+            writer.leave()
+        }
+        let waiting = (0..<1000).contains { _ in MutationGuardTests.waitsForExclusiveFlock(pid) || usleep(10_000) != 0 }
+        #expect(waiting, "the agent never waited for the store's lock")
+        #expect(kill(pid, SIGTERM) == 0)
+        // The main loop has ended once a query is no longer answered (each try costs its 1 s bound).
+        let ended = (0..<5).contains { _ in client.holding(store) == nil }
+        #expect(ended, "the agent still answers after SIGTERM")
+        #expect(flock(lock, LOCK_UN) == 0)
+        writer.wait()
+        #expect(written.withLock { $0 } == "written")
+        #expect(waitUntilGone(pid))
+        let r = try agent.withPassphrase(["get", "at/the/end"])
+        #expect(r.status == 0 && r.out == "done", "\(r.status) \(r.stderr)")
+    }
+
     @Test func concurrentWritesAllLandAndEachIsReadBackAfterItsAcknowledgement() throws {
         let agent = AgentSandbox()
         let (client, store) = try Self.unlocked(agent)
