@@ -78,35 +78,15 @@ import Testing
             #expect(r.status == 0, "\(step): \(r.stderr)")
         }
         let otherStore = try agent.box.configuration(app: other).agentStore
-        let pid = try #require(agent.agentPID)
-        let lock = open(agent.box.lockPath, O_RDONLY | O_CLOEXEC)
-        try #require(lock >= 0, "the lock file \(agent.box.lockPath)")
-        defer { close(lock) }
-        #expect(flock(lock, LOCK_SH) == 0)
-        let written = Mutex<String?>(nil)
-        let writer = DispatchGroup()
-        writer.enter()
-        Thread.detachNewThread {
-            do {
-                try AgentRecords(client: client, store: store).set("held/up", value: Array("late".utf8))
-                written.withLock { $0 = "written" }
-            } catch {
-                written.withLock { $0 = "\(error)" }
-            }
-            writer.leave()
-        }
-        let waiting = (0..<1000).contains { _ in MutationGuardTests.waitsForExclusiveFlock(pid) || usleep(10_000) != 0 }
-        #expect(waiting, "the agent never waited for the store's lock")
+        let write = try HeldUpWrite(agent, AgentRecords(client: client, store: store), key: "held/up", value: "late")
         let answers = Mutex<[String]>([])
         Self.together(20) { _ in
             let outcome = (try? AgentRecords(client: client, store: otherStore).get("other/token")).map { $0.map { String(decoding: $0, as: UTF8.self) } ?? "nil" }
             answers.withLock { $0.append(outcome ?? "failed") }
         }
         #expect(answers.withLock { $0 } == Array(repeating: "b", count: 20), "\(answers.withLock { $0 })")
-        #expect(written.withLock { $0 } == nil, "the write did not wait for the lock")
-        #expect(flock(lock, LOCK_UN) == 0)
-        writer.wait()
-        #expect(written.withLock { $0 } == "written")
+        #expect(write.outcome == nil, "the write did not wait for the lock")
+        #expect(write.letGo() == "written")
         #expect(try AgentRecords(client: client, store: store).get("held/up") == Array("late".utf8))
     }
 
@@ -117,33 +97,12 @@ import Testing
         let agent = AgentSandbox()
         let (client, store) = try Self.unlocked(agent)
         let pid = try #require(agent.agentPID)
-        let lock = open(agent.box.lockPath, O_RDONLY | O_CLOEXEC)
-        try #require(lock >= 0, "the lock file \(agent.box.lockPath)")
-        defer { close(lock) }
-        #expect(flock(lock, LOCK_SH) == 0)
-        let written = Mutex<String?>(nil)
-        let writer = DispatchGroup()
-        writer.enter()
-        Thread.detachNewThread {
-            do {
-                try AgentRecords(client: client, store: store).set("at/the/end", value: Array("done".utf8))
-                written.withLock { $0 = "written" }
-            } catch let e as KeybayError {
-                written.withLock { $0 = "\(e.code.rawValue) \(e.reason ?? "")" }
-            } catch {
-                written.withLock { $0 = "\(error)" }
-            }
-            writer.leave()
-        }
-        let waiting = (0..<1000).contains { _ in MutationGuardTests.waitsForExclusiveFlock(pid) || usleep(10_000) != 0 }
-        #expect(waiting, "the agent never waited for the store's lock")
+        let write = try HeldUpWrite(agent, AgentRecords(client: client, store: store), key: "at/the/end", value: "done")
         #expect(kill(pid, SIGTERM) == 0)
         // The main loop has ended once a query is no longer answered (each try costs its 1 s bound).
         let ended = (0..<5).contains { _ in client.holding(store) == nil }
         #expect(ended, "the agent still answers after SIGTERM")
-        #expect(flock(lock, LOCK_UN) == 0)
-        writer.wait()
-        #expect(written.withLock { $0 } == "written")
+        #expect(write.letGo() == "written")
         #expect(waitUntilGone(pid))
         let r = try agent.withPassphrase(["get", "at/the/end"])
         #expect(r.status == 0 && r.out == "done", "\(r.status) \(r.stderr)")
@@ -210,5 +169,47 @@ import Testing
         #expect(agent.agentPID == pid)
         #expect(client.forget(store) == 1)
         #expect(keybayError { _ = try AgentRecords(client: client, store: store).get("service/token") }?.code == .authenticationRequired)
+    }
+}
+
+/// A `set` through the agent held up by this process holding the store's lock shared: started on
+/// a thread of its own once the lock is taken, and waited for until /proc/locks shows the agent
+/// waiting for the lock. `letGo()` lets go of the lock and waits for the write's outcome.
+final class HeldUpWrite: Sendable {
+    private let lock: Int32
+    private let written = Mutex<String?>(nil)
+    private let writer = DispatchGroup()
+
+    init(_ agent: AgentSandbox, _ records: AgentRecords, key: String, value: String) throws {
+        let pid = try #require(agent.agentPID)
+        lock = open(agent.box.lockPath, O_RDONLY | O_CLOEXEC)
+        try #require(lock >= 0, "the lock file \(agent.box.lockPath)")
+        #expect(flock(lock, LOCK_SH) == 0)
+        writer.enter()
+        Thread.detachNewThread { [self] in
+            do {
+                try records.set(key, value: Array(value.utf8))
+                written.withLock { $0 = "written" }
+            } catch let e as KeybayError {
+                written.withLock { $0 = "\(e.code.rawValue) \(e.reason ?? "")" }
+            } catch {
+                written.withLock { $0 = "\(error)" }
+            }
+            writer.leave()
+        }
+        let waiting = (0..<1000).contains { _ in MutationGuardTests.waitsForExclusiveFlock(pid) || usleep(10_000) != 0 }
+        #expect(waiting, "the agent never waited for the store's lock")
+    }
+
+    deinit { close(lock) }
+
+    /// "written", or the error's code and reason; nil while the write waits.
+    var outcome: String? { written.withLock { $0 } }
+
+    /// Lets go of the lock; the write's outcome once it is over.
+    func letGo() -> String? {
+        #expect(flock(lock, LOCK_UN) == 0)
+        writer.wait()
+        return outcome
     }
 }
