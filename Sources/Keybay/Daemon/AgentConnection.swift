@@ -79,12 +79,13 @@ final class AgentConnection {
         }
     }
 
-    /// The events to poll for: none while a worker has the request.
-    var events: Int16 {
+    /// What to poll it for: reading, or writing; nothing while a worker has the request (fd -1,
+    /// which poll skips: a client that hung up meanwhile would be reported at once, over and over).
+    var pollEntry: pollfd {
         switch phase {
-        case .receiving: Int16(POLLIN)
-        case .working: 0
-        case .sending: Int16(POLLOUT)
+        case .receiving: pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        case .working: pollfd(fd: -1, events: 0, revents: 0)
+        case .sending: pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
         }
     }
 

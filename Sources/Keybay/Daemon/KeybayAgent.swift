@@ -75,7 +75,7 @@ package enum KeybayAgent {
             if let soonest = connections.values.map(\.deadline).min() { wait = min(wait, soonest - now) }
             let open = Array(connections.values)
             var polled = [pollfd(fd: workers.wakeup, events: Int16(POLLIN), revents: 0)]
-                + open.map { pollfd(fd: $0.fd, events: $0.events, revents: 0) }
+                + open.map(\.pollEntry)
             if connections.count < maxConnections { polled.append(pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0)) }
             guard poll(&polled, nfds_t(polled.count), Int32(max(0.01, wait) * 1000) + 1) > 0 else { continue }
             for (c, p) in zip(open, polled.dropFirst()) where p.revents != 0 && !progress(c, held, workers, log: log) {
