@@ -108,6 +108,38 @@ import Testing
         #expect(r.status == 0 && r.out == "done", "\(r.status) \(r.stderr)")
     }
 
+    /// A client that hangs up while its write waits for the store's lock costs the agent no CPU:
+    /// over 2 s of that wait the agent uses under 0.5 s of CPU (idle, it uses none; polling the
+    /// hung-up connection over and over took all 2 s of a core). The bound is generous on
+    /// purpose: the agent's own work in that time is a sweep a second.
+    @Test func aClientThatHangsUpDuringItsWriteCostsNoCPU() throws {
+        let agent = AgentSandbox()
+        let (_, store) = try Self.unlocked(agent)
+        let pid = try #require(agent.agentPID)
+        let lock = open(agent.box.lockPath, O_RDONLY | O_CLOEXEC)
+        try #require(lock >= 0, "the lock file \(agent.box.lockPath)")
+        defer { close(lock) }
+        #expect(flock(lock, LOCK_SH) == 0)
+        let client = try AgentSocket.connect(agent.socketPath, timeout: 1)
+        #expect(AgentSocket.send(client, AgentRequest.record(store, .set(key: "hung/up", value: [1])).frame, before: AgentSocket.monotonicNow() + 1))
+        let waiting = (0..<1000).contains { _ in MutationGuardTests.waitsForExclusiveFlock(pid) || usleep(10_000) != 0 }
+        #expect(waiting, "the agent never waited for the store's lock")
+        close(client)
+        let before = try Self.cpuSeconds(pid)
+        usleep(2_000_000)
+        let used = try Self.cpuSeconds(pid) - before
+        #expect(used < 0.5, "the agent used \(used) s of CPU in 2 s")
+        #expect(flock(lock, LOCK_UN) == 0)
+    }
+
+    /// The user and system time `pid` has used (`/proc/PID/stat`, fields 14 and 15).
+    static func cpuSeconds(_ pid: pid_t) throws -> Double {
+        let stat = String(decoding: try #require(readBytes("/proc/\(pid)/stat")), as: UTF8.self)
+        let fields = try #require(stat.split(separator: ")").last).split(separator: " ")
+        let ticks = try #require(Double(fields[11])) + (try #require(Double(fields[12])))
+        return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     @Test func concurrentWritesAllLandAndEachIsReadBackAfterItsAcknowledgement() throws {
         let agent = AgentSandbox()
         let (client, store) = try Self.unlocked(agent)
