@@ -6,8 +6,10 @@ import Testing
 /// file may name only what its own layer and the layers below it declare. Crypto and Format are
 /// below Keys, Keys below Engine, Engine below API; Plugins and Root below API (and Engine); no
 /// type the API declares is named anywhere else. The top-level `KeybayError.swift` is below all.
-/// Agent (the agent's protocol and its client) and Export (the age format) are below API; Daemon (the agent itself, which
-/// serves held stores through sessions) is above it.
+/// Records (the record sources a session reads through: the store itself, and the protocol they share) is above
+/// Engine; Agent (the agent's protocol, its client and its record source) above Records; Export (the age format) is
+/// below API; Daemon (the agent itself, which serves held stores through their local record sources) is beside API and
+/// uses none of it.
 @Suite struct LayeringTests {
     /// Which layers each layer may use (its own always).
     static let allowed: [String: Set<String>] = [
@@ -17,13 +19,14 @@ import Testing
         "Storage": ["Errors", "Crypto", "Format"],
         "Plugins": ["Errors", "Crypto", "Format", "Storage"],
         "Root": ["Errors", "Crypto", "Format", "Storage", "Plugins"],
-        "Agent": ["Errors", "Crypto", "Format", "Storage"],
+        "Records": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine"],
+        "Agent": ["Errors", "Crypto", "Format", "Storage", "Records"],
         // The age format of exports: bytes and crypto, nothing of stores.
         "Export": ["Errors", "Crypto", "Format"],
         "Keys": ["Errors", "Crypto", "Format", "Root"],
         "Engine": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys"],
-        "API": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "Agent", "Export"],
-        "Daemon": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "Agent", "API"],
+        "API": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "Records", "Agent", "Export"],
+        "Daemon": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "Records", "Agent"],
         // The fuzzers' entry points reach into the format and the loader; nothing uses them.
         "Testing": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "API"],
     ]
