@@ -15,7 +15,7 @@ public func keybay_unlock(_ store: OpaquePointer?, _ seconds: UInt32, _ until: U
         guard !session.readsThroughAgent else {
             throw KeybayError(.invalidArgument, "the store was opened through the keybay agent, which holds it already: lock it, open it again and unlock that handle")
         }
-        try AgentLauncher.ensureRunning(socket, program: try AgentLauncher.installedProgram())
+        try KeybayAgent.ensureRunning(socket, program: try KeybayAgent.installedProgram())
         let forgets = try KeybayStore.unlock(session, agentSocket: socket, for: UInt64(seconds))
         until?.pointee = forgets
     }

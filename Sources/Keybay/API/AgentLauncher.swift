@@ -6,13 +6,13 @@ import Glibc
 /// own session, standard descriptors on /dev/null, nothing else inherited), then waits until it
 /// answers (bounded), or reports that it ended. The CLI's `unlock` and the C API's
 /// `keybay_unlock` start it this way when none answers.
-package enum AgentLauncher {
+enum AgentLauncher {
     static let startBound = 5.0
 
     /// `keybay-methods`, which runs the agent, for a host linking `libkeybay.so.1`: beside the
     /// library (a build directory), else in the `bin` directory of the prefix it is installed in
     /// (`lib/` or `lib/<triple>/` below it).
-    package static func installedProgram() throws -> String {
+    static func installedProgram() throws -> String {
         guard let directory = KeybayPluginSearch.libraryDirectory ?? KeybayPluginSearch.executableDirectory else {
             throw KeybayError(.io, "cannot find where libkeybay is, to start the keybay agent")
         }
@@ -25,7 +25,7 @@ package enum AgentLauncher {
     }
 
     /// Returns once an agent answers at `socket`, starting `executable agent` if none does.
-    package static func ensureRunning(_ socket: String, program executable: String) throws {
+    static func ensureRunning(_ socket: String, program executable: String) throws {
         if KeybayStore.agentAnswers(socket) { return }
         let argv: [UnsafeMutablePointer<CChar>?] = [strdup(executable), strdup("agent"), nil]
         defer { argv.forEach { free($0) } }

@@ -10,24 +10,24 @@ extension KeybayStore {
     /// - Returns: When the agent forgets the store, in Unix seconds; 0 for never.
     /// - Throws: `.protectionMismatch` for a platform-only store; `.io` when no agent takes it;
     ///   what the agent met (`.keyChanged`: the file changed after it was unlocked).
-    package static func unlock(_ session: KeybaySession, agentSocket: String, for seconds: UInt64) throws -> Int64 {
+    public static func unlock(_ session: KeybaySession, agentSocket: String, for seconds: UInt64) throws -> Int64 {
         try AgentClient(socketPath: agentSocket).hold(session.handoff(seconds: seconds))
     }
 
     /// Makes the agent forget the store of `configuration`; how many it forgot (0 or 1), nil when
     /// no agent answers.
-    package static func lock(_ configuration: KeybayConfiguration) -> UInt32? {
+    public static func lock(_ configuration: KeybayConfiguration) -> UInt32? {
         guard let socket = configuration.agentSocket else { return nil }
         return AgentClient(socketPath: socket).forget(configuration.agentStore)
     }
 
     /// Makes the agent at `agentSocket` forget every store; how many, nil when no agent answers.
-    package static func lockAll(agentSocket: String) -> UInt32? {
+    public static func lockAll(agentSocket: String) -> UInt32? {
         AgentClient(socketPath: agentSocket).forget(nil)
     }
 
     /// Whether an agent of this user answers at `agentSocket`.
-    package static func agentAnswers(_ agentSocket: String) -> Bool {
+    static func agentAnswers(_ agentSocket: String) -> Bool {
         AgentClient(socketPath: agentSocket).isRunning
     }
 

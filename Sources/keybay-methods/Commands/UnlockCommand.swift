@@ -16,11 +16,11 @@ extension Command {
         guard let socket = config.agentSocket else {
             throw KeybayError(.invalidArgument, "XDG_RUNTIME_DIR is not set to an absolute path: there is no place for the keybay agent's socket")
         }
-        try AgentLauncher.ensureRunning(socket, program: try selfExecutable())
+        try KeybayAgent.ensureRunning(socket, program: try selfExecutable())
         let session = try unlock(a, c.interaction, createIfAbsent: false, throughAgent: false)
         defer { session.close() }
         // The agent may have ended meanwhile (it leaves after a minute with nothing to hold).
-        try AgentLauncher.ensureRunning(socket, program: try selfExecutable())
+        try KeybayAgent.ensureRunning(socket, program: try selfExecutable())
         let until = try KeybayStore.unlock(session, agentSocket: socket, for: seconds)
         if a.json {
             var fields: [(String, JSON.Value)] = [("unlocked", .bool(true)), ("storePath", .string(config.storePath))]

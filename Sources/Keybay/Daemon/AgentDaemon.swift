@@ -2,7 +2,7 @@
 import CKeybayAgent
 import Glibc
 
-/// `keybay-methods agent`: the per-user agent that holds unlocked stores (docs/agent.md). It
+/// The per-user agent (`keybay-methods agent`, `KeybayAgent` in the API) that holds unlocked stores (docs/agent.md). It
 /// makes itself undumpable, listens (AgentListener) and serves connections at once: its main
 /// thread alone accepts, reads requests and writes replies, never blocking on a socket
 /// (AgentConnection), and each whole request runs on a thread of its own (RequestWorkers), in
@@ -12,13 +12,13 @@ import Glibc
 /// when its socket file is no longer in place (the runtime directory went at logout, or another
 /// agent took over), and when it has held nothing and served nobody for `idleSeconds`; systemd's
 /// socket starts it again on the next connection, `unlock` when it needs it.
-package enum KeybayAgent {
+enum AgentDaemon {
     /// How long a connection may take to send its request, and then to take the reply.
     static let connectionBound = 1.0
     /// How many connections are open at once; more wait in the socket's backlog.
     static let maxConnections = 32
     /// How long the agent stays with nothing held.
-    package static let idleSeconds = 60.0
+    static let idleSeconds = 60.0
     /// How long an ending agent waits for the requests in progress (a write's reply is bounded
     /// by 10 s on the client's side).
     static let drainSeconds = 15.0
@@ -30,7 +30,7 @@ package enum KeybayAgent {
     ///   systemd passed that is not the agent's), `.insecurePermissions` (a runtime directory
     ///   that is not this user's and private), `.io`. Another agent already listening is not an
     ///   error: it is logged and this one ends.
-    package static func run(log: (String) -> Void) throws {
+    static func run(log: (String) -> Void) throws {
         guard keybay_make_undumpable() == 0 else {
             throw KeybayError(.io, "cannot make the agent undumpable (prctl PR_SET_DUMPABLE): \(String(cString: strerror(errno))); not starting")
         }
