@@ -163,6 +163,11 @@ extension KeybayPluginSearch {
     public static let defaultInProcessMethodPlugins = ["tpm2-pin", "pkcs11"]
 }
 
+extension KeybayConfiguration {
+    /// Where the API obtains every method: this configuration's plugin search.
+    var methodResolver: MethodResolver { MethodResolver(search: pluginSearch) }
+}
+
 extension MethodCallContext {
     /// A call for the store of `configuration`, on the method labelled `label` (whose grants
     /// `grants` are, and whose id `unlocking` is, when it unlocks); the host hands its plugin none

@@ -32,7 +32,7 @@ extension KeybayMethod {
     /// - Returns: The method, with ``needsDevice`` filled in where the plugin could be read.
     public func describingDevice(search: KeybayPluginSearch) -> KeybayMethod {
         var m = self
-        m.needsDevice = (try? PluginLoader.loadMethod(plugin, search: search))?.needsDevice
+        m.needsDevice = (try? MethodResolver(search: search).method(plugin))?.needsDevice
         return m
     }
 }

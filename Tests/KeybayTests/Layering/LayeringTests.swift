@@ -4,10 +4,11 @@ import Testing
 
 /// The core's layers, read from its sources: each folder of `Sources/Keybay` is a layer, and a
 /// file may name only what its own layer and the layers below it declare. Crypto and Format are
-/// below Keys, Keys below Engine, Engine below API; Plugins and Root below API (and Engine); no
-/// type the API declares is named anywhere else. The top-level `KeybayError.swift` is below all.
-/// Agent (the agent's protocol and its client) and Export (the age format) are below API; Daemon (the agent itself, which
-/// serves held stores through sessions) is above it.
+/// below Keys, Keys below Engine, Engine below API; Plugins, Root and Methods below API (and
+/// Engine); no type the API declares is named anywhere else. The top-level `KeybayError.swift` is
+/// below all. Agent (the agent's protocol and its client) and Export (the age format) are below
+/// API; Daemon (the agent itself, which serves held stores through sessions) is above it.
+/// Methods reach the API only through `Methods/MethodResolver.swift`.
 @Suite struct LayeringTests {
     /// Which layers each layer may use (its own always).
     static let allowed: [String: Set<String>] = [
@@ -17,15 +18,17 @@ import Testing
         "Storage": ["Errors", "Crypto", "Format"],
         "Plugins": ["Errors", "Crypto", "Format", "Storage"],
         "Root": ["Errors", "Crypto", "Format", "Storage", "Plugins"],
+        // The method interface, its resolver and the per-method seal of an envelope.
+        "Methods": ["Errors", "Crypto", "Format", "Storage", "Plugins"],
         "Agent": ["Errors", "Crypto", "Format", "Storage"],
         // The age format of exports: bytes and crypto, nothing of stores.
         "Export": ["Errors", "Crypto", "Format"],
-        "Keys": ["Errors", "Crypto", "Format", "Root"],
-        "Engine": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys"],
-        "API": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "Agent", "Export"],
-        "Daemon": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "Agent", "API"],
-        // The fuzzers' entry points reach into the format and the loader; nothing uses them.
-        "Testing": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Keys", "Engine", "API"],
+        "Keys": ["Errors", "Crypto", "Format", "Root", "Methods"],
+        "Engine": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Methods", "Keys"],
+        "API": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Methods", "Keys", "Engine", "Agent", "Export"],
+        "Daemon": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Methods", "Keys", "Engine", "Agent", "API"],
+        // The fuzzers' entry points reach into the format and the methods; nothing uses them.
+        "Testing": ["Errors", "Crypto", "Format", "Storage", "Plugins", "Root", "Methods", "Keys", "Engine", "API"],
     ]
 
     static let sourceDirectory = packageDirectory + "/Sources/Keybay"
@@ -127,6 +130,35 @@ import Testing
         let referred = ["12KeybayPrompt", "tcsetattr", "tcgetattr"].filter { core.contains($0) }
         #expect(referred.isEmpty, "Keybay's objects refer to \(referred)")
         #expect(prompt.contains("tcsetattr") && prompt.contains("6Keybay"))
+    }
+
+    /// The files outside `Methods/MethodResolver.swift` (and the loader's own `Plugins/`) that
+    /// load a plugin as a method (`KEYBAY_KIND_METHOD`) or make a plugin-backed method.
+    static func methodLoadsOutsideTheResolver(in files: [SourceFile]) -> [String] {
+        files.filter { !$0.path.hasPrefix("Plugins/") && $0.path != "Methods/MethodResolver.swift" }.flatMap { file in
+            let code = SourceLayering.code(of: file.text)
+            // The file that declares `PluginMethod` does not use it.
+            let names = Set(SourceLayering.usedNames(in: code)).subtracting(SourceLayering.topLevelDeclarations(in: code))
+            return ["KEYBAY_KIND_METHOD", "PluginMethod", "loadMethod"].filter(names.contains).map { "\(file.path): \($0)" }
+        }
+    }
+
+    /// The API reaches methods only through `MethodResolver` (built from the configuration's
+    /// plugin search): no other file loads a plugin as a method, and the API names no loaded
+    /// plugin except where it lists or checks plugin files. A planted load is reported.
+    @Test func methodsAreReachedOnlyThroughTheResolver() throws {
+        let sources = try Self.readSources()
+        let loads = Self.methodLoadsOutsideTheResolver(in: sources)
+        #expect(loads.isEmpty, "\(loads)")
+        let listingsAndChecks: Set<String> = ["API/KeybayPlugins.swift", "API/PluginUnderCheck.swift"]
+        let named = sources.filter { $0.layer == "API" && !listingsAndChecks.contains($0.path) }
+            .filter { SourceLayering.usedNames(in: SourceLayering.code(of: $0.text)).contains("LoadedPlugin") }.map(\.path)
+        #expect(named.isEmpty, "API files naming LoadedPlugin: \(named)")
+        let planted = [
+            SourceFile(path: "API/KeybayStore.swift", layer: "API", text: "// KEYBAY_KIND_METHOD\nlet p = try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: s)\n"),
+            SourceFile(path: "Methods/MethodResolver.swift", layer: "Methods", text: "let m = PluginMethod(plugin: try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: s))\n"),
+        ]
+        #expect(Self.methodLoadsOutsideTheResolver(in: planted) == ["API/KeybayStore.swift: KEYBAY_KIND_METHOD"])
     }
 
     static func readSources() throws -> [SourceFile] {
