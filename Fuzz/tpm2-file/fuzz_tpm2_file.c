@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * libFuzzer target: the tpm2 plugin's root-file decoder (decode_file in Plugins/tpm2/tpm2_root.c).
- * Reaching it through the plugin's entry point would need a TPM for every input (the plugin opens
- * the TPM before it reads the file), so the plugin's source is compiled into this target, with
- * coverage and AddressSanitizer; tss2's unmarshalling functions come from libtss2-mu, opened with
- * dlopen as the plugin opens them. Each input is a root file (docs/format.md §12):
+ * libFuzzer target: the tpm2 plugin's root-file decoder (decode_file in
+ * Plugins/tpm2/tpm2_root_file.c). Reaching it through the plugin's entry point would need a TPM
+ * for every input (the plugin opens the TPM before it reads the file), so the plugin's root-file
+ * source is compiled into this target, with coverage and AddressSanitizer; tss2's unmarshalling
+ * functions come from libtss2-mu, opened with dlopen as the plugin opens them. Each input is a root file (docs/format.md §12):
  *   - decode_file says OK or ROOT_MISMATCH, nothing else (a file that reaches the decoder is
  *     shorter than MAX_FILE_BYTES: load_file refuses a longer one first);
  *   - a file it accepts has its NV index in the owner range and a PCR mask below 2^24, and
@@ -16,7 +16,10 @@
  *     -I Sources/CKeybayTPM2/include Fuzz/tpm2-file/fuzz_tpm2_file.c (every .c of Sources/CKeybayRootFiles \
  *     and Sources/CKeybayTPM2) -lsodium -ldl -lpthread
  */
-#include "../../Plugins/tpm2/tpm2_root.c"
+#include "../../Plugins/tpm2/tpm2_root_file.c"
+
+#include <stdio.h>
+#include <stdlib.h>
 
 static void expect(int condition, const char *what) {
     if (!condition) {

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-/* The PCRs of the SHA-256 bank: read, and the PolicyPCR digest of given values, computed here
-   (TPM 2.0 Part 3, 23.7), so a root can tell which bound PCR changed without unsealing. */
+/* The PCRs of the SHA-256 bank: named in the pcrs= option, selected, read, and the PolicyPCR
+   digest of given values, computed here (TPM 2.0 Part 3, 23.7), so a root can tell which bound
+   PCR changed without unsealing. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -79,4 +82,37 @@ int keybay_tpm2_format_pcrs(uint32_t mask, char *out, size_t size) {
         at += (size_t)n;
     }
     return 0;
+}
+
+/* PCR selection (SHA-256 bank) from a bit mask of PCRs 0–23. */
+TPML_PCR_SELECTION keybay_tpm2_pcr_selection(uint32_t mask) {
+    TPML_PCR_SELECTION s = { .count = 1 };
+    s.pcrSelections[0].hash = TPM2_ALG_SHA256;
+    s.pcrSelections[0].sizeofSelect = 3;
+    for (int i = 0; i < 3; i++) s.pcrSelections[0].pcrSelect[i] = (uint8_t)(mask >> (8 * i));
+    return s;
+}
+
+keybay_status keybay_tpm2_parse_pcrs(const keybay_host *host, const char *plugin, const keybay_option *options, size_t count,
+                                     uint32_t *mask) {
+    *mask = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(options[i].name, "pcrs") != 0) {
+            keybay_host_error_reason(host, "unknown-option");
+            return keybay_rf_fail(host, KEYBAY_ERR_INVALID_OPTION, "%s has no option '%s' (it takes pcrs=N[,N...])", plugin, options[i].name);
+        }
+        const char *p = options[i].value;
+        do {
+            char *end;
+            errno = 0;
+            long pcr = strtol(p, &end, 10);
+            if (end == p || errno || pcr < 0 || pcr > 23 || (*end && *end != ',')) {
+                keybay_host_error_reason(host, "invalid-pcrs");
+                return keybay_rf_fail(host, KEYBAY_ERR_INVALID_OPTION, "%s pcrs=%s: give PCR numbers 0-23 separated by commas", plugin, options[i].value);
+            }
+            *mask |= 1u << pcr;
+            p = *end ? end + 1 : end;
+        } while (*p);
+    }
+    return KEYBAY_OK;
 }

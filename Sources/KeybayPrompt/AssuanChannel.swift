@@ -30,7 +30,8 @@ final class AssuanChannel {
     /// Starts `program` (an absolute path) with no arguments and the process's environment.
     init(program: String) throws {
         self.program = program
-        Sodium.ensureInitialised()
+        // The line buffers below are sodium_malloc'ed.
+        precondition(sodium_init() >= 0, "libsodium failed to initialise")
         var pair: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
             throw KeybayError(.interactionRequired, "cannot start the pinentry program \(program): \(String(cString: strerror(errno)))")

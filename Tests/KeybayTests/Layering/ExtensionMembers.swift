@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: Apache-2.0
+
+/// Members that extensions add, and the members a file names after a dot. A higher layer may
+/// extend a lower layer's type; the lower layer must not call what it added, and the check of
+/// top-level names cannot see that call, because a member is named after a dot.
+extension SourceLayering {
+    /// A member that an extension in `file` declares at the top of its body.
+    struct ExtensionMember: Equatable {
+        let name: String
+        let file: String
+        let layer: String
+    }
+
+    /// Words that may stand before a declaration's keyword.
+    static let memberModifiers: Set<String> = modifiers.union(["static", "override", "mutating", "nonmutating", "convenience",
+                                                               "required", "open", "lazy", "weak", "unowned", "dynamic", "consuming",
+                                                               "set"])  // private(set)
+
+    /// The name a line declares, if it starts with a declaration (after attributes and modifiers).
+    static func declaredName(onLine line: Substring) -> String? {
+        var words = line.split(whereSeparator: { !($0.isLetter || $0.isNumber || $0 == "_" || $0 == "@") }).map(String.init)[...]
+        while let w = words.first, memberModifiers.contains(w) || w.hasPrefix("@") || (w == "class" && words.dropFirst().first.map(declarationKeywords.contains) == true) {
+            words = words.dropFirst()
+        }
+        guard let keyword = words.first, declarationKeywords.contains(keyword) || keyword == "case", words.count > 1 else { return nil }
+        return words[words.startIndex + 1]
+    }
+
+    /// The members declared directly in each `extension` body of the code (not in nested types).
+    static func extensionMembers(in code: String) -> [String] {
+        var names: [String] = []
+        var depth = 0
+        var extensionOpening = false, inExtension = false
+        for line in code.split(separator: "\n", omittingEmptySubsequences: false) {
+            let trimmed = line.drop { $0 == " " || $0 == "\t" }
+            if depth == 0 {
+                let words = trimmed.split(whereSeparator: { !($0.isLetter || $0 == "@") }).drop { memberModifiers.contains(String($0)) || $0.hasPrefix("@") }
+                if words.first == "extension" { extensionOpening = true }
+            } else if depth == 1 && inExtension, let name = declaredName(onLine: trimmed) {
+                names.append(name)
+            }
+            for c in line {
+                if c == "{" {
+                    if depth == 0 && extensionOpening { inExtension = true; extensionOpening = false }
+                    depth += 1
+                } else if c == "}" {
+                    depth -= 1
+                    if depth == 0 { inExtension = false }
+                }
+            }
+        }
+        return names
+    }
+
+    /// Every name the code declares, at any depth: the members a file may reach through a type of
+    /// its own layer or one below.
+    static func declaredNames(in code: String) -> Set<String> {
+        var names: Set<String> = []
+        for line in code.split(separator: "\n") {
+            for statement in line.split(separator: ";") {
+                let trimmed = statement.drop { $0 == " " || $0 == "\t" }
+                guard let name = declaredName(onLine: trimmed) else { continue }
+                names.insert(name)
+                // `case a, b(Int), c`: each case of the list.
+                if trimmed.split(separator: " ").contains(where: { $0 == "case" }) {
+                    var parenthesis = 0, word = ""
+                    for c in trimmed.drop(while: { $0 != " " }) {
+                        if c == "(" { parenthesis += 1 } else if c == ")" { parenthesis -= 1 }
+                        if parenthesis == 0, c.isLetter || c.isNumber || c == "_" { word.append(c) } else {
+                            if !word.isEmpty { names.insert(word) }
+                            word = ""
+                        }
+                    }
+                }
+            }
+        }
+        return names
+    }
+
+    /// Identifiers right after a dot: the members the code names.
+    static func memberUses(in code: String) -> Set<String> {
+        var names: Set<String> = []
+        var current: [UInt8] = []
+        var afterDot = false, previous: UInt8 = 0x20
+        func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7a || b == 0x5f }
+        for b in Array(code.utf8) + [0x20] {
+            if isLetter(b) || (b >= 0x30 && b <= 0x39 && !current.isEmpty) {
+                if current.isEmpty { afterDot = previous == 0x2e }
+                current.append(b)
+            } else {
+                if !current.isEmpty, afterDot { names.insert(String(decoding: current, as: UTF8.self)) }
+                current.removeAll(keepingCapacity: true)
+            }
+            if b != 0x20 && b != 0x0a && b != 0x09 { previous = b }
+        }
+        return names
+    }
+
+    /// Members that types from outside the core also have, so that naming one says nothing of
+    /// our extensions: the standard library's and the plugin ABI's C structs'.
+    static let outsideMembers: [String: String] = [
+        "count": "Collection.count (Agent's AgentFrame has a count(_:itemBytes:))",
+        "initialize": "UnsafeMutablePointer.initialize(to:) (the API has KeybayStore.initialize)",
+        "verify": "keybay_plugin_descriptor.verify, a C field (the API has KeybayAuth.verify)",
+    ]
+
+    /// Each file that names, after a dot, a member that only an extension of a layer it may not
+    /// use declares (no declaration of that name in its own layer or the layers below it).
+    func extensionMemberViolations(allowed: [String: Set<String>]) -> [String] {
+        var added: [String: Set<String>] = [:], declared: [String: Set<String>] = [:]
+        for file in files {
+            let code = Self.code(of: file.text)
+            for name in Self.extensionMembers(in: code) { added[name, default: []].insert(file.layer) }
+            declared[file.layer, default: []].formUnion(Self.declaredNames(in: code))
+        }
+        return files.flatMap { file -> [String] in
+            let reachable = (allowed[file.layer] ?? []).union([file.layer])
+            return Self.memberUses(in: Self.code(of: file.text)).sorted().compactMap { name in
+                guard Self.outsideMembers[name] == nil, let layers = added[name], layers.isDisjoint(with: reachable),
+                      !reachable.contains(where: { declared[$0]?.contains(name) == true }) else { return nil }
+                return "\(file.path) uses .\(name) (an extension in \(layers.sorted().joined(separator: ", ")))"
+            }
+        }.sorted()
+    }
+}
