@@ -45,6 +45,12 @@ public struct KeybayPluginSearch: Sendable, Equatable {
         self.inProcessMethodPlugins = Self.defaultInProcessMethodPlugins
     }
 
+    /// The first-party method plugins that run in process by default when they are found in the
+    /// installation: tpm2-pin reaches a TPM through TCTIs (swtpm over TCP, D-Bus to tpm2-abrmd) and
+    /// pkcs11 loads whatever module the user names, neither of which a sandbox declaration can
+    /// describe. (The one place besides the configuration's defaults that names first-party ids.)
+    public static let defaultInProcessMethodPlugins = ["tpm2-pin", "pkcs11"]
+
     /// Plugin ids: `[a-z0-9][a-z0-9._-]{0,63}`, checked before an id becomes a file name.
     public static func isValidPluginID(_ id: String) -> Bool {
         let b = Array(id.utf8)
