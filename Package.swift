@@ -119,52 +119,55 @@ let package = Package(
 
         // First-party plugins (C11). file-root: the TPM-less platform root. passphrase: Argon2id
         // via libargon2, the only piece that links it.
+        // What the plugins share (Plugins/Support): here a library opened on first use, the
+        // descriptor's common fields, private directories; linked into each, exported by none.
+        .target(name: "CKeybayPluginSupport", dependencies: ["CKeybayPlugin"], path: "Plugins/Support/common",
+                linkerSettings: [.linkedLibrary("dl"), .linkedLibrary("pthread")]),
         // The private files of the first-party roots (<state_home>/keybay/<app>/), linked into each.
-        .target(name: "CKeybayRootFiles", dependencies: ["CKeybayPlugin", "CSodium"], path: "Sources/CKeybayRootFiles"),
-        .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/file-root", publicHeadersPath: ".",
+        .target(name: "CKeybayRootFiles", dependencies: ["CKeybayPlugin", "CKeybayPluginSupport", "CSodium"], path: "Plugins/Support/root-files"),
+        .target(name: "KeybayFileRoot", dependencies: ["CKeybayPlugin", "CKeybayPluginSupport", "CKeybayRootFiles", "CSodium"], path: "Plugins/file-root", publicHeadersPath: ".",
                 linkerSettings: cPluginLinking),
         // tpm2: the root sealed by this machine's TPM. It includes tpm2-tss's headers for types only
         // and opens libtss2-esys and friends on first use (Plugins/README.md); tss2-dev's headers
         // come from libtss2-dev.
         // The TPM connection both TPM plugins link (tpm2-tss opened on first use, the choice of TPM,
         // the time bound, taking turns, the storage primary).
-        .target(name: "CKeybayTPM2", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Sources/CKeybayTPM2",
+        .target(name: "CKeybayTPM2", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/Support/tpm2",
                 linkerSettings: [.linkedLibrary("pthread")]),
-        .target(name: "KeybayTPM2", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CKeybayTPM2", "CKeybayRecoveryKey", "CSodium"], path: "Plugins/tpm2", publicHeadersPath: ".",
+        .target(name: "KeybayTPM2", dependencies: ["CKeybayPlugin", "CKeybayPluginSupport", "CKeybayRootFiles", "CKeybayTPM2", "CKeybayRecoveryKey", "CSodium"], path: "Plugins/tpm2", publicHeadersPath: ".",
                 linkerSettings: [.linkedLibrary("pthread")] + cPluginLinking),
         // tpm2-pin: a method whose 32-byte secret the TPM unseals only with the user's PIN, under
         // the TPM's dictionary-attack protection.
-        .target(name: "KeybayTPM2Pin", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CKeybayTPM2", "CSodium"], path: "Plugins/tpm2-pin",
+        .target(name: "KeybayTPM2Pin", dependencies: ["CKeybayPlugin", "CKeybayPluginSupport", "CKeybayRootFiles", "CKeybayTPM2", "CSodium"], path: "Plugins/tpm2-pin",
                 publicHeadersPath: ".", linkerSettings: [.linkedLibrary("pthread")] + cPluginLinking),
-        .target(name: "KeybayPassphrase", dependencies: ["CKeybayPlugin", "CArgon2", "CSodium"],
+        .target(name: "KeybayPassphrase", dependencies: ["CKeybayPlugin", "CKeybayPluginSupport", "CArgon2", "CSodium"],
                 path: "Plugins/passphrase", linkerSettings: [.linkedLibrary("m")] + cPluginLinking),
         // fido2: the method (core, with a replaceable device opener) and the shipped plugin. The
         // core includes <fido.h> for its types but links nothing of libfido2: it opens
         // libfido2.so.1 on first use (Plugins/README.md).
-        .target(name: "KeybayFido2Core", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/fido2/core",
+        .target(name: "KeybayFido2Core", dependencies: ["CKeybayPlugin", "CKeybayPluginSupport", "CSodium"], path: "Plugins/Support/fido2-core",
                 linkerSettings: [.linkedLibrary("pthread")]),
-        .target(name: "KeybayFido2", dependencies: ["KeybayFido2Core"], path: "Plugins/fido2", exclude: ["core"],
-                sources: ["plugin.c"], publicHeadersPath: ".", linkerSettings: cPluginLinking),
+        .target(name: "KeybayFido2", dependencies: ["KeybayFido2Core"], path: "Plugins/fido2", publicHeadersPath: ".", linkerSettings: cPluginLinking),
         // recovery: a 256-bit recovery key (libsodium only); it opens libqrencode.so.4 on first
         // use to draw the key as a QR code, and does without when it is missing.
-        .target(name: "KeybayRecovery", dependencies: ["CKeybayPlugin", "CKeybayRecoveryKey", "CSodium"], path: "Plugins/recovery", publicHeadersPath: ".",
+        .target(name: "KeybayRecovery", dependencies: ["CKeybayPlugin", "CKeybayPluginSupport", "CKeybayRecoveryKey", "CSodium"], path: "Plugins/recovery", publicHeadersPath: ".",
                 linkerSettings: cPluginLinking),
         // The recovery key's text and QR code, shared by recovery and the tpm2 root's recovery.
-        .target(name: "CKeybayRecoveryKey", dependencies: ["CKeybayPlugin", "CSodium"], path: "Sources/CKeybayRecoveryKey",
+        .target(name: "CKeybayRecoveryKey", dependencies: ["CKeybayPlugin", "CKeybayPluginSupport", "CSodium"], path: "Plugins/Support/recovery-key",
                 linkerSettings: [.linkedLibrary("pthread"), .linkedLibrary("dl")]),
         // secret-service: the desktop keyring as platform root. It declares the few libsecret and
         // GLib types it uses and links neither: it opens libsecret-1.so.0 on first use.
-        .target(name: "KeybaySecretService", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/secret-service",
+        .target(name: "KeybaySecretService", dependencies: ["CKeybayPlugin", "CKeybayPluginSupport", "CKeybayRootFiles", "CSodium"], path: "Plugins/secret-service",
                 publicHeadersPath: ".", linkerSettings: cPluginLinking),
         // pkcs11: a key on a PKCS#11 token. It includes p11-kit's headers (PKCS#11 and p11-kit types
         // only; libp11-kit-dev) and links neither p11-kit nor a module: it opens libp11-kit.so.0,
         // and a module named with --opt module=PATH, on first use.
-        .target(name: "KeybayPkcs11", dependencies: ["CKeybayPlugin", "CSodium"], path: "Plugins/pkcs11", publicHeadersPath: ".",
+        .target(name: "KeybayPkcs11", dependencies: ["CKeybayPlugin", "CKeybayPluginSupport", "CSodium"], path: "Plugins/pkcs11", publicHeadersPath: ".",
                 cSettings: [.unsafeFlags(["-I/usr/include/p11-kit-1"])], linkerSettings: cPluginLinking),
         // portal: the XDG Secret portal as platform root inside a Flatpak or snap sandbox. It
         // declares the few GLib and GIO types it uses and links neither: it opens
         // libgio-2.0.so.0 on first use.
-        .target(name: "KeybayPortal", dependencies: ["CKeybayPlugin", "CKeybayRootFiles", "CSodium"], path: "Plugins/portal",
+        .target(name: "KeybayPortal", dependencies: ["CKeybayPlugin", "CKeybayPluginSupport", "CKeybayRootFiles", "CSodium"], path: "Plugins/portal",
                 publicHeadersPath: ".", linkerSettings: cPluginLinking),
 
         // The Swift kit for plugin authors, and a test plugin written with it.

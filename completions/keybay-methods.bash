@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # bash completion for keybay-methods                               -*- shell-script -*-
 #
-# Completes commands, global options, each command's options, plugin ids for `enroll`
+# Completes commands, global options, each command's options, the subcommands of `root`,
+# `import` and `backup`, plugin ids for `enroll`
 # (from `keybay-methods plugins --json`), method ids for `remove`, `verify` and `--method`
 # (from `keybay-methods list --json`), record keys for `get` (each of its KEY... arguments),
 # `set` and `rm` (from `keybay-methods keys --json --no-input`, so a protected store gives none
@@ -12,7 +13,7 @@
 # The helper calls pass on the --app and --plugin-dir options already on the command line and
 # never prompt (--no-input, standard input from /dev/null, errors discarded).
 
-_keybay_methods_commands="status init get set rm keys list plugins enroll change remove verify benchmark plugin-check root unlock lock agent export import reset help"
+_keybay_methods_commands="status init get set rm keys list plugins enroll change remove verify benchmark plugin-check root unlock lock agent backup export import reset help"
 _keybay_methods_globals="--app --json --method --passphrase-fd --pin-fd --recovery-key-fd --new-passphrase-fd --new-pin-fd --no-input --plugin-dir --root --help"
 _keybay_methods_passphrase_opts="memory-kib= iterations= lanes= target-ms="
 
@@ -190,6 +191,13 @@ _keybay_methods() {
             0) COMPREPLY=($(compgen -W "move check reseal" -- "$cur")) ;;
             1) [[ "${positionals[0]}" == move ]] && COMPREPLY=($(compgen -W "$(_keybay_methods_root_ids) auto" -- "$cur")) ;;
         esac
+        return 0
+    fi
+    if [[ "$command" == import || "$command" == backup ]]; then
+        (( ${#positionals[@]} == 0 )) || return 0
+        local words="age secret-service"
+        [[ "$command" == backup ]] && words="exclude include"
+        COMPREPLY=($(compgen -W "$words" -- "$cur"))
         return 0
     fi
     if [[ "$command" == get ]]; then

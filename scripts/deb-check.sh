@@ -95,7 +95,7 @@ done
 inside useradd -m -s /bin/sh keybayuser
 
 # 5. Inside the root, as that user. The plugins the tree has, for the CLI's list.
-first_party=$(cd Plugins && for d in */; do printf '%s ' "${d%/}"; done)
+first_party=$(cd Plugins && for d in */; do [ "$d" = Support/ ] || printf '%s ' "${d%/}"; done)
 cat > "$root/home/keybayuser/app.c" <<'EOF'
 /* A host of the C API: reads what the CLI wrote, sets and gets, names the plugin file it loaded. */
 #include <keybay/keybay.h>

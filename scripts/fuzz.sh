@@ -35,8 +35,9 @@ for t in "${targets[@]}"; do
     tpm2-file) # C: the plugin's source is compiled in; tss2 is opened with dlopen, as the plugin does.
       mkdir -p .build/fuzz
       clang -std=c11 -g -O1 -Wall -Wextra -Werror -fsanitize=fuzzer,address -fuse-ld=lld -I Sources/CKeybayPlugin/include \
-        -I Sources/CKeybayRootFiles/include -I Sources/CKeybayTPM2/include -I Sources/CKeybayRecoveryKey/include Fuzz/tpm2-file/fuzz_tpm2_file.c \
-        Sources/CKeybayRootFiles/*.c Sources/CKeybayTPM2/*.c Sources/CKeybayRecoveryKey/*.c -o .build/fuzz/keybay-fuzz-tpm2-file -lsodium -ldl -lpthread ;;
+        -I Plugins/Support/common/include -I Plugins/Support/root-files/include -I Plugins/Support/tpm2/include \
+        -I Plugins/Support/recovery-key/include Fuzz/tpm2-file/fuzz_tpm2_file.c Plugins/Support/common/*.c \
+        Plugins/Support/root-files/*.c Plugins/Support/tpm2/*.c Plugins/Support/recovery-key/*.c -o .build/fuzz/keybay-fuzz-tpm2-file -lsodium -ldl -lpthread ;;
     integrations) # C: the helpers' decoders compiled in.
       mkdir -p .build/fuzz
       clang -std=c11 -g -O1 -Wall -Wextra -Werror -D_DEFAULT_SOURCE -fsanitize=fuzzer,address -fuse-ld=lld -I integrations/common \

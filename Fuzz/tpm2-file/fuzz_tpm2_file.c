@@ -12,9 +12,9 @@
  *     disagrees, nothing the encoder would not write.
  * A broken promise aborts (a crash artifact), as does a memory error.
  * Built by scripts/fuzz.sh:
- *   clang -fsanitize=fuzzer,address -I Sources/CKeybayPlugin/include -I Sources/CKeybayRootFiles/include \
- *     -I Sources/CKeybayTPM2/include Fuzz/tpm2-file/fuzz_tpm2_file.c (every .c of Sources/CKeybayRootFiles \
- *     and Sources/CKeybayTPM2) -lsodium -ldl -lpthread
+ *   clang -fsanitize=fuzzer,address -I Sources/CKeybayPlugin/include -I Plugins/Support/<each>/include \
+ *     Fuzz/tpm2-file/fuzz_tpm2_file.c (every .c of Plugins/Support/common, root-files, tpm2 and \
+ *     recovery-key) -lsodium -ldl -lpthread
  */
 #include "../../Plugins/tpm2/tpm2_root_file.c"
 

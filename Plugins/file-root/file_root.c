@@ -25,6 +25,7 @@
 #include <sodium.h>
 
 #include "keybay_plugin.h"
+#include "keybay_plugin_descriptor.h"
 #include "keybay_plugin_host.h"
 #include "keybay_root_files.h"
 
@@ -156,17 +157,11 @@ static keybay_status root_raise_floor(const keybay_host *host, const keybay_root
     return s;
 }
 
-static keybay_status copy_text(const keybay_host *host, const char *text, size_t length, keybay_buffer *text_out) {
-    if (!buffer_alloc(text_out, length)) return fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
-    memcpy(text_out->data, text, length);
-    return KEYBAY_OK;
-}
-
 static keybay_status root_location(const keybay_host *host, const keybay_root_context *c, keybay_buffer *text_out) {
     char path[KEYBAY_ROOT_PATH_BYTES];
     int n = root_file_path(c, path, sizeof path);
     if (n < 0) return fail(host, KEYBAY_ERR_IO, "the root file's path under %.64s... is longer than PATH_MAX", c->state_home);
-    return copy_text(host, path, (size_t)n, text_out);
+    return keybay_rf_text(host, path, (size_t)n, text_out);
 }
 
 /* Any process of the same user can read the root file: say so wherever the store is shown. */
@@ -174,37 +169,16 @@ static const char protection_note[] =
     "file-root keeps the platform key in a private file: it protects against copied files, backups "
     "and other users, not against other programs running as this user";
 
-static keybay_status root_protection(const keybay_host *host, const keybay_root_context *c, keybay_buffer *text_out) {
-    (void)c;
-    return copy_text(host, protection_note, sizeof protection_note - 1, text_out);
-}
+KEYBAY_ROOT_PROTECTION(protection_note)
 
 static keybay_status root_reset(const keybay_host *host, const keybay_root_context *c) {
     return keybay_rf_remove(host, c, FILE_NAME);
 }
 
 static const keybay_plugin descriptor = {
-    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(keybay_plugin),
-    .id = "file-root",
-    .name = "Private file (TPM-less platform root)",
-    .version = "1.0.0",
-    .kind = KEYBAY_KIND_ROOT,
-    .flags = 0,
-    .options = NULL,
-    .option_count = 0,
-    .free_buffer = keybay_rf_free_buffer,
-    .root_exists = root_exists,
+    KEYBAY_DESCRIPTOR("file-root", "Private file (TPM-less platform root)", "1.0.0", KEYBAY_KIND_ROOT, 0),
+    KEYBAY_ROOT_OPERATIONS,
     .root_create = root_create,
-    .root_seal = root_seal,
-    .root_reset = root_reset,
-    .root_location_with_host = root_location,
-    .root_protection = root_protection,
-    .root_open_with_floor = root_open_with_floor,
-    .root_raise_floor = root_raise_floor,
 };
 
-KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
-    if (sodium_init() < 0) return NULL;
-    return &descriptor;
-}
+KEYBAY_PLUGIN_ENTRY_AFTER_SODIUM(descriptor)

@@ -29,6 +29,7 @@
 
 #include "keybay_passphrase.h"
 #include "keybay_plugin.h"
+#include "keybay_plugin_descriptor.h"
 #include "keybay_plugin_host.h"
 #include "passphrase_internal.h"
 
@@ -236,23 +237,12 @@ static const keybay_option_spec pp_option_specs[] = {
 };
 
 static const keybay_plugin pp_plugin = {
-    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(keybay_plugin),
-    .id = "passphrase",
-    .name = "Passphrase (Argon2id)",
-    .version = "1.0",
-    .kind = KEYBAY_KIND_METHOD,
     /* One passphrase per store: a second would only be a second thing to remember. */
-    .flags = KEYBAY_FLAG_INTERACTIVE | KEYBAY_FLAG_ONE_PER_STORE | KEYBAY_FLAG_CALIBRATES,
-    .options = pp_option_specs,
-    .option_count = sizeof pp_option_specs / sizeof pp_option_specs[0],
+    KEYBAY_DESCRIPTOR("passphrase", "Passphrase (Argon2id)", "1.0", KEYBAY_KIND_METHOD,
+                      KEYBAY_FLAG_INTERACTIVE | KEYBAY_FLAG_ONE_PER_STORE | KEYBAY_FLAG_CALIBRATES),
+    KEYBAY_DESCRIPTOR_OPTIONS(pp_option_specs),
     .free_buffer = keybay_method_free_buffer,
-    .probe = pp_probe,
-    .enroll = pp_enroll,
-    .unwrap = pp_unwrap,
-    .describe_with_host = pp_describe,
+    KEYBAY_METHOD_OPERATIONS(pp_),
 };
 
-KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
-    return &pp_plugin;
-}
+KEYBAY_PLUGIN_ENTRY(pp_plugin)

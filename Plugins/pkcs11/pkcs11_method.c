@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "keybay_plugin_descriptor.h"
 #include "keybay_plugin_host.h"
 #include "pkcs11_params.h"
 #include "pkcs11_token.h"
@@ -343,23 +344,11 @@ static keybay_status p11_describe(const keybay_host *host, const uint8_t *params
 /* ---------------------------------------------------------------- descriptor */
 
 static const keybay_plugin p11_descriptor = {
-    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(keybay_plugin),
-    .id = "pkcs11",
-    .name = "PKCS#11 token (smart card, HSM)",
-    .version = "1",
-    .kind = KEYBAY_KIND_METHOD,
-    .flags = KEYBAY_FLAG_INTERACTIVE | KEYBAY_FLAG_NEEDS_DEVICE,
-    .options = p11_options,
-    .option_count = sizeof p11_options / sizeof p11_options[0],
+    KEYBAY_DESCRIPTOR("pkcs11", "PKCS#11 token (smart card, HSM)", "1", KEYBAY_KIND_METHOD,
+                      KEYBAY_FLAG_INTERACTIVE | KEYBAY_FLAG_NEEDS_DEVICE),
+    KEYBAY_DESCRIPTOR_OPTIONS(p11_options),
     .free_buffer = keybay_method_free_buffer,
-    .probe = p11_probe,
-    .enroll = p11_enroll,
-    .unwrap = p11_unwrap,
-    .verify = NULL,
-    .describe_with_host = p11_describe,
+    KEYBAY_METHOD_OPERATIONS(p11_),
 };
 
-KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
-    return &p11_descriptor;
-}
+KEYBAY_PLUGIN_ENTRY(p11_descriptor)

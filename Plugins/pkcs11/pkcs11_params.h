@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Linked into the plugin, exported by none (a plugin exports its entry point only). */
+#pragma GCC visibility push(hidden)
+
 #define P11_PARAMS_VERSION 1u
 #define P11_KIND_RSA_OAEP 1u   /* M encrypted with RSA-OAEP (SHA-256, MGF1-SHA-256, no label) */
 #define P11_KIND_ECDH_P256 2u  /* M = HKDF over an ECDH on P-256 with an ephemeral key */
@@ -48,5 +51,7 @@ size_t p11_params_size(const p11_params *p);
 void p11_params_encode(const p11_params *p, uint8_t *out);
 /* Decodes exactly `length` bytes; 0 on success, else -1 with `why` (a static string) saying what is wrong. */
 int p11_params_decode(const uint8_t *data, size_t length, p11_params *p, const char **why);
+
+#pragma GCC visibility pop
 
 #endif

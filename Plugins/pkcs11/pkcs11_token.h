@@ -15,6 +15,9 @@
 
 #define P11_MAX_PIN 255u
 
+/* Linked into the plugin, exported by none (a plugin exports its entry point only). */
+#pragma GCC visibility push(hidden)
+
 /* The modules of one operation: loaded and initialised by p11_modules_open, released by
    p11_modules_close. */
 typedef struct p11_modules {
@@ -63,6 +66,8 @@ keybay_status p11_token_by_identity(const keybay_host *host, p11_modules *m, con
    the tries left when the token reports them, LOCKED, or what ask_secret said. */
 keybay_status p11_session_login(const keybay_host *host, p11_token *t, uint8_t pin[P11_MAX_PIN + 1]);
 void p11_session_close(p11_token *t);
+/* A failure of the token, mapped to a status with one line naming what failed. */
+keybay_status p11_failure(const keybay_host *host, p11_token *t, CK_RV rv, const char *what);
 
 /* The one object of `class` with these attributes (id and/or label; `key_type` when not
    (CK_KEY_TYPE)-1): 0 found, 1 none, 2 several, -1 the token failed (explained). */
@@ -91,5 +96,7 @@ keybay_status p11_ecdh(const keybay_host *host, p11_token *t, CK_OBJECT_HANDLE p
 /* A P-256 public key's CKA_EC_PARAMS and CKA_EC_POINT checked and unwrapped to a raw point. */
 keybay_status p11_ec_public_point(const keybay_host *host, p11_token *t, CK_OBJECT_HANDLE public_key,
                                   uint8_t point[P11_POINT_BYTES]);
+
+#pragma GCC visibility pop
 
 #endif

@@ -11,7 +11,7 @@
  *
  * On enrollment the key is also drawn as a QR code (Unicode half blocks) for a phone to
  * photograph. libqrencode is opened with dlopen on the first enrollment, never linked; without
- * it the picture is simply left out. The key's text and picture are Sources/CKeybayRecoveryKey's
+ * it the picture is simply left out. The key's text and picture are Plugins/Support/recovery-key's
  * (the tpm2 root's recovery shows its secret the same way). Every buffer that holds K, its text or its picture is
  * guarded memory (sodium_malloc), wiped before it is freed.
  */
@@ -26,6 +26,7 @@
 #include <sodium.h>
 
 #include "keybay_plugin.h"
+#include "keybay_plugin_descriptor.h"
 #include "keybay_plugin_host.h"
 #include "keybay_recovery_key.h"
 
@@ -199,24 +200,11 @@ static keybay_status rk_describe(const keybay_host *host, const uint8_t *params,
 /* ---- descriptor ---- */
 
 static const keybay_plugin rk_plugin = {
-    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(keybay_plugin),
-    .id = "recovery",
-    .name = "Recovery key",
-    .version = "1.0",
-    .kind = KEYBAY_KIND_METHOD,
     /* Not one per store: a second key (one in a safe, one with someone trusted) is a second
        method, removable on its own. */
-    .flags = KEYBAY_FLAG_INTERACTIVE,
-    .options = NULL,
-    .option_count = 0,
+    KEYBAY_DESCRIPTOR("recovery", "Recovery key", "1.0", KEYBAY_KIND_METHOD, KEYBAY_FLAG_INTERACTIVE),
     .free_buffer = keybay_method_free_buffer,
-    .probe = rk_probe,
-    .enroll = rk_enroll,
-    .unwrap = rk_unwrap,
-    .describe_with_host = rk_describe,
+    KEYBAY_METHOD_OPERATIONS(rk_),
 };
 
-KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
-    return &rk_plugin;
-}
+KEYBAY_PLUGIN_ENTRY(rk_plugin)

@@ -17,7 +17,7 @@
  *
  * tpm2-tss, the choice of TPM (KEYBAY_TPM2_TCTI, the device by default), the time bound
  * (KEYBAY_TPM2_TIMEOUT_MS) and taking turns with this user's other processes come from the code
- * the tpm2 root shares: Sources/CKeybayTPM2.
+ * the tpm2 root shares: Plugins/Support/tpm2.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -32,6 +32,7 @@
 #include <sodium.h>
 
 #include "keybay_plugin.h"
+#include "keybay_plugin_descriptor.h"
 #include "keybay_plugin_host.h"
 #include "keybay_root_files.h"
 #include "keybay_tpm2.h"
@@ -361,23 +362,11 @@ static const keybay_option_spec option_specs[] = {
 };
 
 static const keybay_plugin descriptor = {
-    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(keybay_plugin),
-    .id = PLUGIN,
-    .name = "TPM 2.0 PIN (unsealed by this machine's TPM, with lockout)",
-    .version = "1.0.0",
-    .kind = KEYBAY_KIND_METHOD,
-    .flags = KEYBAY_FLAG_INTERACTIVE | KEYBAY_FLAG_NEEDS_DEVICE | KEYBAY_FLAG_ONE_PER_STORE,
-    .options = option_specs,
-    .option_count = sizeof option_specs / sizeof option_specs[0],
+    KEYBAY_DESCRIPTOR(PLUGIN, "TPM 2.0 PIN (unsealed by this machine's TPM, with lockout)", "1.0.0", KEYBAY_KIND_METHOD,
+                      KEYBAY_FLAG_INTERACTIVE | KEYBAY_FLAG_NEEDS_DEVICE | KEYBAY_FLAG_ONE_PER_STORE),
+    KEYBAY_DESCRIPTOR_OPTIONS(option_specs),
     .free_buffer = keybay_method_free_buffer,
-    .probe = probe,
-    .enroll = enroll,
-    .unwrap = unwrap,
-    .describe_with_host = describe,
+    KEYBAY_METHOD_OPERATIONS(),
 };
 
-KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
-    if (sodium_init() < 0) return NULL;
-    return &descriptor;
-}
+KEYBAY_PLUGIN_ENTRY_AFTER_SODIUM(descriptor)

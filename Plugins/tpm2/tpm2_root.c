@@ -22,7 +22,7 @@
  * file per TCTI), and without a resource manager (swtpm's socket, /dev/tpm0) a killed process
  * leaves its transient objects loaded; a command that finds the TPM's object or session memory
  * full flushes the leftovers and is tried once more. That connection is shared with the tpm2-pin
- * method: Sources/CKeybayTPM2.
+ * method: Plugins/Support/tpm2.
  *
  * This file holds the root's operations and its descriptor; the root file is tpm2_root_file.c,
  * the sealed root key tpm2_root_sealed_key.c, the PCR policy's checks tpm2_root_pcr_policy.c,
@@ -41,6 +41,7 @@
 #include <sodium.h>
 
 #include "keybay_plugin.h"
+#include "keybay_plugin_descriptor.h"
 #include "keybay_plugin_host.h"
 #include "keybay_root_files.h"
 #include "keybay_tpm2.h"
@@ -356,30 +357,13 @@ static const keybay_option_spec option_specs[] = {
 static keybay_status root_probe(const keybay_host *host) { return keybay_tpm2_probe(host, "tpm2", "tpm2 root"); }
 
 static const keybay_plugin descriptor = {
-    .abi_version = KEYBAY_PLUGIN_ABI_VERSION,
-    .struct_size = sizeof(keybay_plugin),
-    .id = "tpm2",
-    .name = "TPM 2.0 (sealed to this machine's TPM)",
-    .version = "1.0.0",
-    .kind = KEYBAY_KIND_ROOT,
-    .flags = KEYBAY_FLAG_NEEDS_DEVICE,
-    .options = option_specs,
-    .option_count = sizeof option_specs / sizeof option_specs[0],
-    .free_buffer = keybay_rf_free_buffer,
+    KEYBAY_DESCRIPTOR("tpm2", "TPM 2.0 (sealed to this machine's TPM)", "1.0.0", KEYBAY_KIND_ROOT, KEYBAY_FLAG_NEEDS_DEVICE),
+    KEYBAY_DESCRIPTOR_OPTIONS(option_specs),
+    KEYBAY_ROOT_OPERATIONS,
     .probe = root_probe,
-    .root_exists = root_exists,
-    .root_seal = root_seal,
-    .root_reset = root_reset,
-    .root_location_with_host = root_location,
-    .root_protection = root_protection,
-    .root_open_with_floor = root_open_with_floor,
-    .root_raise_floor = root_raise_floor,
     .root_create_with_options = root_create_with_options,
     .root_check = root_check,
     .root_reseal = root_reseal,
 };
 
-KEYBAY_EXPORT const keybay_plugin *keybay_plugin_entry_v1(void) {
-    if (sodium_init() < 0) return NULL;
-    return &descriptor;
-}
+KEYBAY_PLUGIN_ENTRY_AFTER_SODIUM(descriptor)

@@ -36,7 +36,7 @@
 #define NV_PROBES 32
 #define MAX_INCREMENTS 4096 /* one rotation is one increment; more than this is not a floor */
 
-/* ---------------------------------------------------------------- the TPM (Sources/CKeybayTPM2) */
+/* ---------------------------------------------------------------- the TPM (Plugins/Support/tpm2) */
 
 typedef keybay_tpm2 tpm;
 #define rc_layer_is_tpm keybay_tpm2_rc_is_tpm

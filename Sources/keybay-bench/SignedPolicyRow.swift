@@ -13,11 +13,8 @@ import Glibc
         print("  (swtpm, tpm2-tools or openssl not installed: run scripts/bench.sh)")
         return
     }
-    let state = base + "/swtpm-signed"
-    let tcti = startSoftwareTPM(swtpm, in: state)
+    let (state, tcti, tpmEnv) = softwareTPMForRow(swtpm, named: "swtpm-signed", root: "tpm2")
     defer { stopSoftwareTPM(state) }
-    var tpmEnv = env
-    for (k, v) in [("TPM2TOOLS_TCTI", tcti), ("KEYBAY_TPM2_TCTI", tcti), ("KEYBAY_ROOT", "tpm2"), ("TSS2_LOG", "all+none")] { tpmEnv[k] = v }
     let shell = "export TPM2TOOLS_TCTI='\(tcti)' TSS2_LOG=all+none; cd '\(state)' && "
     // The key, PCR 11's policy signed as systemd-measure signs it, the JSON, and the reference object.
     let setup = shell +

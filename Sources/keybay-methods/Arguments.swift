@@ -43,17 +43,10 @@ struct Arguments {
                                         "--to", "--to-file", "--identity", "--attr", "--key-from", "--prefix"]).union(SecretDescriptors.options)
     static let flagOptions: Set<String> = ["--json", "--no-input", "--stdin", "--yes", "--describe", "--help", "-h", "--version", "--keep-in-backups", "--all",
                                                   "--allow-agent", "--replace", "--dry-run", "--remove-source"]
-    /// The command options each command accepts (globals are accepted everywhere).
-    static let commandOptions: [String: Set<String>] = [
-        "status": [], "init": ["--opt", "--keep-in-backups"], "backup": [], "get": [], "set": ["--stdin"], "rm": [], "keys": [], "reset": ["--yes"], "help": [],
-        "list": ["--describe"], "plugins": [], "enroll": ["--label", "--opt"], "change": ["--label", "--opt"], "remove": [], "verify": [], "benchmark": ["--opt"],
-        "plugin-check": ["--opt", "--wrong-opt", "--change-credential"], "root": ["--opt"],
-        "unlock": ["--for"], "lock": ["--all"], "agent": [],
-        "export": ["--to", "--to-file", "--allow-agent"],
-        "import": ["--identity", "--replace", "--dry-run", "--allow-agent", "--attr", "--key-from", "--prefix", "--remove-source"],
-    ]
+    /// The command options each command accepts (globals are accepted everywhere): the table's.
+    static let commandOptions = [String: Set<String>](uniqueKeysWithValues: CommandTable.all.map { ($0.name, $0.options) })
 
-    /// The value options that belong to commands (the rest are global), from the table above.
+    /// The value options that belong to commands (the rest are global).
     static let commandValueOptions = Set(commandOptions.values.joined()).intersection(valueOptions)
 
     /// Parses arguments given as bytes. An option, its value, the command or a positional that
@@ -177,103 +170,3 @@ struct Arguments {
         }
     }
 }
-
-let usage = """
-usage: keybay-methods [global options] COMMAND [ARGS]
-
-commands:
-  status              show what is on disk (state, paths, root, methods)
-  init [--opt NAME=VALUE ...] [--keep-in-backups]
-                      create a new platform-only store (refuses if anything exists);
-                      --opt goes to the root ($KEYBAY_ROOT), e.g. tpm2's pcrs=7 and
-                      recovery=yes (a root recovery key, printed once); the store's
-                      and the root's directories are marked as excluded from backups
-                      (.deja-dup-ignore, user.xdg.robots.backup, nodump) unless --keep-in-backups
-  get KEY...          print the value of each KEY, all from one unlock (exit 3, printing
-                      nothing, if any has none; --json: {"KEY": "value" | {"valueHex": ...}, ...}
-                      for two or more keys, {"key", "value"} for one)
-  set KEY VALUE       store VALUE under KEY (creates the store if there is nothing yet)
-  set KEY --stdin     store standard input, byte for byte, under KEY
-  rm KEY              remove KEY (exit 3 if there is none)
-  keys                list the keys
-  list [--describe]   list the enrolled unlock methods (--describe: with each plugin's
-                      description of its parameters; this loads the plugins)
-  plugins             list the plugins found, whether each is usable here and needs a device
-  enroll PLUGIN [--label L] [--opt NAME=VALUE ...]
-                      add an unlock method (e.g. passphrase; --opt memory-kib=N
-                      --opt iterations=N --opt lanes=N, else it calibrates; recovery:
-                      a recovery key, shown once); on a fresh home it creates the store;
-                      enroll PLUGIN --help lists the options that plugin takes
-  change METHOD-ID [--label L] [--opt NAME=VALUE ...]
-                      replace a method's secret in one step (unlocks with it unless
-                      --method names another; the new secret is asked twice)
-  remove METHOD-ID    remove an unlock method (the store returns to platform-only after the last)
-  verify [METHOD-ID]  check a method's secret without changing anything
-  benchmark [PLUGIN] [--opt target-ms=N]
-                      calibrate a plugin that tunes its cost to this machine (default:
-                      passphrase, Argon2id) and show what it picks
-  plugin-check PATH.so [--opt NAME=VALUE ...] [--wrong-opt NAME=VALUE ...] [--change-credential CMD] [--pin-fd N]
-                      conformance run for a plugin: descriptor, probe, enroll/unwrap round
-                      trip, wrong and missing secrets, malformed parameters, buffers;
-                      --wrong-opt enrolls a second credential (a method that asks for none);
-                      --change-credential runs CMD with /bin/sh -c after the other checks
-                      (e.g. 'cp b.key a.key'): unwrap must then give another M;
-                      --pin-fd N: the device's real PIN answers its PIN requests (pkcs11)
-  root move ROOT [--opt NAME=VALUE ...]
-                      move the store to another platform root (file-root, secret-service, auto):
-                      one atomic re-seal, then the old root is removed
-  root check          exit 0 if the store's root would open now, 1 with pcr-mismatch naming
-                      the PCRs that changed (tpm2; nothing is unsealed)
-  root reseal [--recovery-key-fd N]
-                      seal the tpm2 root again to the PCRs now in effect with the root
-                      recovery key that init --opt recovery=yes printed
-  unlock [--for DURATION]
-                      open a protected store once (asking as get would) and hand it to the
-                      keybay agent for DURATION (90s, 15m, 2h, or seconds; default 15m; 0:
-                      until lock or logout): get, set, rm and keys then ask nothing
-  lock [--all]        make the agent forget this store (--all: every store)
-  agent               run the agent (unlock starts it; or systemd's keybay-agent.socket)
-  backup exclude|include
-                      mark the store's and the root's directories as excluded from backups,
-                      or remove the markers (the store is then kept in backups)
-  reset --yes         remove the store and its platform root, losing every record
-  export --to RECIPIENT... [--to-file FILE] [--allow-agent] [KEY...]
-                      write the records (or those KEYs) to standard output as an age file
-                      encrypted to each age1... RECIPIENT (and those in FILE), never plaintext;
-                      the store opens with its unlock method, not through the agent unless
-                      --allow-agent
-  import age --identity FILE [--replace] [--dry-run] [--allow-agent] [AGEFILE]
-                      import an export (AGEFILE, or standard input) with the age identities in
-                      FILE: new keys are imported, equal ones left, different ones are
-                      conflicts (kept, named, exit 1) unless --replace; --dry-run writes nothing
-  import secret-service --attr NAME=VALUE... --key-from ATTR [--prefix P] [--replace]
-         [--dry-run] [--remove-source]
-                      import the Secret Service items whose attributes match, each under the
-                      key mapped from its ATTR value (docs/cli.md); --remove-source deletes each
-                      item once its record reads back
-
-global options (before or after the command):
-  --app ID            application id (default: $KEYBAY_APP_ID)
-  --json              machine-readable output
-  --method ID         which unlock method to use for a protected store
-  --passphrase-fd N   read the passphrase from descriptor N (to EOF, one trailing newline removed),
-                      for the method that unlocks only
-  --pin-fd N          read its PIN the same way
-  --recovery-key-fd N read its recovery key the same way
-  --new-passphrase-fd N, --new-pin-fd N
-                      the new secret of the method change (or enroll) makes, from descriptor N
-  --no-input          never prompt (a needed secret gives exit 4)
-                      (without a terminal, or with KEYBAY_PINENTRY=PROGRAM, secrets are asked
-                      through a pinentry program: PROGRAM, else pinentry on PATH)
-  --plugin-dir DIR    look for plugins in DIR first (repeatable)
-  --root ID|auto      the platform root of a new store (default: $KEYBAY_ROOT, else file-root;
-                      auto: inside a Flatpak or snap sandbox portal, else secret-service when a
-                      Secret Service answers, else file-root); an
-                      existing store always opens with its own root, and a different --root is
-                      refused (exit 2)
-  --version           print the version and the plugin ABI, and do nothing else
-
-with --json an error is also printed on standard output: {"error": {"code", "message"}}
-exit codes: 0 success; 1 authentication, integrity, state or I/O failure;
-            2 usage or invalid input; 3 record not found; 4 interaction needed but not allowed
-"""

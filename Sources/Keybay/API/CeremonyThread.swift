@@ -14,30 +14,15 @@ enum CeremonyThread {
         let cancellable = TaskCancellableInteraction(interaction)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
-                let work = Work { continuation.resume(with: Result { try body(cancellable) }) }
-                let context = Unmanaged.passRetained(work)
-                var attributes = pthread_attr_t()
-                pthread_attr_init(&attributes)
-                pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-                var thread = pthread_t()
-                let started = pthread_create(&thread, &attributes, { raw in
-                    Unmanaged<Work>.fromOpaque(raw!).takeRetainedValue().body()
-                    return nil
-                }, context.toOpaque()) == 0
-                pthread_attr_destroy(&attributes)
-                if !started {
+                let work: @Sendable () -> Void = { continuation.resume(with: Result { try body(cancellable) }) }
+                if !DetachedThread.start(work) {
                     // No thread to be had: do the work here rather than fail the call.
-                    context.takeRetainedValue().body()
+                    work()
                 }
             }
         } onCancel: {
             cancellable.cancel()
         }
-    }
-
-    private final class Work: @unchecked Sendable {
-        let body: () -> Void
-        init(_ body: @escaping () -> Void) { self.body = body }
     }
 }
 

@@ -90,18 +90,10 @@ public struct KeybayConfiguration: Sendable, Equatable {
     ///   sandbox's, a base directory that is not absolute or too long for the paths under it, no
     ///   home directory to default to, or a `KEYBAY_ROOT` that is not a plugin id or `auto`.
     public init(applicationID: String, dataHome: String? = nil, stateHome: String? = nil) throws {
-        guard Self.isValidApplicationID(applicationID) else {
-            throw KeybayError(.invalidArgument, "invalid application id: use 1–120 characters of [A-Za-z0-9._-], starting with a letter or digit")
-        }
-        if let sandbox = try ApplicationSandbox.current() {
-            guard sandbox.applicationID == applicationID else {
-                throw KeybayError(.invalidArgument, "the application id \(applicationID) is not this \(sandbox.kind.rawValue) sandbox's own (\(sandbox.applicationID)): inside a sandbox a store is the sandbox's application's")
-            }
-            automaticRoots = [Self.sandboxRoot]
-        }
+        if try StoreLocation.checkApplicationID(applicationID) != nil { automaticRoots = [Self.sandboxRoot] }
         self.applicationID = applicationID
-        self.dataHome = try Self.baseDirectory(explicit: dataHome, variable: "XDG_DATA_HOME", fallback: ".local/share")
-        self.stateHome = try Self.baseDirectory(explicit: stateHome, variable: "XDG_STATE_HOME", fallback: ".local/state")
+        self.dataHome = try StoreLocation.baseDirectory(explicit: dataHome, variable: "XDG_DATA_HOME", fallback: ".local/share")
+        self.stateHome = try StoreLocation.baseDirectory(explicit: stateHome, variable: "XDG_STATE_HOME", fallback: ".local/state")
         if let root = getenv("KEYBAY_ROOT").map({ String(cString: $0) }), !root.isEmpty {
             guard root == Self.automaticRoot || KeybayPluginSearch.isValidPluginID(root) else {
                 throw KeybayError(.invalidArgument, "KEYBAY_ROOT='\(root)' is not a root plugin id (file-root, secret-service, tpm2, auto, ...)")
@@ -136,22 +128,7 @@ public struct KeybayConfiguration: Sendable, Equatable {
     /// Whether `id` is a valid application id: 1–120 bytes of `[A-Za-z0-9._-]`, starting with a
     /// letter or digit.
     public static func isValidApplicationID(_ id: String) -> Bool {
-        let bytes = Array(id.utf8)
-        guard (1...120).contains(bytes.count) else { return false }
-        func alnum(_ b: UInt8) -> Bool { (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5a) || (b >= 0x61 && b <= 0x7a) }
-        return alnum(bytes[0]) && bytes.dropFirst().allSatisfy { alnum($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d }
-    }
-
-    /// The longest base directory: with "/keybay/", a 120-byte application id and the longest
-    /// file name under it ("file-root.key.stage"), every path stays below PATH_MAX (4096).
-    static let maxBaseDirectoryBytes = 4095 - 8 - 120 - 20
-
-    private static func baseDirectory(explicit: String?, variable: String, fallback: String) throws -> String {
-        let directory = try BaseDirectories.resolved(explicit: explicit, variable: variable, fallback: fallback)
-        guard directory.utf8.count <= maxBaseDirectoryBytes else {
-            throw KeybayError(.invalidArgument, "base directory \(directory.prefix(64))… is \(directory.utf8.count) bytes long, limit \(maxBaseDirectoryBytes): paths under it would exceed PATH_MAX")
-        }
-        return directory
+        StoreLocation.isValidApplicationID(id)
     }
 }
 

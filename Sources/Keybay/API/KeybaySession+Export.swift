@@ -18,7 +18,8 @@ extension KeybaySession {
     public func export(to recipients: [String], keys: [String] = [], allowAgent: Bool = false) throws -> [UInt8] {
         guard !recipients.isEmpty else { throw KeybayError(.invalidArgument, "an export needs at least one age recipient") }
         let publicKeys = try recipients.map(AgeX25519.parseRecipient)
-        if !allowAgent, try throughAgent() != nil {
+        if !allowAgent, records is AgentRecords {
+            guard !records.isClosed else { throw closedError() }
             throw KeybayError(.authenticationRequired, "\(storePath) is unlocked in the keybay agent: an export opens it with its unlock method, or allows the agent explicitly")
                 .with(path: storePath)
         }
@@ -72,33 +73,29 @@ extension KeybaySession {
         var seen: Set<String> = []
         for record in records {
             _ = try RecordKey.validated(record.key)
-            guard record.value.count <= Suite1.maxValueBytes else {
-                throw KeybayError(.valueTooLarge, "the value for '\(record.key)' is \(record.value.count) bytes, limit \(Suite1.maxValueBytes)")
-            }
+            try LocalRecords.checkValue(record.value, for: record.key)
             guard seen.insert(record.key).inserted else { throw KeybayError(.invalidArgument, "the key '\(record.key)' is given twice") }
         }
         var report = KeybayImportReport()
         report.dryRun = dryRun
-        if let agent = try throughAgent() {
-            var existing = try agent.getMany(records.map(\.key))
-            defer { for i in existing.indices { if existing[i] != nil { Sodium.wipe(&existing[i]!) } } }
-            let toWrite = classify(records, existing: existing, replace: replace, into: &report)
-            if !dryRun { for i in toWrite { try agent.set(records[i].key, value: records[i].value) } }
-        } else if dryRun {
-            let snapshot = try freshSnapshot()
-            _ = classify(records, existing: try existingValues(records, in: snapshot), replace: replace, into: &report)
-        } else {
-            try write { snapshot in
+        if let local = self.records as? LocalRecords, !dryRun {
+            try local.write { snapshot in
                 report = KeybayImportReport()
                 let toWrite = classify(records, existing: try existingValues(records, in: snapshot), replace: replace, into: &report)
                 guard !toWrite.isEmpty else { return nil }
                 let written = Set(toWrite.map { Array(records[$0].key.utf8) })
-                var frames = Self.frames(of: snapshot, excluding: []).filter { !written.contains($0.key) }
+                var frames = LocalRecords.frames(of: snapshot, excluding: []).filter { !written.contains($0.key) }
                 for i in toWrite {
                     frames.append(records[i].value.withUnsafeBytes { StoreEncoder.sealFrame(key: Array(records[i].key.utf8), value: $0, keys: snapshot.keys) })
                 }
                 return frames.sorted { $0.key.lexicographicallyPrecedes($1.key) }
             }
+        } else {
+            // Through the agent, one write per record; a dry run reads what is there.
+            var existing = try self.records.getMany(records.map(\.key))
+            defer { for i in existing.indices { if existing[i] != nil { Sodium.wipe(&existing[i]!) } } }
+            let toWrite = classify(records, existing: existing, replace: replace, into: &report)
+            if !dryRun { for i in toWrite { try self.records.set(records[i].key, value: records[i].value) } }
         }
         if !dryRun { try verify(records, report) }
         return report

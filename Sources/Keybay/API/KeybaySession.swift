@@ -31,15 +31,22 @@ import Synchronization
 /// (``KeybayConfiguration/agentSocket``) reads and writes through the agent: nothing is asked,
 /// and the agent does each write with the same durable commit. When the agent stops serving the
 /// store (its time ran out, `lock`, the file on disk changed, the agent ended), a record
-/// operation throws `.authenticationRequired`: open the store again. The `auth` operations never
-/// go through the agent: one that needs the store's key (adding, replacing, removing or verifying
-/// a method, a root move) first opens the store as `open` would have without the agent, with the
-/// method and interaction the session was opened with, and the session then reads the store
-/// itself.
+/// operation throws `.authenticationRequired`: open the store again. Where records go is decided
+/// once, at open. The `auth` operations never go through the agent: the first that needs the
+/// store's key (adding, replacing, removing or verifying a method, a root move) opens the store
+/// itself as `open` would have without the agent, with the method and interaction the session
+/// was opened with, and later `auth` operations use that. Records still go through the agent; a
+/// change of methods changes the file, so the agent forgets the store and the next record
+/// operation throws `.authenticationRequired`.
 public final class KeybaySession: Sendable {
     /// The configuration the store was opened with.
     public let configuration: KeybayConfiguration
-    let state: Mutex<SessionState>
+    /// Where record operations go, chosen once at open: the store itself or the agent.
+    let records: any RecordSource
+    /// The store as the session reads it itself, for method operations: `records` when that is
+    /// the store itself; opened on the first method operation of a session that reads through
+    /// the agent (see `localRecords()`).
+    let ownRecords: Mutex<LocalRecords?>
     /// Who plugins may ask (method ceremonies run only in `open` and `auth`).
     let interaction: any KeybayInteraction
     /// How the session opens the store itself when it reads through the agent and `auth` needs the key.
@@ -47,7 +54,9 @@ public final class KeybaySession: Sendable {
 
     init(_ configuration: KeybayConfiguration, engine: StoreEngine, file: StoreFile, generation: Generation, interaction: any KeybayInteraction) {
         self.configuration = configuration
-        state = Mutex(.local(OpenGeneration(engine: engine.withoutRead, file: file, generation: generation)))
+        let local = LocalRecords(OpenGeneration(engine: engine.withoutRead, file: file, generation: generation))
+        records = local
+        ownRecords = Mutex(local)
         self.interaction = interaction
         reopen = .platform
     }
@@ -57,7 +66,8 @@ public final class KeybaySession: Sendable {
         // session (the C API hands values out in it).
         Sodium.ensureInitialised()
         self.configuration = configuration
-        state = Mutex(.agent(agent))
+        records = agent
+        ownRecords = Mutex(nil)
         self.interaction = interaction
         self.reopen = reopen
     }
@@ -70,12 +80,13 @@ public final class KeybaySession: Sendable {
     /// Whether the open generation is protected by methods (false, too, when the session is
     /// closed or the store can no longer be read: the next operation reports why).
     public var isProtected: Bool {
-        if (try? throughAgent()) != nil { return true }
-        return (try? freshSnapshot().suite == .methods) ?? false
+        guard !records.isClosed else { return false }
+        guard let local = records as? LocalRecords else { return true }
+        return (try? local.freshSnapshot().suite == .methods) ?? false
     }
     /// Whether record operations go through the keybay agent (the store was unlocked with
     /// `keybay-methods unlock`); false after ``close()``.
-    public var readsThroughAgent: Bool { ((try? throughAgent()) ?? nil) != nil }
+    public var readsThroughAgent: Bool { records is AgentRecords && !records.isClosed }
 
     // MARK: Reading
 
@@ -86,11 +97,8 @@ public final class KeybaySession: Sendable {
     /// - Throws: `.invalidKey` for a key outside the grammar, `.closed` after ``close()``,
     ///   `.integrity` when the record fails authentication (the file was changed).
     public func get(_ key: String) throws -> [UInt8]? {
-        let keyBytes = try RecordKey.validated(key)
-        if let agent = try throughAgent() { return try agent.get(key) }
-        let snapshot = try freshSnapshot()
-        guard let i = snapshot.index(of: keyBytes) else { return nil }
-        return try snapshot.value(at: i, context: storePath)
+        _ = try RecordKey.validated(key)
+        return try records.get(key)
     }
 
     /// The value of `key` as UTF-8 text, or nil if there is no such record.
@@ -111,17 +119,15 @@ public final class KeybaySession: Sendable {
     /// - Parameter key: A record key (``KeybayRecordKey``).
     /// - Throws: `.invalidKey` for a key outside the grammar, `.closed` after ``close()``.
     public func contains(_ key: String) throws -> Bool {
-        let keyBytes = try RecordKey.validated(key)
-        if let agent = try throughAgent() { return try agent.contains(key) }
-        return try freshSnapshot().index(of: keyBytes) != nil
+        _ = try RecordKey.validated(key)
+        return try records.contains(key)
     }
 
     /// All keys in ascending byte order.
     ///
     /// - Throws: `.closed` after ``close()``.
     public func keys() throws -> [String] {
-        if let agent = try throughAgent() { return try agent.keys() }
-        return try freshSnapshot().keyNames
+        try records.keys()
     }
 
     /// The values of those `keys` that exist, all from one generation of the store (a write by
@@ -132,15 +138,9 @@ public final class KeybaySession: Sendable {
     /// - Throws: `.invalidKey` for any key outside the grammar (before anything is read), and
     ///   what ``get(_:)`` throws.
     public func getMany(_ keys: [String]) throws -> [String: [UInt8]] {
-        let keyBytes = try keys.map(RecordKey.validated)
-        if let agent = try throughAgent() {
-            let values = try agent.getMany(keys)
-            return Dictionary(zip(keys, values).compactMap { key, value in value.map { (key, $0) } }, uniquingKeysWith: { first, _ in first })
-        }
-        let snapshot = try freshSnapshot()
-        let found = zip(keys, keyBytes).compactMap { key, bytes in snapshot.index(of: bytes).map { (key, $0) } }
-        let values = try snapshot.values(at: found.map(\.1), context: storePath)
-        return Dictionary(zip(found.map(\.0), values), uniquingKeysWith: { first, _ in first })
+        _ = try keys.map(RecordKey.validated)
+        let values = try records.getMany(keys)
+        return Dictionary(zip(keys, values).compactMap { key, value in value.map { (key, $0) } }, uniquingKeysWith: { first, _ in first })
     }
 
     // MARK: Writing
@@ -155,18 +155,9 @@ public final class KeybaySession: Sendable {
     ///   `.closed`; `.io` when the write failed. An `.io` error with `tookEffect` set means the
     ///   new file is in place and the session holds it, but it could not be confirmed durable.
     public func set(_ key: String, bytes value: [UInt8]) throws {
-        let keyBytes = try RecordKey.validated(key)
-        guard value.count <= Suite1.maxValueBytes else {
-            throw KeybayError(.valueTooLarge, "the value for '\(key)' is \(value.count) bytes, limit \(Suite1.maxValueBytes)")
-        }
-        if let agent = try throughAgent() { return try agent.set(key, value: value) }
-        try write { snapshot in
-            let frame = value.withUnsafeBytes { StoreEncoder.sealFrame(key: keyBytes, value: $0, keys: snapshot.keys) }
-            var frames = Self.frames(of: snapshot, excluding: keyBytes)
-            let at = frames.firstIndex { !$0.key.lexicographicallyPrecedes(keyBytes) } ?? frames.endIndex
-            frames.insert(frame, at: at)
-            return frames
-        }
+        _ = try RecordKey.validated(key)
+        try LocalRecords.checkValue(value, for: key)
+        try records.set(key, value: value)
     }
 
     /// Stores `value` as UTF-8 under `key`; see ``set(_:bytes:)``.
@@ -185,15 +176,8 @@ public final class KeybaySession: Sendable {
     /// - Throws: `.invalidKey`, `.closed`, and the write failures of ``set(_:bytes:)``.
     @discardableResult
     public func delete(_ key: String) throws -> Bool {
-        let keyBytes = try RecordKey.validated(key)
-        if let agent = try throughAgent() { return try agent.delete(key) }
-        var found = false
-        try write { snapshot in
-            guard snapshot.index(of: keyBytes) != nil else { return nil }
-            found = true
-            return Self.frames(of: snapshot, excluding: keyBytes)
-        }
-        return found
+        _ = try RecordKey.validated(key)
+        return try records.delete(key)
     }
 
     /// Removes every record; the store, its root and its methods stay. Writes nothing when
@@ -201,8 +185,7 @@ public final class KeybaySession: Sendable {
     ///
     /// - Throws: `.closed`, and the write failures of ``set(_:bytes:)``.
     public func clearAll() throws {
-        if let agent = try throughAgent() { return try agent.clearAll() }
-        try write { snapshot in snapshot.entries.isEmpty ? nil : [] }
+        try records.clearAll()
     }
 
     /// Moves the store to the root `rootPlugin` (a plugin id, or `auto`): one atomic re-seal
@@ -227,7 +210,7 @@ public final class KeybaySession: Sendable {
     @discardableResult
     public func moveRoot(to rootPlugin: String, options: [(String, String)] = []) throws -> KeybayRootMove {
         defer { close() }
-        let moved = try withLocal { open in
+        let moved = try localRecords().withGeneration { open in
             try open.engine.moveRoot(open.file, previous: open.generation, to: rootPlugin, options: options, interaction: interaction)
         }
         return KeybayRootMove(rootPlugin: moved.root.id, rootLocation: moved.root.location, oldRootLeftAt: moved.oldRootLeftAt)
@@ -237,6 +220,7 @@ public final class KeybaySession: Sendable {
     /// Idempotent; safe to call while other tasks use the session (their next call throws
     /// `.closed`).
     public func close() {
-        state.withLock { $0 = .closed }
+        records.close()
+        ownRecords.withLock { $0?.close() }
     }
 }

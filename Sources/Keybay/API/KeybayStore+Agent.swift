@@ -49,8 +49,8 @@ extension KeybayStore {
         return KeybayStatus.Unlocked(until: held.until == 0 ? nil : held.until)
     }
 
-    /// The store opened without the agent, never created: what a session that read through the
-    /// agent switches to when `auth` needs the key.
+    /// The store opened without the agent, never created: what a session that reads through the
+    /// agent opens for its method operations when `auth` needs the key (its records stay with the agent).
     static func openLocally(_ configuration: KeybayConfiguration, unlock: Unlock, interaction: any KeybayInteraction) throws -> OpenGeneration {
         let engine = try StoreEngine(configuration.settings, interaction: interaction)
         let (file, generation) = try engine.open(create: false, unlock: unlock)

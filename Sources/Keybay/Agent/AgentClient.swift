@@ -67,7 +67,7 @@ struct AgentClient: Sendable {
         switch ask(.hold(handoff)) {
         case .reply(.held(let until)): return until
         case .reply(.failed(let e)): throw e.with(path: handoff.store.storePath)
-        case .reply(let other): throw KeybayError(.io, "the keybay agent at \(socketPath) answered \(other.kind) to unlock")
+        case .reply(let other): throw KeybayError(.io, "the keybay agent at \(socketPath) answered a reply of type 0x\(String(other.type, radix: 16)) to unlock")
         case .unreachable(let why):
             throw KeybayError(.io, "cannot hand \(handoff.store.storePath) to the keybay agent: \(why.reason)").with(path: socketPath)
         case .unanswered(let why):

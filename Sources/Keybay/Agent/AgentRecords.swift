@@ -1,60 +1,73 @@
 // SPDX-License-Identifier: Apache-2.0
-/// Record operations on a store the agent holds: what a session that reads through the agent
-/// calls instead of its own generation. Values come back only from an agent of this user (the
-/// client checks its uid). When the agent no longer serves the store (its time ran out, `lock`,
-/// the file on disk changed, the agent ended or did not answer in time), a read or a write that
-/// was not done throws `.authenticationRequired`: open the store again, which asks as it does
-/// without an agent. A write the agent took but did not confirm in time throws `.io`: whether
-/// it took effect is unknown.
-struct AgentRecords: Sendable {
+import Synchronization
+
+/// The record source of a store the agent holds: each record operation is one round trip.
+/// Values come back only from an agent of this user (the client checks its uid). When the
+/// agent no longer serves the store (its time ran out, `lock`, the file on disk changed, the
+/// agent ended or did not answer in time), a read or a write that was not done throws
+/// `.authenticationRequired`: open the store again, which asks as it does without an agent. A
+/// write the agent took but did not confirm in time throws `.io`: whether it took effect is
+/// unknown. Keys and values are checked by the agent's store (and before, by the session).
+final class AgentRecords: RecordSource {
     let client: AgentClient
     let store: AgentStoreRef
+    private let closed = Mutex(false)
+
+    init(client: AgentClient, store: AgentStoreRef) {
+        self.client = client
+        self.store = store
+    }
 
     /// The reason of that `.io`: a program reads the record again rather than assume either outcome.
     static let unconfirmedReason = "agent-unconfirmed"
 
+    var isClosed: Bool { closed.withLock { $0 } }
+
+    func close() { closed.withLock { $0 = true } }
+
     func get(_ key: String) throws -> [UInt8]? {
-        guard case .value(let value) = try ask(.get(store, key: key)) else { throw unexpected() }
+        guard case .value(let value) = try ask(.get(key: key)) else { throw unexpected() }
         return value
     }
 
-    /// The values of `keys`, in order; nil where there is no record.
     func getMany(_ keys: [String]) throws -> [[UInt8]?] {
-        guard case .values(let values) = try ask(.getMany(store, keys: keys)), values.count == keys.count else { throw unexpected() }
+        guard case .values(let values) = try ask(.getMany(keys: keys)), values.count == keys.count else { throw unexpected() }
         return values
     }
 
     func keys() throws -> [String] {
-        guard case .keyList(let keys) = try ask(.keys(store)) else { throw unexpected() }
+        guard case .keyList(let keys) = try ask(.keys) else { throw unexpected() }
         return keys
     }
 
     func contains(_ key: String) throws -> Bool {
-        guard case .bool(let found) = try ask(.contains(store, key: key)) else { throw unexpected() }
+        guard case .bool(let found) = try ask(.contains(key: key)) else { throw unexpected() }
         return found
     }
 
     func set(_ key: String, value: [UInt8]) throws {
-        guard case .done = try ask(.set(store, key: key, value: value)) else { throw unexpected() }
+        guard case .done = try ask(.set(key: key, value: value)) else { throw unexpected() }
     }
 
     func delete(_ key: String) throws -> Bool {
-        guard case .bool(let found) = try ask(.delete(store, key: key)) else { throw unexpected() }
+        guard case .bool(let found) = try ask(.delete(key: key)) else { throw unexpected() }
         return found
     }
 
     func clearAll() throws {
-        guard case .done = try ask(.clearAll(store)) else { throw unexpected() }
+        guard case .done = try ask(.clearAll) else { throw unexpected() }
     }
 
-    private func ask(_ request: AgentRequest) throws -> AgentReply {
-        switch client.ask(request) {
+    private func ask(_ call: RecordCall) throws -> RecordAnswer {
+        guard !isClosed else { throw Self.closedError(store.storePath) }
+        switch client.ask(.record(store, call)) {
+        case .reply(.answer(let answer)): return answer
         case .reply(.notHeld): throw ended("the agent no longer holds it: its time ran out, it was locked, or the file on disk changed")
         case .reply(.failed(let e)): throw e.with(path: store.storePath)
-        case .reply(let reply): return reply
+        case .reply: throw unexpected()
         case .unreachable(let why): throw ended(why.reason)
         case .unanswered(let why):
-            guard request.writes else { throw ended(why) }
+            guard call.writes else { throw ended(why) }
             throw KeybayError(.io, "the keybay agent did not confirm the write to \(store.storePath) (\(why)): whether it took effect is unknown; read the record again")
                 .with(path: store.storePath, reason: Self.unconfirmedReason)
         }

@@ -57,3 +57,12 @@ private struct HeldRoot: RootProvider {
     func raiseFloor(to epoch: UInt64, providerState: [UInt8]) throws { throw refuse() }
     func reset() throws { throw refuse() }
 }
+
+extension StoreSettings {
+    /// The settings of a held store at `location`: no root is selected, created or reached, no
+    /// plugin is loaded, nothing is created.
+    init(holding location: StoreLocation, stateHome: String, rootID: String) {
+        self.init(location: location, stateHome: stateHome, rootPlugin: rootID, automaticRoots: [], requireRootPlugin: false, rootOptions: [],
+                  pluginSearch: KeybayPluginSearch(directories: [], environmentPath: nil), sandboxRoot: "", excludeFromBackups: false)
+    }
+}

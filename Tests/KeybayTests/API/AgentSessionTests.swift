@@ -39,20 +39,29 @@ import Testing
     }
 
     /// A session opened with a method while unlocked asks nothing for records, and asks (once)
-    /// when a change of methods needs the key; after that it reads the store itself.
+    /// when a method operation needs the key: it opens the store itself for method operations and
+    /// keeps it for the next one, while its records still go through the agent.
     @Test func authOnAnAgentSessionUnlocksLocallyWithTheSessionsMethod() throws {
         let agent = AgentSandbox()
         try agent.makeProtectedStore()
         let config = try agent.configuration()
         let id = try #require(try KeybayStore.status(config).methods.first?.id)
         #expect(try agent.unlock("1h").status == 0)
-        let asker = ScriptedInteraction([AgentSandbox.passphrase, AgentSandbox.passphrase])
+        let asker = ScriptedInteraction([AgentSandbox.passphrase, AgentSandbox.passphrase, AgentSandbox.passphrase])
         let session = try KeybayStore.open(config, method: id, interaction: asker)
         #expect(session.readsThroughAgent && asker.requests.withLock { $0.isEmpty })
         #expect(try session.getString("service/token") == "s3cret")
         try session.auth.verify(id)
-        #expect(!session.readsThroughAgent && asker.requests.withLock { $0.count } == 2)
-        #expect(try session.getString("service/token") == "s3cret")
+        #expect(session.readsThroughAgent && asker.requests.withLock { $0.count } == 2)
+        try session.auth.verify(id)
+        #expect(asker.requests.withLock { $0.count } == 3)
+        try session.set("after/verify", string: "through the agent")
+        #expect(try agent.cli("get", "after/verify", "--no-input").out == "through the agent")
+        // Removing the method changes the file: the agent forgets the store, and the session's
+        // records, which still go through it, say so.
+        try session.auth.remove(id)
+        #expect(session.readsThroughAgent)
+        #expect(keybayError { _ = try session.get("service/token") }?.code == .authenticationRequired)
     }
 
     @Test func theCAPIReadsThroughTheAgent() throws {

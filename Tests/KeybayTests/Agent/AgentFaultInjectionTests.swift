@@ -7,7 +7,7 @@ import Testing
 /// calls in turn (`strace -e inject` on `keybay-methods agent`): fsync, fdatasync, the renames,
 /// linkat, pread64 and write, and sendto (its replies), with EIO and (where a call can run out of
 /// space) ENOSPC. The agent
-/// is started under strace, `unlock` hands it a passphrase store, and the CLI then writes with
+/// is started, strace attached to it once it listens, `unlock` hands it a passphrase store, and the CLI then writes with
 /// `--no-input` (so it can only write through the agent). After each run, read without the agent
 /// with the passphrase: the store opens, the record written before is there, and the change is
 /// on disk exactly when the CLI printed its result; an error that says the agent did not confirm
@@ -83,38 +83,58 @@ import Testing
         let calls: [String: [FaultInjectionTests.TracedCall]]
     }
 
-    /// On a copy of `template`: an agent started under `strace` with `strace` arguments, `unlock`
+    /// On a copy of `template`: an agent started, and once it listens `strace` attached to it
+    /// (`-p`, following the threads it starts for requests) with `strace` arguments; `unlock`
     /// (its outcome not required: a failure there leaves the write nobody to go through), the
-    /// command, then the agent stopped. With `trace`, the calls strace saw.
+    /// command, then the agent stopped. With `trace`, the calls strace saw. strace counts
+    /// `when=N` per thread: attached after the start, it counts no call of the dynamic loader,
+    /// whose reads in the main thread would otherwise share their numbers with the workers' reads
+    /// of the store.
     static func tracedRun(_ template: AgentSandbox, _ command: [String], strace: [String], trace: Bool = false) throws -> TracedRun {
         let agent = AgentSandbox(app: template.box.app)
         for (from, to) in [(template.box.dataHome, agent.box.dataHome), (template.box.stateHome, agent.box.stateHome)] {
             #expect(try run("/bin/cp", ["-a", from, to], environment: agent.box.environment).status == 0)
         }
         let traceFile = agent.box.root + "/trace"
-        let tracer = spawnChild("/usr/bin/strace", ["-f", "-qq", "-o", trace ? traceFile : "/dev/null"] + strace + [cliPath, "agent"],
-                                environment: withoutLeakChecks(agent.environment), stdinPath: "/dev/null")
-        // Stops the agent, then reaps strace (which ends with it) within a bound; killed if it
-        // does not, so a run never hangs. Reaped exactly once: its pid is not signalled after.
+        let agentPID = spawnChild(cliPath, ["agent"], environment: withoutLeakChecks(agent.environment), stdinPath: "/dev/null")
+        var tracer: pid_t = 0
+        // Stops the agent, then reaps it and strace (which ends with it) within a bound; killed if
+        // they do not end, so a run never hangs. Reaped exactly once: no pid is signalled after.
         var reaped = false
         func end() {
             guard !reaped else { return }
             agent.stop()
-            if !waitUntilGone(tracer) {
-                Issue.record("strace did not end with the agent within 10 s")
-                kill(tracer, SIGKILL)
+            for pid in [agentPID, tracer] where pid > 0 {
+                if !waitUntilGone(pid) {
+                    Issue.record("\(pid == tracer ? "strace" : "the agent") did not end within 10 s")
+                    kill(pid, SIGKILL)
+                }
+                _ = waitChild(pid)
             }
-            _ = waitChild(tracer)
             reaped = true
         }
         defer { end() }
-        #expect(waitForFile(agent.socketPath), "the agent under strace bound no socket")
+        #expect(waitForFile(agent.socketPath), "the agent bound no socket")
+        tracer = spawnChild("/usr/bin/strace", ["-f", "-qq", "-o", trace ? traceFile : "/dev/null"] + strace + ["-p", "\(agentPID)"],
+                            environment: agent.environment, stdinPath: "/dev/null")
+        #expect(waitUntilTraced(agentPID, by: tracer), "strace did not attach to the agent within 10 s")
         _ = try agent.unlock("1h")
         let outcome = try run(cliPath, command, environment: agent.environment)
         end()
         let calls = trace ? FaultInjectionTests.parseTrace(readBytes(traceFile) ?? []) : [:]
         return TracedRun(box: agent, outcome: outcome, calls: calls)
     }
+}
+
+/// Whether `tracer` traces `pid` (its `TracerPid`) before `seconds` pass.
+private func waitUntilTraced(_ pid: pid_t, by tracer: pid_t, seconds: Double = 10) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        let status = String(decoding: readBytes("/proc/\(pid)/status") ?? [], as: UTF8.self)
+        if status.split(separator: "\n").contains("TracerPid:\t\(tracer)") { return true }
+        usleep(10_000)
+    }
+    return false
 }
 
 /// The value of `key`, read without the agent (no runtime directory) with the passphrase; nil

@@ -11,8 +11,8 @@ import Testing
     static let store = AgentStoreRef(applicationID: "a", dataHome: "/d", stateHome: "/s")
 
     @Test func theDocumentedExchangeIsByteForByte() throws {
-        #expect(AgentRequest.get(Self.store, key: "k").frame == hex("00000018" + "0105" + "0000000161" + "000000022f64" + "000000022f73" + "000000016b"))
-        #expect(AgentReply.value(Array("val".utf8)).frame == hex("0000000a" + "0184" + "01" + "00000003" + "76616c"))
+        #expect(AgentRequest.record(Self.store, .get(key: "k")).frame == hex("00000018" + "0105" + "0000000161" + "000000022f64" + "000000022f73" + "000000016b"))
+        #expect(AgentReply.answer(.value(Array("val".utf8))).frame == hex("0000000a" + "0184" + "01" + "00000003" + "76616c"))
         #expect(AgentReply.notHeld.frame == hex("00000002" + "0190"))
         let doc = try String(contentsOfFile: packageDirectory + "/docs/agent.md", encoding: .utf8)
         #expect(doc.contains("request  00 00 00 18  01 05  00 00 00 01 61  00 00 00 02 2f 64  00 00 00 02 2f 73  00 00 00 01 6b"))
@@ -23,30 +23,32 @@ import Testing
         let identity = FileIdentity({ var st = stat(); st.st_dev = 7; st.st_ino = 9; st.st_size = 1234; st.st_mtim.tv_nsec = 5; st.st_ctim.tv_sec = 6; return st }())
         let keys = StoreKeys(suite: .methods, storeId: [UInt8](repeating: 3, count: 16), epoch: 4, storeKey: SecureBytes(copying: [UInt8](repeating: 8, count: 32)))
         let handoff = AgentHandoff(store: Self.store, seconds: 90, identity: identity, rootID: "file-root", domain: [UInt8](repeating: 1, count: 32), keys: keys)
-        let requests: [AgentRequest] = [.hold(handoff), .forget(Self.store), .forgetAll, .query(Self.store), .get(Self.store, key: "a/b"),
-                                        .getMany(Self.store, keys: ["a", "b"]), .keys(Self.store), .contains(Self.store, key: "x"),
-                                        .set(Self.store, key: "x", value: [0, 1, 2]), .delete(Self.store, key: "x"), .clearAll(Self.store)]
+        let requests: [AgentRequest] = [.hold(handoff), .forget(Self.store), .forgetAll, .query(Self.store), .record(Self.store, .get(key: "a/b")),
+                                        .record(Self.store, .getMany(keys: ["a", "b"])), .record(Self.store, .keys), .record(Self.store, .contains(key: "x")),
+                                        .record(Self.store, .set(key: "x", value: [0, 1, 2])), .record(Self.store, .delete(key: "x")),
+                                        .record(Self.store, .clearAll)]
         for request in requests {
             let frame = request.frame
             #expect(Int(frame[0..<4].reduce(0) { $0 << 8 | UInt32($1) }) == frame.count - 4)
             let decoded = try AgentRequest.decode(Array(frame.dropFirst(4)))
-            #expect(decoded.frame == frame, "\(request.kind)")
+            #expect(decoded.frame == frame, "\(request.type)")
         }
         guard case .hold(let back) = try AgentRequest.decode(Array(AgentRequest.hold(handoff).frame.dropFirst(4))) else { Issue.record("not a hold"); return }
         #expect(back.identity == identity && back.keys.storeKey.equals(keys.storeKey) && back.keys.epoch == 4 && back.seconds == 90)
-        let replies: [AgentReply] = [.done, .held(until: 1_800_000_000), .forgotten(count: 2), .holding(until: 0, rootID: "tpm2"), .value(nil), .value([9]),
-                                     .values([nil, [1], []]), .keyList(["a", "b/c"]), .bool(true), .notHeld,
+        let replies: [AgentReply] = [.answer(.done), .held(until: 1_800_000_000), .forgotten(count: 2), .holding(until: 0, rootID: "tpm2"),
+                                     .answer(.value(nil)), .answer(.value([9])), .answer(.values([nil, [1], []])), .answer(.keyList(["a", "b/c"])),
+                                     .answer(.bool(true)), .notHeld,
                                      .failed(KeybayError(.io, "it failed", tookEffect: true)), .refused("why")]
         for reply in replies {
             let frame = reply.frame
-            #expect(try AgentReply.decode(Array(frame.dropFirst(4))).frame == frame, "\(reply.kind)")
+            #expect(try AgentReply.decode(Array(frame.dropFirst(4))).frame == frame, "\(reply.type)")
         }
         guard case .failed(let e) = try AgentReply.decode(Array(replies[10].frame.dropFirst(4))) else { Issue.record("not failed"); return }
         #expect(e.code == .io && e.tookEffect && e.message == "it failed")
     }
 
     @Test func decodingIsStrict() throws {
-        let good = Array(AgentRequest.get(Self.store, key: "k").frame.dropFirst(4))
+        let good = Array(AgentRequest.record(Self.store, .get(key: "k")).frame.dropFirst(4))
         var otherVersion = good
         otherVersion[0] = 2
         #expect(keybayError { _ = try AgentRequest.decode(otherVersion) }?.code == .unsupported)

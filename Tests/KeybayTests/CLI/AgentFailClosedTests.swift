@@ -21,7 +21,7 @@ import Testing
         try agent.makeProtectedStore()
         #expect(try agent.unlock("1h").status == 0)
         let ref = AgentStoreRef(applicationID: agent.box.app, dataHome: agent.box.dataHome, stateHome: agent.box.stateHome)
-        let request = AgentRequest.get(ref, key: "service/token").frame
+        let request = AgentRequest.record(ref, .get(key: "service/token")).frame
         writeBytes(agent.box.root + "/request", request)
         let client = """
             import socket, sys

@@ -18,10 +18,10 @@ import Testing
         return prefix
     }
 
-    /// The first-party plugins' ids: one directory under Plugins/ each.
+    /// The first-party plugins' ids: one directory under Plugins/ each, but Support (the code they share).
     static func firstPartyPlugins() throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: packageDirectory + "/Plugins")
-            .filter { var d: ObjCBool = false; return FileManager.default.fileExists(atPath: packageDirectory + "/Plugins/" + $0, isDirectory: &d) && d.boolValue }
+            .filter { var d: ObjCBool = false; return $0 != "Support" && FileManager.default.fileExists(atPath: packageDirectory + "/Plugins/" + $0, isDirectory: &d) && d.boolValue }
     }
 
     /// The installed ELF files: the CLI, the credential helpers, the library and every first-party plugin.

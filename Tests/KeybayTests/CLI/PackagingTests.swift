@@ -160,15 +160,12 @@ import Testing
         "libgio-2.0.so.0": ("libglib2.0-0", "Recommends"),
     ]
 
-    /// The sonames the plugins' C sources (and the code they link: the TPM connection, the
-    /// recovery key's QR code) name as string literals, with the TPM transports'
+    /// The sonames the plugins' C sources (Plugins/Support's, which they link, included: the TPM
+    /// connection, the recovery key's QR code) name as string literals, with the TPM transports'
     /// "libtss2-tcti-%s.so.0" expanded over tcti_names.
     static func sonamesOpenedBySources() throws -> Set<String> {
-        var sources: [String] = []
-        for top in ["Plugins", "Sources/CKeybayTPM2", "Sources/CKeybayRecoveryKey"] {
-            let directory = packageDirectory + "/" + top
-            sources += try FileManager.default.subpathsOfDirectory(atPath: directory).filter { $0.hasSuffix(".c") }.map { directory + "/" + $0 }
-        }
+        let directory = packageDirectory + "/Plugins" // Plugins/Support too
+        let sources = try FileManager.default.subpathsOfDirectory(atPath: directory).filter { $0.hasSuffix(".c") }.map { directory + "/" + $0 }
         let literal = try NSRegularExpression(pattern: #""(lib[A-Za-z0-9_.+-]*(?:%s)?[A-Za-z0-9_.+-]*\.so\.[0-9]+)""#)
         let tcti = try NSRegularExpression(pattern: #"tcti_names\[\]\s*=\s*\{([^}]*)\}"#)
         var found: Set<String> = []

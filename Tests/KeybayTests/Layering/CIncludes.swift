@@ -22,9 +22,10 @@ struct CIncludes {
         Target(name: "integrations/docker", path: "integrations/docker", dependencies: ["integrations/common", "CKeybay"]),
     ]
 
-    /// The package's targets, from `swift package describe`, and the helpers'.
-    static func ofPackage() throws -> CIncludes {
-        let r = try run("/usr/bin/env", ["swift", "package", "--package-path", packageDirectory, "describe", "--type", "json"],
+    /// The package's targets, from `swift package describe`, and the helpers'. It runs with a
+    /// build directory of its own (`scratch`): the package's is locked while `swift test` runs.
+    static func ofPackage(scratch: String) throws -> CIncludes {
+        let r = try run("/usr/bin/env", ["swift", "package", "--package-path", packageDirectory, "--scratch-path", scratch, "describe", "--type", "json"],
                         environment: ProcessInfo.processInfo.environment)
         guard r.status == 0, let json = try JSONSerialization.jsonObject(with: Data(r.stdout)) as? [String: Any],
               let targets = json["targets"] as? [[String: Any]] else { throw CocoaError(.fileReadCorruptFile) }

@@ -73,7 +73,8 @@ import Testing
     }
 
     @Test func cIncludesGoOnlyDown() throws {
-        let includes = try CIncludes.ofPackage()
+        let box = Sandbox()
+        let includes = try CIncludes.ofPackage(scratch: box.root + "/scratch")
         #expect(includes.targets.contains { $0.name == "Keybay" } && includes.targets.count > 30)
         let files = try Self.cFiles()
         #expect(files.count > 60)

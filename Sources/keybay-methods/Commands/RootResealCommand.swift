@@ -2,25 +2,8 @@
 import CSodium
 import Keybay
 
-/// Root recovery (docs/cli.md): `init` prints the recovery key a root showed, `root reseal`
-/// brings the root back with it.
+/// `root reseal`: the root brought back with the recovery key `init` printed (docs/cli.md).
 extension Command {
-    /// `init`'s result, then the recovery key the root showed while it was created (tpm2's
-    /// `recovery=yes`), as `enroll recovery` prints one: text, and the QR code on a terminal;
-    /// `--json` adds `recoveryKey`.
-    static func printInitialized(_ object: String, text: String, _ c: Context) {
-        guard let shown = c.interaction.shownByRoot else {
-            c.a.json ? Output.line(object) : Output.line(text)
-            return
-        }
-        if c.a.json { ShownSecretOutput.printJSON(object, adding: shown) } else { Output.line(text); ShownSecretOutput.printText(shown) }
-        Output.closeStandardOutput()
-        if let failure = Output.standardOutputFailure {
-            Output.error("cannot write standard output: \(failure); the root's recovery key may not have been shown in full: "
-                + "the store works, but make the root again (reset, init) before relying on its recovery")
-        }
-    }
-
     /// `root reseal --recovery-key-fd N`: the root sealed again to the PCRs now in effect with
     /// its recovery key (read from descriptor N, else asked for).
     static func rootReseal(_ c: Context) throws -> Int32 {

@@ -2,14 +2,13 @@
 /* The recovery key's text and QR code: see include/keybay_recovery_key.h and docs/recovery.md. */
 #define _POSIX_C_SOURCE 200809L
 
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <sodium.h>
 
+#include "keybay_lazy_library.h"
 #include "keybay_plugin_host.h"
 #include "keybay_recovery_key.h"
 
@@ -111,53 +110,34 @@ typedef struct rk_qrcode {
     int width;
     unsigned char *data; /* width * width modules, row by row; bit 0 set = dark */
 } rk_qrcode;
-typedef rk_qrcode *(*rk_qr_encode_fn)(const char *string, int version, int level, int hint, int casesensitive);
-typedef void (*rk_qr_free_fn)(rk_qrcode *code);
 #define RK_QR_LIBRARY "libqrencode.so.4"
 #define RK_QR_ECLEVEL_M 1 /* QR_ECLEVEL_M: about 15% of the code may be damaged */
 #define RK_QR_MODE_8 2    /* QR_MODE_8; with case sensitivity libqrencode picks the modes itself */
 #define RK_QR_QUIET 4     /* the quiet zone, in modules, that the QR standard asks for */
+#define RK_QR_FUNCTIONS(X)                                                                                      \
+    X(QRcode_encodeString, rk_qrcode *, (const char *string, int version, int level, int hint, int casesensitive)) \
+    X(QRcode_free, void, (rk_qrcode *code))
 
-static pthread_once_t rk_qr_once = PTHREAD_ONCE_INIT;
-static rk_qr_encode_fn rk_qr_encode;
-static rk_qr_free_fn rk_qr_free;
-static char rk_qr_error[256];
-
-static void rk_qr_load(void) {
-    dlerror();
-    void *handle = dlopen(RK_QR_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (handle == NULL) {
-        const char *why = dlerror();
-        snprintf(rk_qr_error, sizeof rk_qr_error, "%s", why != NULL ? why : "unknown error");
-        return;
-    }
-    rk_qr_encode_fn encode = (rk_qr_encode_fn)dlsym(handle, "QRcode_encodeString");
-    rk_qr_free_fn release = encode != NULL ? (rk_qr_free_fn)dlsym(handle, "QRcode_free") : NULL;
-    if (encode == NULL || release == NULL) {
-        const char *why = dlerror();
-        snprintf(rk_qr_error, sizeof rk_qr_error, "%s", why != NULL ? why : "a function is missing");
-        dlclose(handle);
-        return;
-    }
-    rk_qr_encode = encode; /* the handle stays open for the life of the process */
-    rk_qr_free = release;
-}
+static struct {
+    RK_QR_FUNCTIONS(KEYBAY_LAZY_TYPED_POINTER)
+} rk_qr;
+KEYBAY_LAZY_LIBRARY(rk_qr_library, RK_QR_LIBRARY, RTLD_NOW, rk_qr, RK_QR_FUNCTIONS, KEYBAY_LAZY_TYPED_NAME);
 
 /* The QR code of `text` in Unicode half blocks, two module rows a line, with the quiet zone, as
    `qrencode -t UTF8` draws it: light modules are drawn (█ ▀ ▄), dark ones left blank, for a
    terminal with a dark background. Guarded memory (rk_picture_free); NULL when libqrencode is
    missing or fails, which is never an error: the text is what counts. */
 char *keybay_rk_picture(const keybay_host *host, const char *who, const char *text, size_t *size_out) {
-    pthread_once(&rk_qr_once, rk_qr_load);
-    if (rk_qr_encode == NULL) {
+    const char *why = keybay_lazy_library_open(&rk_qr_library);
+    if (why != NULL) {
         keybay_host_log(host, KEYBAY_LOG_INFO, "%s: no QR code: cannot load " RK_QR_LIBRARY " (%s; Debian: libqrencode4)", who,
-                        rk_qr_error);
+                        why);
         return NULL;
     }
-    rk_qrcode *code = rk_qr_encode(text, 0, RK_QR_ECLEVEL_M, RK_QR_MODE_8, 1);
+    rk_qrcode *code = rk_qr.QRcode_encodeString(text, 0, RK_QR_ECLEVEL_M, RK_QR_MODE_8, 1);
     if (code == NULL || code->data == NULL || code->width <= 0 || code->width > 177) {
         keybay_host_log(host, KEYBAY_LOG_INFO, "%s: no QR code: libqrencode could not encode the key", who);
-        if (code != NULL) rk_qr_free(code);
+        if (code != NULL) rk_qr.QRcode_free(code);
         return NULL;
     }
     const size_t width = (size_t)code->width;
@@ -193,7 +173,7 @@ char *keybay_rk_picture(const keybay_host *host, const char *who, const char *te
     }
     /* The modules are the key too. libqrencode's own intermediate buffers are freed by it. */
     sodium_memzero(code->data, width * width);
-    rk_qr_free(code);
+    rk_qr.QRcode_free(code);
     return picture;
 }
 

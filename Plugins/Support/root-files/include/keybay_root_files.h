@@ -14,6 +14,10 @@
 #include <stdint.h>
 
 #include "keybay_plugin.h"
+#include "keybay_private_directory.h"
+
+/* errno as INSECURE (EACCES, EPERM) or IO, with "what path: reason". */
+#define keybay_rf_fail_errno keybay_private_fail_errno
 
 #define KEYBAY_ROOT_PATH_BYTES 4200
 
@@ -28,15 +32,16 @@ keybay_status keybay_rf_fail(const keybay_host *host, keybay_status status, cons
 int keybay_rf_buffer_alloc(keybay_buffer *b, size_t length);
 /* The plugin's free_buffer: wipes and frees, leaves data NULL and length 0. */
 void keybay_rf_free_buffer(keybay_buffer *b);
+/* `length` bytes of text into a new such buffer (location and protection lines); INTERNAL, with
+   the line, when out of memory. */
+keybay_status keybay_rf_text(const keybay_host *host, const char *text, size_t length, keybay_buffer *text_out);
 
-/* errno as INSECURE (EACCES, EPERM) or IO, with "what path: reason". */
-keybay_status keybay_rf_fail_errno(const keybay_host *host, const char *what, const char *path);
 
 /* <state_home>/keybay/<app>/<name>; -1 if it does not fit (out then holds a truncated path). */
 int keybay_rf_path(const keybay_root_context *c, const char *name, char *out, size_t size);
 
-/* Opens <state_home>/keybay/<app> (creating it, 0700, when `create`); *fd = -1 (and OK) when it
-   is missing and !create. `path` receives the directory's path. */
+/* Opens <state_home>/keybay/<app> as a private directory (keybay_private_open: creating it, 0700,
+   when `create`); *fd = -1 (and OK) when it is missing and !create. `path` receives its path. */
 keybay_status keybay_rf_open_dir(const keybay_host *host, const keybay_root_context *c, int create, int *fd,
                                  char *path, size_t path_size);
 
@@ -80,5 +85,21 @@ keybay_status keybay_rf_open(const keybay_host *host, const uint8_t *root, const
 keybay_status keybay_rf_check_session_bus(const keybay_host *host, const char *root_id, const char *service);
 
 #pragma GCC visibility pop
+
+/* The descriptor's root operations every first-party root has, by the names each gives them
+   (keybay_plugin_descriptor.h has the rest). */
+#define KEYBAY_ROOT_OPERATIONS                                                                    \
+    .free_buffer = keybay_rf_free_buffer, .root_exists = root_exists, .root_seal = root_seal,      \
+    .root_reset = root_reset, .root_location_with_host = root_location,                           \
+    .root_protection = root_protection, .root_open_with_floor = root_open_with_floor,             \
+    .root_raise_floor = root_raise_floor
+
+/* A root's root_protection: its protection note, a string literal or char array, as it is. */
+#define KEYBAY_ROOT_PROTECTION(note)                                                              \
+    static keybay_status root_protection(const keybay_host *host, const keybay_root_context *c,   \
+                                         keybay_buffer *text_out) {                              \
+        (void)c;                                                                                 \
+        return keybay_rf_text(host, (note), sizeof(note) - 1, text_out);                        \
+    }
 
 #endif /* KEYBAY_ROOT_FILES_H */

@@ -16,6 +16,7 @@
 #include <fido.h>
 
 #include "keybay_plugin.h"
+#include "keybay_plugin_descriptor.h"
 
 #define KEYBAY_FIDO2_HIDDEN __attribute__((visibility("hidden")))
 
@@ -75,23 +76,13 @@ KEYBAY_FIDO2_HIDDEN extern const keybay_option_spec keybay_fido2_option_specs[KE
 
 /* The descriptor of a plugin built on this core, so that the test plugin cannot drift from the
    shipped one: only the id, the display name and what it needs in the sandbox differ. */
-#define KEYBAY_FIDO2_DESCRIPTOR(id_, name_, sandbox_)                \
-    {                                                                \
-        .abi_version = KEYBAY_PLUGIN_ABI_VERSION,                    \
-        .struct_size = sizeof(keybay_plugin),                        \
-        .id = (id_),                                                 \
-        .name = (name_),                                             \
-        .version = "1.0",                                            \
-        .kind = KEYBAY_KIND_METHOD,                                  \
-        .flags = KEYBAY_FLAG_INTERACTIVE | KEYBAY_FLAG_NEEDS_DEVICE, \
-        .options = keybay_fido2_option_specs,                        \
-        .option_count = KEYBAY_FIDO2_OPTION_COUNT,                   \
-        .free_buffer = keybay_fido2_free_buffer,                     \
-        .probe = keybay_fido2_probe,                                 \
-        .enroll = keybay_fido2_enroll,                               \
-        .unwrap = keybay_fido2_unwrap,                               \
-        .describe_with_host = keybay_fido2_describe,                 \
-        .sandbox = (sandbox_),                                       \
+#define KEYBAY_FIDO2_DESCRIPTOR(id_, name_, sandbox_)                                             \
+    {                                                                                             \
+        KEYBAY_DESCRIPTOR((id_), (name_), "1.0", KEYBAY_KIND_METHOD,                               \
+                          KEYBAY_FLAG_INTERACTIVE | KEYBAY_FLAG_NEEDS_DEVICE),                     \
+        .options = keybay_fido2_option_specs, .option_count = KEYBAY_FIDO2_OPTION_COUNT,           \
+        .free_buffer = keybay_fido2_free_buffer, KEYBAY_METHOD_OPERATIONS(keybay_fido2_),          \
+        .sandbox = (sandbox_),                                                                     \
     }
 
 #endif /* KEYBAY_FIDO2_CORE_H */

@@ -13,6 +13,7 @@
 #include <sodium.h>
 
 #include "keybay_plugin_host.h"
+#include "keybay_private_directory.h"
 #include "keybay_root_files.h"
 
 #define STAGE_SUFFIX ".stage"
@@ -35,54 +36,14 @@ void keybay_rf_free_buffer(keybay_buffer *b) {
     if (b && b->data) { sodium_free(b->data); b->data = NULL; b->length = 0; }
 }
 
-keybay_status keybay_rf_fail_errno(const keybay_host *host, const char *what, const char *path) {
-    int code = errno;
-    keybay_status s = (code == EACCES || code == EPERM) ? KEYBAY_ERR_INSECURE : KEYBAY_ERR_IO;
-    return keybay_rf_fail(host, s, "%s %s: %s", what, path, strerror(code));
+keybay_status keybay_rf_text(const keybay_host *host, const char *text, size_t length, keybay_buffer *text_out) {
+    if (!keybay_rf_buffer_alloc(text_out, length)) return keybay_rf_fail(host, KEYBAY_ERR_INTERNAL, "out of memory");
+    memcpy(text_out->data, text, length);
+    return KEYBAY_OK;
 }
 
 #define fail keybay_rf_fail
 #define fail_errno keybay_rf_fail_errno
-
-static keybay_status check_private(const keybay_host *host, int fd, const char *path, int directory) {
-    struct stat st;
-    if (fstat(fd, &st) != 0) return fail_errno(host, "cannot inspect", path);
-    if (directory ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
-        keybay_host_error_detail(host, "wrong-type", -1, path);
-        return fail(host, KEYBAY_ERR_INSECURE, "%s is not a %s; refusing to use it", path, directory ? "directory" : "regular file");
-    }
-    if (st.st_uid != geteuid()) {
-        keybay_host_error_detail(host, "not-owner", -1, path);
-        return fail(host, KEYBAY_ERR_INSECURE, "%s is owned by another user; refusing to use it", path);
-    }
-    if (st.st_mode & 077) {
-        keybay_host_error_detail(host, "mode", -1, path);
-        return fail(host, KEYBAY_ERR_INSECURE, "%s is open to group or others; refusing to use it (expected %s)", path, directory ? "0700" : "0600");
-    }
-    return KEYBAY_OK;
-}
-
-/* mkdir -p for the XDG base directory itself (new levels get 0700). */
-static keybay_status make_base(const keybay_host *host, const char *base) {
-    struct stat st;
-    if (stat(base, &st) == 0) return KEYBAY_OK;
-    char prefix[4096];
-    size_t n = strlen(base);
-    if (n >= sizeof prefix) return fail(host, KEYBAY_ERR_IO, "path too long: %s", base);
-    for (size_t i = 1; i <= n; i++) {
-        if (i == n || base[i] == '/') {
-            memcpy(prefix, base, i);
-            prefix[i] = 0;
-            if (mkdir(prefix, 0700) == 0) {
-                /* The umask may have taken bits away: a new level is exactly 0700. */
-                if (chmod(prefix, 0700) != 0) return fail_errno(host, "cannot set the mode of", prefix);
-            } else if (errno != EEXIST) {
-                return fail_errno(host, "cannot create directory", prefix);
-            }
-        }
-    }
-    return KEYBAY_OK;
-}
 
 int keybay_rf_path(const keybay_root_context *c, const char *name, char *out, size_t size) {
     int n = snprintf(out, size, "%s/keybay/%s/%s", c->state_home, c->application_id, name);
@@ -91,54 +52,8 @@ int keybay_rf_path(const keybay_root_context *c, const char *name, char *out, si
 
 keybay_status keybay_rf_open_dir(const keybay_host *host, const keybay_root_context *c, int create, int *fd,
                                  char *path, size_t path_size) {
-    *fd = -1;
-    if (create) {
-        keybay_status s = make_base(host, c->state_home);
-        if (s != KEYBAY_OK) return s;
-    }
-    int current = open(c->state_home, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (current < 0) {
-        if (errno == ENOENT && !create) return KEYBAY_OK;
-        return fail_errno(host, "cannot open directory", c->state_home);
-    }
-    const char *components[2] = { "keybay", c->application_id };
-    snprintf(path, path_size, "%s", c->state_home);
-    for (int i = 0; i < 2; i++) {
-        size_t used = strlen(path);
-        snprintf(path + used, path_size - used, "/%s", components[i]);
-        int next = openat(current, components[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (next < 0 && errno == ENOENT && create) {
-            if (mkdirat(current, components[i], 0700) == 0) {
-                /* Exactly 0700 whatever the umask (the parent is ours: nothing can swap the entry). */
-                if (fchmodat(current, components[i], 0700, 0) != 0) {
-                    keybay_status s = fail_errno(host, "cannot set the mode of", path);
-                    close(current);
-                    return s;
-                }
-            } else if (errno != EEXIST) {
-                keybay_status s = fail_errno(host, "cannot create directory", path);
-                close(current);
-                return s;
-            }
-            next = openat(current, components[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        }
-        int open_errno = errno;
-        close(current);
-        if (next < 0) {
-            if (open_errno == ENOENT && !create) return KEYBAY_OK;
-            if (open_errno == ELOOP || open_errno == ENOTDIR) {
-                keybay_host_error_detail(host, "symbolic-link", -1, path);
-                return fail(host, KEYBAY_ERR_INSECURE, "%s is a symbolic link or not a directory; refusing to use it", path);
-            }
-            errno = open_errno;
-            return fail_errno(host, "cannot open directory", path);
-        }
-        keybay_status s = check_private(host, next, path, 1);
-        if (s != KEYBAY_OK) { close(next); return s; }
-        current = next;
-    }
-    *fd = current;
-    return KEYBAY_OK;
+    const char *const components[2] = { "keybay", c->application_id };
+    return keybay_private_open(host, c->state_home, components, 2, create, fd, path, path_size);
 }
 
 keybay_status keybay_rf_exists(const keybay_host *host, const keybay_root_context *c, const char *name, int *exists) {
@@ -179,7 +94,7 @@ keybay_status keybay_rf_read(const keybay_host *host, const keybay_root_context 
         }
         return fail_errno(host, "cannot open", path);
     }
-    s = check_private(host, fd, path, 0);
+    s = keybay_private_check(host, fd, path, 0);
     size_t total = 0;
     ssize_t n;
     while (s == KEYBAY_OK && total < capacity && (n = read(fd, out + total, capacity - total)) != 0) {
