@@ -101,15 +101,15 @@ extension KeybayAuth {
     /// Checks what an enrollment is given (a label, options given once) and loads its plugin, before
     /// any ceremony.
     static func checkedPlugin(_ pluginID: String, label: String?, options: [(String, String)],
-                              configuration: KeybayConfiguration) throws -> LoadedPlugin {
+                              configuration: KeybayConfiguration) throws -> any MethodProvider {
         if let label { try KeybayMethod.validateLabel(label) }
         try refuseRepeatedOptionNames(options)
-        return try PluginLoader.loadMethod(pluginID, search: configuration.pluginSearch)
+        return try configuration.methodResolver.method(pluginID)
     }
 
     /// Runs `plugin`'s enrollment ceremony after asking whether it can work here at all (never
     /// prompts), so an absent device fails before any ceremony.
-    static func enroll(_ plugin: LoadedPlugin, options: [(String, String)], label: String, configuration: KeybayConfiguration,
+    static func enroll(_ plugin: any MethodProvider, options: [(String, String)], label: String, configuration: KeybayConfiguration,
                        interaction: any KeybayInteraction) throws -> Enrollment {
         if let reason = plugin.probe() {
             throw KeybayError(.methodUnavailable, "\(plugin.id) cannot be enrolled here: \(reason)")

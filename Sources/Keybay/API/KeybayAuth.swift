@@ -176,8 +176,8 @@ public struct KeybayAuth: Sendable {
         let method = try method(id, in: current)
         let about = MethodCallContext(session.configuration, label: method.label, grants: method.grants, unlocking: method.methodId)
         do {
-            let secret = try session.loadMethodPlugin(method.pluginId).unwrap(params: method.params, interaction: interaction ?? session.interaction,
-                                                                              about: about, forVerification: true)
+            let secret = try session.loadMethodPlugin(method.pluginId).verify(params: method.params, interaction: interaction ?? session.interaction,
+                                                                              about: about)
             _ = try method.privateKey(secret: secret, storeId: current.keys.storeId)
         } catch let e as KeybayError {
             throw e.with(methodID: id)

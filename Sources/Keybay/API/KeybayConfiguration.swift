@@ -132,12 +132,9 @@ public struct KeybayConfiguration: Sendable, Equatable {
     }
 }
 
-extension KeybayPluginSearch {
-    /// The first-party method plugins that run in process by default when they are found in the
-    /// installation: tpm2-pin reaches a TPM through TCTIs (swtpm over TCP, D-Bus to tpm2-abrmd) and
-    /// pkcs11 loads whatever module the user names, neither of which a sandbox declaration can
-    /// describe. (The first-party ids live with the configuration's other defaults.)
-    public static let defaultInProcessMethodPlugins = ["tpm2-pin", "pkcs11"]
+extension KeybayConfiguration {
+    /// Where the API obtains every method: this configuration's plugin search.
+    var methodResolver: MethodResolver { MethodResolver(search: pluginSearch) }
 }
 
 extension MethodCallContext {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-/// Labels, and methods as a store lists them (the struct itself is declared in KeybayMethod.swift
-/// at the top of the core, below every layer).
+/// Labels, and methods as a store lists them (the struct itself is declared in
+/// API/Vocabulary/KeybayMethod.swift, below every layer).
 extension KeybayMethod {
     /// Labels an enrollment may give: 1–64 bytes of UTF-8 without control characters (C0, DEL,
     /// C1), bidirectional marks, overrides and isolates (U+061C, U+200E–U+200F, U+202A–U+202E,
@@ -32,7 +32,7 @@ extension KeybayMethod {
     /// - Returns: The method, with ``needsDevice`` filled in where the plugin could be read.
     public func describingDevice(search: KeybayPluginSearch) -> KeybayMethod {
         var m = self
-        m.needsDevice = (try? PluginLoader.loadMethod(plugin, search: search))?.needsDevice
+        m.needsDevice = (try? MethodResolver(search: search).method(plugin))?.needsDevice
         return m
     }
 }

@@ -99,13 +99,13 @@ public enum KeybayPlugins {
     ///   ``load(_:search:)`` throws.
     public static func benchmark(plugin id: String, options: [(String, String)] = [], search: KeybayPluginSearch = KeybayPluginSearch(),
                                  interaction: any KeybayInteraction) throws -> (parameters: String, unlockSeconds: Double) {
-        let plugin = try PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD, search: search)
+        let plugin = try MethodResolver(search: search).method(id)
         guard plugin.calibrates else {
             throw KeybayError(.unsupported, "\(id) does not calibrate a cost to this machine; benchmark runs only plugins that do")
                 .with(pluginID: id, reason: "no-calibration")
         }
         let throwaway = ThrowawaySecret(forwardingTo: interaction)
-        let (params, _, grants) = try plugin.enroll(options: options, interaction: throwaway)
+        let (params, _, grants) = try plugin.enroll(options: options, interaction: throwaway, about: .none)
         var start = timespec(), end = timespec()
         clock_gettime(CLOCK_MONOTONIC, &start)
         _ = try plugin.unwrap(params: params, interaction: throwaway, about: .unlocking(grants))

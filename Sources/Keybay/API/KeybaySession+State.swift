@@ -58,8 +58,8 @@ extension KeybaySession {
         }
     }
 
-    func loadMethodPlugin(_ id: String) throws -> LoadedPlugin {
-        try PluginLoader.loadMethod(id, search: configuration.pluginSearch)
+    func loadMethodPlugin(_ id: String) throws -> any MethodProvider {
+        try configuration.methodResolver.method(id)
     }
 
     /// Replaces the method list (see StoreEngine.rotate); fails if the methods on disk are no

@@ -141,7 +141,7 @@ public enum KeybayStore {
     /// Loads the method's plugin and runs its unlock ceremony.
     static func ceremony(_ configuration: KeybayConfiguration, _ interaction: any KeybayInteraction) -> MethodCeremony {
         { method in
-            try PluginLoader.loadMethod(method.pluginId, search: configuration.pluginSearch)
+            try configuration.methodResolver.method(method.pluginId)
                 .unwrap(params: method.params, interaction: interaction, about: MethodCallContext(configuration, label: method.label, grants: method.grants, unlocking: method.methodId))
         }
     }
@@ -193,7 +193,7 @@ public enum KeybayStore {
         let inspection = try StoreEngine(configuration.settings).inspect()
         return (KeybayStatus(inspection, storePath: configuration.storePath, unlocked: agentUnlock(configuration, inspection)), inspection.methods.map { envelope in
             do {
-                let plugin = try PluginLoader.loadMethod(envelope.pluginId, search: configuration.pluginSearch)
+                let plugin = try configuration.methodResolver.method(envelope.pluginId)
                 var method = KeybayMethod(envelope)
                 method.needsDevice = plugin.needsDevice
                 return KeybayMethodDescription(method: method, description: try plugin.describe(params: envelope.params), failure: nil)

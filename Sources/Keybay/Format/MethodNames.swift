@@ -3,13 +3,8 @@
 /// method ids. The decoder and the API share these rules, so a stored name is always one the API
 /// would accept.
 enum MethodNames {
-    /// Plugin ids: `[a-z0-9][a-z0-9._-]{0,63}` (they become file names).
-    static func isValidPluginID(_ id: String) -> Bool {
-        let b = Array(id.utf8)
-        guard (1...64).contains(b.count) else { return false }
-        func lowerAlnum(_ c: UInt8) -> Bool { (c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x7a) }
-        return lowerAlnum(b[0]) && b.dropFirst().allSatisfy { lowerAlnum($0) || $0 == 0x2e || $0 == 0x5f || $0 == 0x2d }
-    }
+    /// Plugin ids: `[a-z0-9][a-z0-9._-]{0,63}` (they become file names); the public rule.
+    static func isValidPluginID(_ id: String) -> Bool { KeybayPluginSearch.isValidPluginID(id) }
 
     /// Stored labels, as the decoder accepts them: 1–64 bytes of UTF-8 without C0 controls or
     /// DEL. Stores written before the stricter enrollment rule keep opening; output escapes the rest.

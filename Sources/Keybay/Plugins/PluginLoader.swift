@@ -47,11 +47,6 @@ enum PluginLoader {
             .with(pluginID: id)
     }
 
-    /// The method plugin `id` on `search`.
-    static func loadMethod(_ id: String, search: KeybayPluginSearch) throws -> LoadedPlugin {
-        try load(id: id, kind: KEYBAY_KIND_METHOD, search: search)
-    }
-
     /// The ids of every plugin file found in the search path (first occurrence wins).
     static func discover(search: KeybayPluginSearch) throws -> [(id: String, path: String)] {
         var seen: Set<String> = []

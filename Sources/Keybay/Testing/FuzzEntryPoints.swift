@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: Apache-2.0
-import CKeybayPlugin
 
 /// Entry points for the libFuzzer targets under Fuzz/ (SPI, not API): each feeds untrusted bytes
 /// to one strict decoder. A decoder may throw; it must never crash, hang or allocate without a bound.
@@ -27,8 +26,7 @@ public enum KeybayFuzzing {
     /// A method plugin's parameter decoder, reached through its `describe` (side-effect free).
     /// In process: libFuzzer follows the plugin's branches only in the fuzzer's own process.
     public static func describeParameters(plugin id: String, directory: String, _ bytes: [UInt8]) {
-        guard let plugin = try? PluginLoader.load(id: id, kind: KEYBAY_KIND_METHOD,
-                                                  search: KeybayPluginSearch(directories: [directory], environmentPath: nil, isolation: .inProcess)) else {
+        guard let plugin = try? MethodResolver(search: KeybayPluginSearch(directories: [directory], environmentPath: nil, isolation: .inProcess)).method(id) else {
             fatalError("fuzz: cannot load plugin \(id) from \(directory)")
         }
         _ = try? plugin.describe(params: bytes)

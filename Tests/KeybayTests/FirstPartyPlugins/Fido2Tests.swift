@@ -333,7 +333,7 @@ enum VirtualKeys {
         let opens = VirtualKeys.get("opens")
         for p in malformed {
             let interaction = ScriptedInteraction(["1234"])
-            #expect(keybayCode { _ = try plugin.unwrap(params: p, interaction: interaction) } == .malformed, "\(p.count) bytes")
+            #expect(keybayCode { _ = try plugin.unwrap(params: p, interaction: interaction, about: .none) } == .malformed, "\(p.count) bytes")
             #expect(interaction.askCount == 0)
         }
         #expect(VirtualKeys.get("opens") == opens, "malformed parameters reached a device")
@@ -342,11 +342,11 @@ enum VirtualKeys {
         // key does not verify the answer; a changed PRF input gives another secret, which the
         // store refuses.
         let foreignID = tampered { $0[$0.count - 1] ^= 1 }
-        #expect(keybayCode { _ = try plugin.unwrap(params: foreignID, interaction: ScriptedInteraction(["1234"])) } == .methodUnavailable)
+        #expect(keybayCode { _ = try plugin.unwrap(params: foreignID, interaction: ScriptedInteraction(["1234"]), about: .none) } == .methodUnavailable)
         let otherKey = tampered { $0[40] ^= 1 }
-        #expect(keybayCode { _ = try plugin.unwrap(params: otherKey, interaction: ScriptedInteraction(["1234"])) } == .wrongSecret)
-        let right = try plugin.unwrap(params: params, interaction: ScriptedInteraction(["1234"]))
-        let otherInput = try plugin.unwrap(params: tampered { $0[2] ^= 1 }, interaction: ScriptedInteraction(["1234"]))
+        #expect(keybayCode { _ = try plugin.unwrap(params: otherKey, interaction: ScriptedInteraction(["1234"]), about: .none) } == .wrongSecret)
+        let right = try plugin.unwrap(params: params, interaction: ScriptedInteraction(["1234"]), about: .none)
+        let otherInput = try plugin.unwrap(params: tampered { $0[2] ^= 1 }, interaction: ScriptedInteraction(["1234"]), about: .none)
         #expect(!right.equals(otherInput))
         #expect(try plugin.describe(params: params).contains("PIN and touch"))
         #expect(keybayCode { _ = try plugin.describe(params: Array(params.prefix(50))) } == .malformed)

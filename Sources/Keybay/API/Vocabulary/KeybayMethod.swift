@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Declared below every layer, beside KeybayError: an error lists methods (``KeybayError/methods``)
-// and an interaction chooses among them. What reads them from a store is in API/KeybayMethod.swift.
+// In the vocabulary below every layer, beside KeybayError: an error lists methods
+// (``KeybayError/methods``) and an interaction chooses among them. What reads them from a store is
+// in API/KeybayMethod+Store.swift.
 /// One enrolled unlock method, as listed without calling any plugin (``KeybayAuth/list()``,
 /// ``KeybayStatus/methods``).
 public struct KeybayMethod: Sendable, Equatable {

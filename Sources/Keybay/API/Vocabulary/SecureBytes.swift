@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 import CSodium
 
+// Below every layer (every layer holds secrets in it), so it calls libsodium itself rather than
+// through Crypto's `Sodium`.
+
 /// Secret bytes in guarded memory (`sodium_malloc`: guard pages, canary, mlock where allowed),
 /// read-only after they are filled and wiped when freed. Immutable after `init`, hence Sendable.
 public final class SecureBytes: @unchecked Sendable {
@@ -10,7 +13,7 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Allocates `count` bytes and lets `fill` write them once; on a throw the memory is wiped and freed.
     init(count: Int, fill: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
-        Sodium.ensureInitialised()
+        precondition(Self.sodiumInitialised, "libsodium failed to initialise")
         precondition(count > 0, "SecureBytes needs at least one byte")
         guard let p = sodium_malloc(count) else {
             fatalError("sodium_malloc(\(count)) failed: out of memory")
@@ -50,8 +53,12 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Constant-time comparison.
     public func equals(_ other: SecureBytes) -> Bool {
-        withUnsafeBytes { a in other.withUnsafeBytes { b in Sodium.constantTimeEqual(a, b) } }
+        count == other.count && withUnsafeBytes { a in other.withUnsafeBytes { b in sodium_memcmp(a.baseAddress!, b.baseAddress!, count) == 0 } }
     }
+
+    /// `sodium_init` once, on first use (a global `let`: thread-safe; libsodium allows further
+    /// calls, so `Sodium.ensureInitialised` elsewhere is harmless).
+    private static let sodiumInitialised: Bool = sodium_init() >= 0
 
     deinit {
         sodium_free(pointer) // sodium_free wipes before unmapping
