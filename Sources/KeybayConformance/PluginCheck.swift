@@ -6,7 +6,7 @@ import Keybay
 /// scripted host and checks the documented behaviour. Each check passes, fails (with a detail
 /// saying what was tried and what came back), is skipped (the runner has no way to try it, and
 /// says why) or is not run (an earlier step it needs failed).
-package enum PluginCheck {
+public enum PluginCheck {
     /// Every check, in the order they run: those of any file, then a method's, then a root's.
     static let table: [Check] = FileChecks.table + MethodChecks.table + RootChecks.table
 
@@ -20,9 +20,9 @@ package enum PluginCheck {
     /// token), answers every PIN request except the wrong-secret check's, which presents one
     /// wrong PIN. `isolation` is where the plugin runs, by a host's rule (a root outside the
     /// installation is checked only with `.inProcess`).
-    package static func run(path: String, options: [(String, String)] = [], wrongOptions: [(String, String)] = [],
-                            changeCredential: String? = nil, pin: SecureBytes? = nil,
-                            isolation: KeybayPluginIsolation = .fromEnvironment) -> [CheckResult] {
+    public static func run(path: String, options: [(String, String)] = [], wrongOptions: [(String, String)] = [],
+                           changeCredential: String? = nil, pin: SecureBytes? = nil,
+                           isolation: KeybayPluginIsolation = .fromEnvironment) -> [CheckResult] {
         run(path: path, options: options, wrongOptions: wrongOptions, changeCredential: changeCredential, pin: pin, isolation: isolation, table: table)
     }
 

@@ -33,7 +33,8 @@ import Testing
 
     /// The Swift clients in the package, type-checked as a host outside it would be: Keybay's
     /// `package` declarations hidden. KeybayConformance (plugin-check's table, linked by the
-    /// CLI alone) is not one: it reaches the plugin loader, which is no public API, through them.
+    /// CLI alone, no product) is not one: it reaches the plugin loader, which is no public API,
+    /// through them; the CLI uses its public interface (`PluginCheck`, `CheckResult`).
     static let publicAPIClients = ["keybay-methods", "KeybayCAPI", "KeybayPrompt"]
 
     @Test(arguments: publicAPIClients) func aClientUsesOnlyKeybaysPublicAPI(_ target: String) throws {

@@ -237,16 +237,21 @@ public struct NonInteractive: KeybayInteraction {
 }
 
 extension KeybaySecretRequest {
-    /// A request made outside a plugin call: the C API's default interaction asked directly by
-    /// its host (package access: no public API makes requests).
-    package init(kind: Kind, prompt: String, isConfirmation: Bool) {
+    /// A request made outside a plugin call, for a host that asks through an interaction
+    /// itself (the C API's default interaction asked directly, the CLI asking for a root
+    /// recovery key): a first ask, naming no method, plugin or application.
+    ///
+    /// - Parameters:
+    ///   - kind: What is asked for.
+    ///   - prompt: The text to show.
+    ///   - isConfirmation: Whether it is the second entry of a new secret.
+    public init(kind: Kind, prompt: String, isConfirmation: Bool) {
         self.init(kind: kind, prompt: prompt, retriesLeft: nil, isNew: isConfirmation, isConfirmation: isConfirmation, application: nil, label: nil,
                   pluginID: nil, isRetry: false, methodID: nil)
     }
 
-    /// What a host shows with a retry ("Wrong passphrase (2 tries left)"); nil for a first ask
-    /// (package access: the KeybayPrompt interactions show it).
-    package var retryText: String? {
+    /// What a host shows with a retry ("Wrong passphrase (2 tries left)"); nil for a first ask.
+    public var retryText: String? {
         guard isRetry else { return nil }
         return "Wrong \(kind.displayName)" + (retriesLeft.map { " (\($0) \($0 == 1 ? "try" : "tries") left)" } ?? "")
     }
