@@ -26,27 +26,33 @@ extension SourceLayering {
         return words[words.startIndex + 1]
     }
 
+    /// The code cut into statements: at line ends, semicolons and braces, each with the brace
+    /// depth it starts at and the brace that ends it (nil at a line end or semicolon).
+    static func statements(in code: String) -> [(text: Substring, depth: Int, closer: Character?)] {
+        var result: [(text: Substring, depth: Int, closer: Character?)] = []
+        var depth = 0, start = code.startIndex
+        for i in code.indices where "{};\n".contains(code[i]) {
+            let c = code[i]
+            result.append((code[start..<i].drop { $0 == " " || $0 == "\t" }, depth, c == "{" || c == "}" ? c : nil))
+            if c == "{" { depth += 1 } else if c == "}" { depth -= 1 }
+            start = code.index(after: i)
+        }
+        result.append((code[start...].drop { $0 == " " || $0 == "\t" }, depth, nil))
+        return result
+    }
+
     /// The members declared directly in each `extension` body of the code (not in nested types).
     static func extensionMembers(in code: String) -> [String] {
         var names: [String] = []
-        var depth = 0
-        var extensionOpening = false, inExtension = false
-        for line in code.split(separator: "\n", omittingEmptySubsequences: false) {
-            let trimmed = line.drop { $0 == " " || $0 == "\t" }
+        var opening = false, inExtension = false
+        for (text, depth, closer) in statements(in: code) {
             if depth == 0 {
-                let words = trimmed.split(whereSeparator: { !($0.isLetter || $0 == "@") }).drop { memberModifiers.contains(String($0)) || $0.hasPrefix("@") }
-                if words.first == "extension" { extensionOpening = true }
-            } else if depth == 1 && inExtension, let name = declaredName(onLine: trimmed) {
-                names.append(name)
-            }
-            for c in line {
-                if c == "{" {
-                    if depth == 0 && extensionOpening { inExtension = true; extensionOpening = false }
-                    depth += 1
-                } else if c == "}" {
-                    depth -= 1
-                    if depth == 0 { inExtension = false }
-                }
+                let words = text.split(whereSeparator: { !($0.isLetter || $0 == "@") }).drop { memberModifiers.contains(String($0)) || $0.hasPrefix("@") }
+                if words.first == "extension" { opening = true }
+                if closer == "{" { inExtension = opening; opening = false }
+            } else if depth == 1 {
+                if inExtension, let name = declaredName(onLine: text) { names.append(name) }
+                if closer == "}" { inExtension = false }
             }
         }
         return names
@@ -56,20 +62,17 @@ extension SourceLayering {
     /// its own layer or one below.
     static func declaredNames(in code: String) -> Set<String> {
         var names: Set<String> = []
-        for line in code.split(separator: "\n") {
-            for statement in line.split(separator: ";") {
-                let trimmed = statement.drop { $0 == " " || $0 == "\t" }
-                guard let name = declaredName(onLine: trimmed) else { continue }
-                names.insert(name)
-                // `case a, b(Int), c`: each case of the list.
-                if trimmed.split(separator: " ").contains(where: { $0 == "case" }) {
-                    var parenthesis = 0, word = ""
-                    for c in trimmed.drop(while: { $0 != " " }) {
-                        if c == "(" { parenthesis += 1 } else if c == ")" { parenthesis -= 1 }
-                        if parenthesis == 0, c.isLetter || c.isNumber || c == "_" { word.append(c) } else {
-                            if !word.isEmpty { names.insert(word) }
-                            word = ""
-                        }
+        for (trimmed, _, _) in statements(in: code) {
+            guard let name = declaredName(onLine: trimmed) else { continue }
+            names.insert(name)
+            // `case a, b(Int), c`: each case of the list.
+            if trimmed.split(separator: " ").contains(where: { $0 == "case" }) {
+                var parenthesis = 0, word = ""
+                for c in trimmed.drop(while: { $0 != " " }) {
+                    if c == "(" { parenthesis += 1 } else if c == ")" { parenthesis -= 1 }
+                    if parenthesis == 0, c.isLetter || c.isNumber || c == "_" { word.append(c) } else {
+                        if !word.isEmpty { names.insert(word) }
+                        word = ""
                     }
                 }
             }

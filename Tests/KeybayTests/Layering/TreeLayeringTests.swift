@@ -17,9 +17,10 @@ import Testing
                     func describeForHost() -> String { count.description }
                     struct Nested { func notAMemberOfTheExtension() {} }
                 }
+                extension StoreEngine { static let oneLine = 1 }
                 """),
             SourceFile(path: "Engine/Engine.swift", layer: "Engine", text: """
-                struct StoreEngine { func f(_ a: [Int]) { _ = describeForHost(); _ = self.describeForHost(); _ = a.count; _ = Nested().notAMemberOfTheExtension() } }
+                struct StoreEngine { func f(_ a: [Int]) { _ = describeForHost(); _ = self.describeForHost(); _ = a.count; _ = Nested().notAMemberOfTheExtension(); _ = Self.oneLine } }
                 struct Other {
                     let hostName = ""
                     func g() { _ = self.hostName }
@@ -28,7 +29,7 @@ import Testing
             SourceFile(path: "API/Store.swift", layer: "API", text: "func h(e: StoreEngine) { _ = e.describeForHost() }\n"),
         ]
         #expect(SourceLayering(planted).extensionMemberViolations(allowed: LayeringTests.allowed)
-                == ["Engine/Engine.swift uses .describeForHost (an extension in API)"])
+                == ["Engine/Engine.swift uses .describeForHost (an extension in API)", "Engine/Engine.swift uses .oneLine (an extension in API)"])
     }
 
     /// The Swift clients in the package, type-checked as a host outside it would be: Keybay's
