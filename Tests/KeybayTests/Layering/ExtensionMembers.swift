@@ -82,21 +82,7 @@ extension SourceLayering {
 
     /// Identifiers right after a dot: the members the code names.
     static func memberUses(in code: String) -> Set<String> {
-        var names: Set<String> = []
-        var current: [UInt8] = []
-        var afterDot = false, previous: UInt8 = 0x20
-        func isLetter(_ b: UInt8) -> Bool { (b | 0x20) >= 0x61 && (b | 0x20) <= 0x7a || b == 0x5f }
-        for b in Array(code.utf8) + [0x20] {
-            if isLetter(b) || (b >= 0x30 && b <= 0x39 && !current.isEmpty) {
-                if current.isEmpty { afterDot = previous == 0x2e }
-                current.append(b)
-            } else {
-                if !current.isEmpty, afterDot { names.insert(String(decoding: current, as: UTF8.self)) }
-                current.removeAll(keepingCapacity: true)
-            }
-            if b != 0x20 && b != 0x0a && b != 0x09 { previous = b }
-        }
-        return names
+        Set(identifiers(in: code).filter(\.afterDot).map(\.name))
     }
 
     /// Members that types from outside the core also have, so that naming one says nothing of
