@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 import CKeybayPlugin
-import Synchronization
 
 /// An open store. Record operations are synchronous and never prompt or call a method plugin;
 /// each sees one whole generation of the file, and notices (with one stat) when another
@@ -46,7 +45,7 @@ public final class KeybaySession: Sendable {
     /// The store as the session reads it itself, for method operations: `records` when that is
     /// the store itself; opened on the first method operation of a session that reads through
     /// the agent (see `localRecords()`).
-    let ownRecords: Mutex<LocalRecords?>
+    let ownRecords: PosixLocked<LocalRecords?>
     /// Who plugins may ask (method ceremonies run only in `open` and `auth`).
     let interaction: any KeybayInteraction
     /// How the session opens the store itself when it reads through the agent and `auth` needs the key.
@@ -56,7 +55,7 @@ public final class KeybaySession: Sendable {
         self.configuration = configuration
         let local = LocalRecords(OpenGeneration(engine: engine.withoutRead, file: file, generation: generation))
         records = local
-        ownRecords = Mutex(local)
+        ownRecords = PosixLocked(local)
         self.interaction = interaction
         reopen = .platform
     }
@@ -67,7 +66,7 @@ public final class KeybaySession: Sendable {
         Sodium.ensureInitialised()
         self.configuration = configuration
         records = agent
-        ownRecords = Mutex(nil)
+        ownRecords = PosixLocked(nil)
         self.interaction = interaction
         self.reopen = reopen
     }

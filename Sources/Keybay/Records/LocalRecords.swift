@@ -11,12 +11,12 @@ import Synchronization
 /// or by the call in progress as it ends. A call that has it keeps it alive until it is done.
 final class LocalRecords: RecordSource {
     let storePath: String
-    private let state: Mutex<OpenGeneration?>
+    private let state: PosixLocked<OpenGeneration?>
     private let closed = Atomic<Bool>(false)
 
     init(_ open: OpenGeneration) {
         storePath = open.engine.storePath
-        state = Mutex(open)
+        state = PosixLocked(open)
     }
 
     var isClosed: Bool { closed.load(ordering: .acquiring) }
