@@ -79,7 +79,9 @@ rpath = $(if $(filter /usr,$(PREFIX)),,-Wl$(comma)-rpath$(comma)$${libdir})
 userunitdir = $(PREFIX)/lib/systemd/user
 
 # Every first-party plugin (one directory under Plugins/ each; InstallTests checks that the
-# installed CLI lists exactly those).
+# installed CLI lists exactly those). Plugins/Support is no plugin: the C code they share,
+# linked statically into each that uses it, so there is nothing of its own to install (each
+# plugin needs only libc, libm and libsodium; the rest it opens on first use).
 PLUGINS = libkeybay-file-root.so libkeybay-passphrase.so libkeybay-fido2.so libkeybay-recovery.so libkeybay-tpm2.so libkeybay-secret-service.so \
           libkeybay-tpm2-pin.so libkeybay-pkcs11.so libkeybay-portal.so
 HEADER = $(TOP)/Sources/CKeybayPlugin/include/keybay_plugin.h
