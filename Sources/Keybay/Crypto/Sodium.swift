@@ -2,11 +2,11 @@
 import CSodium
 
 /// libsodium must be initialised once before use; a global `let` is initialised exactly once,
-/// thread-safely, on first touch (package access: KeybayPrompt's guarded buffers need it too).
-package enum Sodium {
+/// thread-safely, on first touch.
+enum Sodium {
     private static let initialised: Bool = sodium_init() >= 0
 
-    package static func ensureInitialised() {
+    static func ensureInitialised() {
         precondition(initialised, "libsodium failed to initialise")
     }
 

@@ -51,13 +51,13 @@ import Testing
         #expect(r.status == 0, "\(r.stderr)")
     }
 
-    /// The check sees a `package` declaration used: a client naming one does not type-check, the
-    /// same client naming the public API does.
+    /// The check sees a `package` declaration used (`ErrorLineObserver`, which KeybayConformance
+    /// uses): a client naming one does not type-check, the same client naming the public API does.
     @Test func aClientUsingAPackageDeclarationIsRefused() throws {
         let box = Sandbox()
         let client = SwiftClient(box: box)
         let uses = box.root + "/uses.swift", clean = box.root + "/clean.swift"
-        try "import Keybay\nfunc f() { Sodium.ensureInitialised() }\n".write(toFile: uses, atomically: true, encoding: .utf8)
+        try "import Keybay\nfunc f(_ observer: any ErrorLineObserver) {}\n".write(toFile: uses, atomically: true, encoding: .utf8)
         try "import Keybay\nfunc f() -> Any { KeybayStore.self }\n".write(toFile: clean, atomically: true, encoding: .utf8)
         #expect(try client.typeChecking([uses], asLibrary: true).status == 1)
         #expect(try client.typeChecking([clean], asLibrary: true).status == 0)
